@@ -1,0 +1,355 @@
+// The JS face of the native core: one wrapped object per mapped zone. Hot-path writes do
+// not come through here: JS writes counters through typed views over `buffer`.
+#include <napi.h>
+
+#include <unistd.h>
+
+#include "segment.h"
+#include "slab.h"
+#include "store.h"
+
+namespace zonal {
+
+namespace {
+
+// The mapping outlives whichever of its two users goes last: the wrapper object and the
+// external ArrayBuffer that JS views read and write through.
+struct Mapping {
+  Segment* segment;
+  int refs;
+  void Release() {
+    if (--refs == 0) {
+      delete segment;
+      delete this;
+    }
+  }
+};
+
+template <class F>
+auto Guarded(Napi::Env env, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ZoneError& e) {
+    throw Napi::Error::New(env, e.what());
+  } catch (const std::bad_alloc&) {
+    throw Napi::Error::New(env, "out of process memory");
+  }
+}
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsString())
+    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+// Whole numbers only: sizes and offsets are never fractional, negative or past 2^53.
+uint64_t NumberArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a number");
+  double v = info[i].As<Napi::Number>().DoubleValue();
+  if (!(v >= 0) || v > 9007199254740991.0 || v != static_cast<double>(static_cast<uint64_t>(v)))
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " must be a whole number from 0 to 2^53-1");
+  return static_cast<uint64_t>(v);
+}
+
+class Zone : public Napi::ObjectWrap<Zone> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeZone",
+                       {
+                           StaticMethod<&Zone::Create>("create"),
+                           StaticMethod<&Zone::Attach>("attach"),
+                           StaticMethod<&Zone::Remove>("remove"),
+                           StaticMethod<&Zone::RemoveStale>("removeStale"),
+                           InstanceAccessor<&Zone::Buffer>("buffer"),
+                           InstanceMethod<&Zone::Info>("info"),
+                           InstanceMethod<&Zone::Alloc>("alloc"),
+                           InstanceMethod<&Zone::Free>("free"),
+                           InstanceMethod<&Zone::SlabStats>("slabStats"),
+                           InstanceMethod<&Zone::Check>("check"),
+                           InstanceMethod<&Zone::Ensure>("ensure"),
+                           InstanceMethod<&Zone::Find>("find"),
+                           InstanceMethod<&Zone::Drop>("drop"),
+                           InstanceMethod<&Zone::Entries>("entries"),
+                           InstanceMethod<&Zone::WriteRecord>("writeRecord"),
+                           InstanceMethod<&Zone::ReadRecord>("readRecord"),
+                           InstanceMethod<&Zone::Claim>("claim"),
+                           InstanceMethod<&Zone::Release>("release"),
+                           InstanceMethod<&Zone::Detach>("detach"),
+                           InstanceMethod<&Zone::StallAfter>("stallAfter"),
+                       });
+  }
+
+  Zone(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Zone>(info) {
+    if (info.Length() != 1 || !info[0].IsExternal())
+      throw Napi::TypeError::New(info.Env(), "use NativeZone.create() or NativeZone.attach()");
+    mapping_ = new Mapping{info[0].As<Napi::External<Segment>>().Data(), 1};
+  }
+  ~Zone() override { mapping_->Release(); }
+
+ private:
+  static Napi::Value Wrap(Napi::Env env, Segment* s) {
+    auto ctor = env.GetInstanceData<Napi::FunctionReference>();
+    return ctor->New({Napi::External<Segment>::New(env, s)});
+  }
+
+  static Napi::Value Create(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string instance = StringArg(info, 0, "instance");
+    std::string name = StringArg(info, 1, "zone name");
+    uint64_t size = NumberArg(info, 2, "zone size");
+    uint64_t slots = NumberArg(info, 3, "worker slots");
+    if (slots > kMaxWorkerSlots) slots = kMaxWorkerSlots + 1;  // let Create word the error
+    return Wrap(env, Guarded(env, [&] { return Segment::Create(instance, name, size, static_cast<uint32_t>(slots)); }));
+  }
+
+  static Napi::Value Attach(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string instance = StringArg(info, 0, "instance");
+    std::string name = StringArg(info, 1, "zone name");
+    return Wrap(env, Guarded(env, [&] { return Segment::Attach(instance, name); }));
+  }
+
+  static Napi::Value Remove(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string instance = StringArg(info, 0, "instance");
+    std::string name = StringArg(info, 1, "zone name");
+    return Napi::Boolean::New(env, Guarded(env, [&] { return Segment::Remove(instance, name); }));
+  }
+
+  static Napi::Value RemoveStale(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string instance = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+    return Napi::Number::New(env, Guarded(env, [&] { return Segment::RemoveStale(instance); }));
+  }
+
+  Segment& seg(Napi::Env env) {
+    Segment* s = mapping_->segment;
+    if (s->detached()) throw Napi::Error::New(env, "zone is detached");
+    return *s;
+  }
+
+  Napi::Value Buffer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!buffer_.IsEmpty()) return buffer_.Value();
+    Segment& s = seg(env);
+    mapping_->refs++;
+    auto ab = Napi::ArrayBuffer::New(env, s.base(), s.size(), [](Napi::Env, void*, Mapping* m) { m->Release(); },
+                                     mapping_);
+    buffer_ = Napi::Reference<Napi::ArrayBuffer>::New(ab, 1);
+    return ab;
+  }
+
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const Header* h = seg(env).header();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("size", Napi::Number::New(env, static_cast<double>(h->size)));
+    o.Set("poolSize", Napi::Number::New(env, static_cast<double>(h->pool_size)));
+    o.Set("pageSize", Napi::Number::New(env, static_cast<double>(h->page_size)));
+    o.Set("workerSlots", Napi::Number::New(env, h->worker_slots));
+    o.Set("creatorPid", Napi::Number::New(env, OwnerPid(h->owner)));
+    o.Set("createdMs", Napi::Number::New(env, static_cast<double>(h->created_ms)));
+    o.Set("entries", Napi::Number::New(env, static_cast<double>(h->dir_count)));
+    o.Set("recoveries", Napi::Number::New(env, static_cast<double>(h->recoveries)));
+    o.Set("layoutVersion", Napi::Number::New(env, h->layout_version));
+    return o;
+  }
+
+  Napi::Value Alloc(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    uint64_t size = NumberArg(info, 0, "size");
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] {
+                               Guard lock(s);
+                               return SlabAlloc(s, size);
+                             })));
+  }
+
+  Napi::Value Free(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    uint64_t off = NumberArg(info, 0, "offset");
+    return Napi::Boolean::New(env, Guarded(env, [&] {
+                                Guard lock(s);
+                                return SlabFree(s, off);
+                              }));
+  }
+
+  Napi::Value SlabStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    SlabPool copy;
+    Guarded(env, [&] {
+      Guard lock(s);
+      copy = s.header()->pool;
+      return 0;
+    });
+    Napi::Object pages = Napi::Object::New(env);
+    pages.Set("used", Napi::Number::New(env, copy.npages - copy.free_pages));
+    pages.Set("free", Napi::Number::New(env, copy.free_pages));
+    Napi::Object slots = Napi::Object::New(env);
+    for (uint32_t k = 0; k < copy.nslots; k++) {
+      const SlotStats& st = copy.stats[k];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("used", Napi::Number::New(env, static_cast<double>(st.used)));
+      o.Set("free", Napi::Number::New(env, static_cast<double>(st.total - st.used)));
+      o.Set("reqs", Napi::Number::New(env, static_cast<double>(st.reqs)));
+      o.Set("fails", Napi::Number::New(env, static_cast<double>(st.fails)));
+      slots.Set(std::to_string(8u << k), o);
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("pages", pages);
+    out.Set("slots", slots);
+    return out;
+  }
+
+  Napi::Value Check(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    return Napi::String::New(env, Guarded(env, [&] {
+                               Guard lock(s);
+                               return SlabCheck(s);
+                             }));
+  }
+
+  static Napi::Value EntryValue(Napi::Env env, const Entry& e) {
+    Napi::Array a = Napi::Array::New(env, 3);
+    a.Set(0u, Napi::Number::New(env, static_cast<double>(e.offset)));
+    a.Set(1u, Napi::Number::New(env, static_cast<double>(e.size)));
+    a.Set(2u, Napi::Number::New(env, e.created ? 1 : 0));
+    return a;
+  }
+
+  // ensure(key, kind, size) -> [offset, size, created] or null when the zone is full.
+  Napi::Value Ensure(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    std::string key = StringArg(info, 0, "key");
+    uint64_t kind = NumberArg(info, 1, "kind");
+    uint64_t size = NumberArg(info, 2, "size");
+    if (kind < kEntryBlock || kind > kEntryRecord) throw Napi::RangeError::New(env, "unknown entry kind");
+    if (kind == kEntryRecord) size = sizeof(RecordHeader);
+    Entry e = Guarded(env, [&] { return DirEnsure(s, key, static_cast<uint32_t>(kind), size); });
+    return e.offset ? EntryValue(env, e) : env.Null();
+  }
+
+  Napi::Value Find(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    std::string key = StringArg(info, 0, "key");
+    Entry e;
+    bool found = Guarded(env, [&] { return DirFind(s, key, &e); });
+    if (!found) return env.Null();
+    Napi::Array a = Napi::Array::New(env, 3);
+    a.Set(0u, Napi::Number::New(env, static_cast<double>(e.offset)));
+    a.Set(1u, Napi::Number::New(env, static_cast<double>(e.size)));
+    a.Set(2u, Napi::Number::New(env, e.kind));
+    return a;
+  }
+
+  Napi::Value Drop(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    std::string key = StringArg(info, 0, "key");
+    return Napi::Boolean::New(env, Guarded(env, [&] { return DirRemove(s, key); }));
+  }
+
+  // entries() -> [[key, kind, offset, size], ...]
+  Napi::Value Entries(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    Napi::Array out = Napi::Array::New(env);
+    uint32_t i = 0;
+    Guarded(env, [&] {
+      DirList(s, [&](const std::string& key, const Entry& e) {
+        Napi::Array a = Napi::Array::New(env, 4);
+        a.Set(0u, Napi::String::New(env, key));
+        a.Set(1u, Napi::Number::New(env, e.kind));
+        a.Set(2u, Napi::Number::New(env, static_cast<double>(e.offset)));
+        a.Set(3u, Napi::Number::New(env, static_cast<double>(e.size)));
+        out.Set(i++, a);
+      });
+      return 0;
+    });
+    return out;
+  }
+
+  // Records are named by the offset ensure() returned; check it is one before touching it.
+  uint64_t RecordArg(const Napi::CallbackInfo& info, Segment& s) {
+    uint64_t off = NumberArg(info, 0, "record offset");
+    const SlabPool& p = s.header()->pool;
+    if (off < p.data_off || off + sizeof(RecordHeader) > s.size() || off % alignof(RecordHeader) != 0)
+      throw Napi::RangeError::New(info.Env(), "not a record offset");
+    return off;
+  }
+
+  Napi::Value WriteRecord(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    uint64_t off = RecordArg(info, s);
+    if (info.Length() < 2 || !info[1].IsTypedArray()) throw Napi::TypeError::New(env, "record content must be a Uint8Array");
+    auto data = info[1].As<Napi::Uint8Array>();
+    return Napi::Boolean::New(env, Guarded(env, [&] { return RecordWrite(s, off, data.Data(), data.ByteLength()); }));
+  }
+
+  Napi::Value ReadRecord(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    uint64_t off = RecordArg(info, s);
+    std::string content = Guarded(env, [&] { return RecordRead(s, off); });
+    return Napi::Buffer<char>::Copy(env, content.data(), content.size());
+  }
+
+  Napi::Value Claim(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    int32_t slot = -1;
+    if (info.Length() > 0 && !info[0].IsUndefined()) slot = static_cast<int32_t>(NumberArg(info, 0, "worker slot"));
+    return Napi::Number::New(env, Guarded(env, [&] { return ClaimSlot(s, slot); }));
+  }
+
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    ReleaseSlot(seg(env), static_cast<int32_t>(NumberArg(info, 0, "worker slot")));
+    return env.Undefined();
+  }
+
+  // Detaching the ArrayBuffer first turns every JS view over it to length 0, so no JS
+  // code can reach the memory once it is unmapped.
+  Napi::Value Detach(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!buffer_.IsEmpty()) {
+      Napi::ArrayBuffer ab = buffer_.Value();
+      if (!ab.IsEmpty() && !ab.IsDetached()) ab.Detach();
+      buffer_.Reset();
+    }
+    mapping_->segment->Unmap();
+    return env.Undefined();
+  }
+
+  Napi::Value StallAfter(const Napi::CallbackInfo& info) {
+    seg(info.Env()).StallAfter(static_cast<int32_t>(NumberArg(info, 0, "writes")));
+    return info.Env().Undefined();
+  }
+
+  Mapping* mapping_;
+  Napi::Reference<Napi::ArrayBuffer> buffer_;
+};
+
+}  // namespace
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = Zone::Define(env);
+  env.SetInstanceData(new Napi::FunctionReference(Napi::Persistent(ctor)));
+  exports.Set("NativeZone", ctor);
+  exports.Set("pageSize", Napi::Number::New(env, static_cast<double>(sysconf(_SC_PAGESIZE))));
+  exports.Set("layoutVersion", Napi::Number::New(env, kLayoutVersion));
+  exports.Set("maxWorkerSlots", Napi::Number::New(env, kMaxWorkerSlots));
+  return exports;
+}
+
+}  // namespace zonal
+
+static Napi::Object InitZonal(Napi::Env env, Napi::Object exports) { return zonal::Init(env, exports); }
+NODE_API_MODULE(zonal, InitZonal)

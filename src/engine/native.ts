@@ -1,0 +1,73 @@
+// The only module that loads the addon. Everything else in src/ goes through engine/.
+import { createRequire } from 'node:module';
+import { endianness } from 'node:os';
+
+/** Kinds of directory entries, as native/layout.h numbers them. */
+export const EntryKind = { Block: 1, Counters: 2, Cells: 3, Record: 4 } as const;
+export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
+
+export interface NativeSlotStats {
+  used: number;
+  free: number;
+  reqs: number;
+  fails: number;
+}
+
+export interface NativeSlabStats {
+  pages: { used: number; free: number };
+  slots: Record<string, NativeSlotStats>;
+}
+
+export interface NativeZoneInfo {
+  size: number;
+  poolSize: number;
+  pageSize: number;
+  workerSlots: number;
+  creatorPid: number;
+  createdMs: number;
+  entries: number;
+  recoveries: number;
+  layoutVersion: number;
+}
+
+export interface NativeZone {
+  readonly buffer: ArrayBuffer;
+  info(): NativeZoneInfo;
+  alloc(size: number): number;
+  free(offset: number): boolean;
+  slabStats(): NativeSlabStats;
+  check(): string;
+  /** [offset, size, created (1|0)], or null when the zone has no room. */
+  ensure(key: string, kind: EntryKind, size: number): [number, number, number] | null;
+  /** [offset, size, kind], or null. */
+  find(key: string): [number, number, EntryKind] | null;
+  drop(key: string): boolean;
+  entries(): Array<[string, EntryKind, number, number]>;
+  writeRecord(offset: number, content: Uint8Array): boolean;
+  readRecord(offset: number): Buffer;
+  claim(slot?: number): number;
+  release(slot: number): void;
+  detach(): void;
+  stallAfter(writes: number): void;
+}
+
+export interface NativeZoneStatic {
+  create(instance: string, name: string, size: number, workerSlots: number): NativeZone;
+  attach(instance: string, name: string): NativeZone;
+  remove(instance: string, name: string): boolean;
+  removeStale(instance?: string): number;
+}
+
+interface Addon {
+  NativeZone: NativeZoneStatic;
+  pageSize: number;
+  layoutVersion: number;
+  maxWorkerSlots: number;
+}
+
+// Counters are written as their low 32-bit halves (see counters.ts): that needs the
+// little-endian word order of every platform Node ships for on Linux.
+if (endianness() !== 'LE') throw new Error('zonal needs a little-endian machine');
+
+const require = createRequire(import.meta.url);
+export const addon: Addon = require('../../build/Release/zonal.node');

@@ -1,0 +1,208 @@
+// A zone: one named shared-memory segment that the primary creates and every worker
+// attaches to. Blocks inside it (counters, cells, records, raw slab blocks) are found by
+// key, so a process that did not allocate a block can still reach it.
+import { AtomicCells } from './cells.js';
+import { CounterBlock, GaugeBlock, strideOf } from './counters.js';
+import { attachInstance, creatorInstance, requestedWorkerSlot } from './identity.js';
+import { addon, EntryKind, type NativeSlabStats, type NativeZone } from './native.js';
+import { SeqRecord } from './record.js';
+import { makeViews, type ZoneViews } from './views.js';
+
+export interface CreateZoneOptions {
+  /** Bytes of pages for the zone's slab allocator (at least one page). */
+  size: number;
+  /** Worker slots: how many processes can write counters at once. */
+  workers: number;
+  /** Instance name; defaults to the inherited ZONAL_INSTANCE or one named after this process. */
+  instance?: string;
+}
+
+export interface AttachZoneOptions {
+  instance?: string;
+}
+
+export type SlabStats = NativeSlabStats;
+
+/** Thrown when a zone has no room left for a new block; counted in its slab `fails`. */
+export class ZoneFullError extends Error {
+  readonly code = 'ZONE_FULL';
+  constructor(zone: string, key: string) {
+    super(`zone "${zone}" has no room left for "${key}"`);
+  }
+}
+
+export class Zone {
+  readonly name: string;
+  readonly instance: string;
+  /** Whether this process created the zone (and so removes it on exit). */
+  readonly owner: boolean;
+  readonly pageSize: number;
+  readonly workerSlots: number;
+  private readonly native: NativeZone;
+  private views: ZoneViews;
+  private slot = -1;
+
+  private constructor(native: NativeZone, name: string, instance: string, owner: boolean) {
+    this.native = native;
+    this.name = name;
+    this.instance = instance;
+    this.owner = owner;
+    const info = native.info();
+    this.pageSize = info.pageSize;
+    this.workerSlots = info.workerSlots;
+    this.views = makeViews(native.buffer);
+  }
+
+  static create(name: string, options: CreateZoneOptions): Zone {
+    const instance = options.instance ?? creatorInstance();
+    removeStaleZonesOnce();
+    const zone = new Zone(addon.NativeZone.create(instance, name, options.size, options.workers), name, instance, true);
+    created.add(zone);
+    installCleanup();
+    return zone;
+  }
+
+  static attach(name: string, options: AttachZoneOptions = {}): Zone {
+    const instance = options.instance ?? attachInstance();
+    return new Zone(addon.NativeZone.attach(instance, name), name, instance, false);
+  }
+
+  /** Bytes of pages given to the slab allocator, as created. */
+  get size(): number {
+    return this.native.info().poolSize;
+  }
+
+  /** Times a process found the zone mutex's owner dead and rolled its work back. */
+  get recoveries(): number {
+    return this.native.info().recoveries;
+  }
+
+  /** The shard this process writes, claimed on first use (see identity.ts). */
+  workerSlot(): number {
+    if (this.slot < 0) this.slot = this.native.claim(requestedWorkerSlot());
+    return this.slot;
+  }
+
+  counters(key: string, length: number): CounterBlock {
+    return new CounterBlock(this.views, this, this.ensure(key, EntryKind.Counters, this.shardBytes(length)), length, this.workerSlots);
+  }
+
+  gauges(key: string, length: number): GaugeBlock {
+    return new GaugeBlock(this.views, this, this.ensure(key, EntryKind.Counters, this.shardBytes(length)), length, this.workerSlots);
+  }
+
+  cells(key: string, length: number): AtomicCells {
+    checkLength(length);
+    return new AtomicCells(this.views, this.ensure(key, EntryKind.Cells, length * 4), length);
+  }
+
+  record(key: string): SeqRecord {
+    return new SeqRecord(this.native, this.views, key, this.ensure(key, EntryKind.Record, 16));
+  }
+
+  /** A raw block of `size` bytes under `key`, as [byte offset, view of it]. */
+  block(key: string, size: number): Uint8Array {
+    const offset = this.ensure(key, EntryKind.Block, size);
+    return this.views.u8.subarray(offset, offset + size);
+  }
+
+  has(key: string): boolean {
+    return this.native.find(key) !== null;
+  }
+
+  /** Frees the block under `key`; views of it must not be used afterwards. */
+  drop(key: string): boolean {
+    return this.native.drop(key);
+  }
+
+  keys(): string[] {
+    return this.native.entries().map((e) => e[0]);
+  }
+
+  /** Direct slab allocation: a byte offset, or 0 when the zone is full. */
+  alloc(size: number): number {
+    return this.native.alloc(size);
+  }
+
+  free(offset: number): boolean {
+    return this.native.free(offset);
+  }
+
+  slabStats(): SlabStats {
+    return this.native.slabStats();
+  }
+
+  /** Verifies every page and list of the slab allocator: "" when consistent. */
+  check(): string {
+    return this.native.check();
+  }
+
+  /** Unmaps the zone from this process. Views over it read as empty afterwards. */
+  detach(): void {
+    if (this.slot >= 0) this.native.release(this.slot);
+    this.native.detach();
+    created.delete(this);
+  }
+
+  /** Removes the zone's name: processes that have it mapped keep it until they detach. */
+  remove(): boolean {
+    created.delete(this);
+    return addon.NativeZone.remove(this.instance, this.name);
+  }
+
+  /** Test hook: the next locked operation stops for good after `writes` logged writes. */
+  stallAfter(writes: number): void {
+    this.native.stallAfter(writes);
+  }
+
+  private shardBytes(length: number): number {
+    checkLength(length);
+    return strideOf(length) * this.workerSlots;
+  }
+
+  private ensure(key: string, kind: EntryKind, size: number): number {
+    const entry = this.native.ensure(key, kind, size);
+    if (!entry) throw new ZoneFullError(this.name, key);
+    return entry[0];
+  }
+}
+
+function checkLength(length: number): void {
+  if (!Number.isInteger(length) || length < 1 || length > 1 << 20)
+    throw new RangeError(`a block holds 1 to ${1 << 20} values, not ${length}`);
+}
+
+export function removeZone(name: string, options: AttachZoneOptions = {}): boolean {
+  return addon.NativeZone.remove(options.instance ?? attachInstance(), name);
+}
+
+// Zones created here are removed when this process ends, however it ends short of
+// SIGKILL; those of a SIGKILLed creator go when the next creator starts.
+const created = new Set<Zone>();
+let cleanupInstalled = false;
+let staleRemoved = false;
+
+function removeStaleZonesOnce(): void {
+  if (staleRemoved) return;
+  staleRemoved = true;
+  addon.NativeZone.removeStale();
+}
+
+function removeCreatedZones(): void {
+  for (const zone of created) zone.remove();
+}
+
+function installCleanup(): void {
+  if (cleanupInstalled) return;
+  cleanupInstalled = true;
+  process.on('exit', removeCreatedZones);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      // When the application has its own handler it decides when to exit, and 'exit'
+      // cleans up then. Otherwise clean up and die of the signal as if we were not here.
+      if (process.listenerCount(signal) > 0) return;
+      removeCreatedZones();
+      process.kill(process.pid, signal);
+    });
+  }
+}
