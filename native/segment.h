@@ -53,6 +53,9 @@ class Segment {
     field = value;
   }
   void PutSeq(std::atomic<uint32_t>& seq, uint32_t value);
+  // Records the word at `p` so that a rollback restores it, for writes that follow
+  // without Put (filling a freshly allocated block whose first word held allocator state).
+  void Preserve(const void* p) { Log(offset_of(p), false); }
 
   void Lock();
   // commit=false undoes the critical section's writes (an exception left it half done).

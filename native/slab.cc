@@ -143,6 +143,9 @@ uint64_t SlabAlloc(Segment& s, uint64_t size) {
   s.Put(d.aux, used << 16 | next);
   if (next == kNoSlot) pool.ListRemove(p.partial_head[k], page);
   s.Put(st.used, st.used + 1);
+  // The slot's first word is its free-chain link: the caller fills the slot with plain
+  // writes, so keep that word for a rollback to put back.
+  s.Preserve(&pool.SlotLink(page, slot, shift));
   return pool.page_offset(page) + (uint64_t{slot} << shift);
 }
 

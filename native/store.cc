@@ -56,7 +56,7 @@ Entry DirEnsure(Segment& s, const std::string& key, uint32_t kind, uint64_t size
     SlabFree(s, entry_off);
     return Entry{};
   }
-  // Both blocks were free before this operation: filling them needs no undo entries.
+  // Both blocks were free before this operation (SlabAlloc kept what a rollback needs).
   memset(s.at<uint8_t>(value_off), 0, size);
   DirEntry* e = s.at<DirEntry>(entry_off);
   e->next = bucket;

@@ -69,5 +69,18 @@ interface Addon {
 // little-endian word order of every platform Node ships for on Linux.
 if (endianness() !== 'LE') throw new Error('zonal needs a little-endian machine');
 
-const require = createRequire(import.meta.url);
-export const addon: Addon = require('../../build/Release/zonal.node');
+// This file runs from src/engine (tests) and from dist/src/engine (everything else).
+function load(): Addon {
+  const require = createRequire(import.meta.url);
+  const candidates = ['../../build/Release/zonal.node', '../../../build/Release/zonal.node'];
+  for (const path of candidates) {
+    try {
+      return require(path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
+    }
+  }
+  throw new Error('the zonal addon is not built: run `npm install` (or `npm run build`) first');
+}
+
+export const addon: Addon = load();

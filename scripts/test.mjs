@@ -1,0 +1,45 @@
+// npm test: runs the tap suite with TAP output, shows it, and ends with the one line CI
+// reads, "N passed, N failed", counting every assertion once (a subtest's own summary
+// line is not counted again, unless it failed with no failing assertion inside, as a
+// crashed or timed-out test file does).
+import { spawn } from 'node:child_process';
+import { Parser } from 'tap-parser';
+
+let passed = 0;
+let failed = 0;
+
+function watch(parser) {
+  const open = [];
+  parser.on('child', (child) => {
+    const tally = { failed: 0 };
+    open.push(tally);
+    watch(child);
+    child.on('assert', (r) => {
+      if (!r.ok && !r.skip && !r.todo) tally.failed++;
+    });
+  });
+  parser.on('assert', (result) => {
+    if (result.skip || result.todo) return;
+    const child = open.shift();
+    if (child) {
+      if (!result.ok && child.failed === 0) failed++;
+      return;
+    }
+    if (result.ok) passed++;
+    else failed++;
+  });
+}
+
+const parser = new Parser();
+watch(parser);
+const tap = spawn('npx', ['tap', '--reporter=tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'] });
+tap.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  parser.write(chunk);
+});
+tap.on('close', (code) => {
+  parser.end();
+  if (code !== 0 && failed === 0) failed = 1;
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(code === 0 && failed === 0 && passed > 0 ? 0 : 1);
+});

@@ -1,0 +1,103 @@
+import t, { type Test } from 'tap';
+import { Zone } from '../../src/engine/index.js';
+import { start, uniqueName } from '../helpers.js';
+
+const RECORDS = 5_000_000;
+
+// What count.ts adds per process, as exact 64-bit sums.
+function expected(records: number, carry: boolean): bigint[] {
+  const e = new Array<bigint>(12).fill(0n);
+  for (let code = 1; code <= 3; code++) {
+    const times = BigInt(Math.floor(records / 3) + (code <= records % 3 ? 1 : 0));
+    e[code] += times;
+    e[6 + code] += times;
+  }
+  e[0] = BigInt(records);
+  e[6] = BigInt(records);
+  let bytes = 0n;
+  for (let r = 0; r < records; r++) bytes += BigInt(r & 1023);
+  e[4] = bytes;
+  e[5] = 7n * BigInt(records);
+  e[10] = 3n * BigInt(records);
+  e[11] = (2n ** 32n + 1n) * BigInt(records);
+  if (carry) for (let i = 0; i < 12; i++) e[i] += 2n ** 32n - 1000n;
+  return e;
+}
+
+async function race(t: Test, processes: number, carry: boolean) {
+  const name = uniqueName('count');
+  const zone = Zone.create(name, { size: 1 << 20, workers: processes });
+  const block = zone.counters('record', 12);
+  const children = Array.from({ length: processes }, (_, slot) =>
+    start('count.ts', [name, String(slot), String(RECORDS), carry ? 'carry' : '']),
+  );
+  await Promise.all(children.map((c) => new Promise((resolve) => c.proc.once('message', resolve))));
+  children.forEach((c) => c.proc.send('go'));
+
+  // Read while they write: a sum must never go backwards (a torn carry would).
+  let reads = 0;
+  let backwards = 0;
+  const last = new Array<number>(12).fill(0);
+  const running = () => children.some((c) => c.proc.exitCode === null);
+  const deadline = Date.now() + 120_000;
+  while (running() && Date.now() < deadline) {
+    for (let i = 0; i < 12; i++) {
+      const v = block.value(i);
+      if (v < last[i]) backwards++;
+      last[i] = v;
+    }
+    reads++;
+    await new Promise((r) => setImmediate(r));
+  }
+  for (const c of children) t.equal(await c.exit(), 0, 'counting process exited cleanly');
+  t.equal(backwards, 0, `no sum went backwards over ${reads} concurrent reads`);
+
+  const want = expected(RECORDS, carry).map((v) => v * BigInt(processes));
+  for (let i = 0; i < 12; i++) t.equal(block.get(i), want[i], `counter ${i} is exact`);
+  const values = block.values();
+  t.same(Array.from(values), want.map(Number), 'values() agrees with get() as Numbers');
+  zone.remove();
+  zone.detach();
+}
+
+t.test('two processes, 5 million records each: exact sums', (t) => race(t, 2, false));
+t.test('three processes crossing 2^32 while a reader watches: exact and monotonic', (t) => race(t, 3, true));
+
+t.test('a counter crosses 2^32 and 2^53 exactly in one process', async (t) => {
+  const zone = Zone.create(uniqueName('wide'), { size: 1 << 16, workers: 1 });
+  const c = zone.counters('c', 2);
+  c.add(0, 2 ** 32 - 1);
+  c.add(0);
+  t.equal(c.get(0), 2n ** 32n);
+  c.add(0, 2 ** 53);
+  t.equal(c.get(0), 2n ** 53n + 2n ** 32n);
+  t.equal(c.get(1), 0n, 'neighbour untouched');
+  t.throws(() => c.add(1, 2 ** 32 + 0.5), RangeError, 'a fractional n on the wide path is refused');
+  zone.remove();
+});
+
+t.test('gauges go below zero per shard and sum right', async (t) => {
+  const zone = Zone.create(uniqueName('gauge'), { size: 1 << 16, workers: 2 });
+  const g = zone.gauges('g', 3);
+  g.add(0, 5);
+  g.sub(0, 7);
+  t.equal(g.get(0), -2n);
+  t.equal(g.value(0), -2);
+  g.sub(1, 2 ** 40);
+  g.add(1, 2 ** 40 + 1);
+  t.equal(g.value(1), 1);
+  t.same(Array.from(g.values()), [-2, 1, 0]);
+  zone.remove();
+});
+
+t.test('blocks are found by key from another process, each shard on its own cache lines', async (t) => {
+  const zone = Zone.create(uniqueName('key'), { size: 1 << 16, workers: 4 });
+  const a = zone.counters('a', 3);
+  const again = zone.counters('a', 3);
+  t.equal(again.offset, a.offset, 'the same key is the same block');
+  t.equal(a.offset % 64, 0, 'the block starts on a cache line');
+  t.throws(() => zone.counters('a', 40), /holds a counter block of 256 bytes/, 'another size under the key is refused');
+  t.throws(() => zone.cells('a', 3), /not a cell block/);
+  t.throws(() => zone.counters('b', 0), RangeError);
+  zone.remove();
+});

@@ -1,0 +1,68 @@
+// Child processes for multi-process tests: fixtures are TypeScript files forked with
+// this process's loader flags, and every wait is bounded.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+
+const fixtures = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
+
+export interface Child {
+  proc: ChildProcess;
+  /** Resolves with the first stdout line that matches, within `ms`. */
+  line(match: RegExp, ms?: number): Promise<string>;
+  /** Resolves when stderr has a line that matches, within `ms`. */
+  stderrLine(match: RegExp, ms?: number): Promise<string>;
+  /** Resolves with the exit code (or signal name) within `ms`. */
+  exit(ms?: number): Promise<number | string>;
+  stdout(): string;
+  stderr(): string;
+}
+
+export function start(fixture: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Child {
+  // Plain .mjs fixtures drive the addon directly and start without the TS loader, which
+  // makes a fork ten times cheaper: the crash sweeps start hundreds of them.
+  const proc = fork(join(fixtures, fixture), args, {
+    env: { ...process.env, ...env },
+    ...(fixture.endsWith('.mjs') ? { execArgv: [] } : {}),
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let out = '';
+  let err = '';
+  const waiters: Array<() => void> = [];
+  const wake = () => waiters.splice(0).forEach((w) => w());
+  proc.stdout!.on('data', (d) => ((out += d), wake()));
+  proc.stderr!.on('data', (d) => ((err += d), wake()));
+  let exited: number | string | undefined;
+  proc.on('exit', (code, signal) => ((exited = code ?? signal ?? -1), wake()));
+
+  const until = <T>(what: string, ms: number, probe: () => T | undefined): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${fixture}: no ${what} within ${ms} ms; stderr: ${err}`)), ms);
+      const check = () => {
+        const v = probe();
+        if (v !== undefined) {
+          clearTimeout(timer);
+          resolve(v);
+        } else if (exited !== undefined && what !== 'exit') {
+          clearTimeout(timer);
+          reject(new Error(`${fixture} exited (${exited}) before ${what}; stderr: ${err}`));
+        } else waiters.push(check);
+      };
+      check();
+    });
+
+  const find = (text: string, match: RegExp) => text.split('\n').find((l) => match.test(l));
+  return {
+    proc,
+    line: (match, ms = 60_000) => until(`line ${match}`, ms, () => find(out, match)),
+    stderrLine: (match, ms = 60_000) => until(`stderr line ${match}`, ms, () => find(err, match)),
+    exit: (ms = 60_000) => until('exit', ms, () => exited),
+    stdout: () => out,
+    stderr: () => err,
+  };
+}
+
+/** A zone name no other test uses. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
