@@ -38,9 +38,11 @@ export function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-/** Formats a number for a table: thousands separated, at most `digits` decimals. */
+/** Formats a number for a table: thousands separated; whole numbers without decimals,
+ * others with exactly `digits`, so that a column's decimal points line up. */
 export function fmt(x: number, digits = 2): string {
-  return x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+  const decimals = Number.isInteger(x) ? 0 : digits;
+  return x.toLocaleString('en-US', { maximumFractionDigits: decimals, minimumFractionDigits: decimals });
 }
 
 /** Prints a titled table with aligned columns: numbers right-aligned, text left. */

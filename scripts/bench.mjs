@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +24,7 @@ function run(args) {
   const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
   if (result.error) throw result.error;
   // A child killed by a signal has no exit code: report it as the shell would.
-  return result.status ?? 128 + (result.signal ? 1 : 0);
+  return result.status ?? 128 + (constants.signals[result.signal] ?? 0);
 }
 
 const [name, ...rest] = process.argv.slice(2);

@@ -86,6 +86,7 @@ export class CounterBlock {
   /** The rare path: the first write of this process (which claims its slot), a carry or
    * borrow across the low word, or an n outside 0..2^32. One atomic 64-bit store. */
   protected wide(i: number, n: number): void {
+    if (this.u32.length === 0) throw new Error('zone is detached');
     if (Number.isNaN(this.low)) this.low = (this.offset / 8 + this.owner.workerSlot() * this.stride) * 2;
     const k = this.low / 2 + i;
     Atomics.store(this.u64, k, BigInt.asUintN(64, this.u64[k] + BigInt(n)));

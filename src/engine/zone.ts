@@ -197,12 +197,12 @@ function installCleanup(): void {
   cleanupInstalled = true;
   process.on('exit', removeCreatedZones);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      // When the application has its own handler it decides when to exit, and 'exit'
-      // cleans up then. Otherwise clean up and die of the signal as if we were not here.
-      if (process.listenerCount(signal) > 0) return;
+    // First in line, so that handlers after ours (the application's, or a library's such
+    // as signal-exit, which defers to any other listener) see that we are gone.
+    process.prependOnceListener(signal, () => {
       removeCreatedZones();
-      process.kill(process.pid, signal);
+      // With no other listener the signal's default is to die: do it, as we found it.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     });
   }
 }
