@@ -362,7 +362,7 @@ interface Scaling {
 
 async function measureScaling(): Promise<Scaling> {
   // A zone of its own: the parent's zone has a shard claimed by the parent already.
-  const zone = Zone.create('bench-engine-scale', { size: 1 << 20, workers: 2 });
+  const zone = Zone.create('bench-engine-scale', { size: 1 << 20, workers: 2, writer: false });
   const blocks = zonalBlocks(zone);
   const script = fileURLToPath(import.meta.url);
   const children = [0, 1].map((slot) => fork(script, ['worker'], { env: { ...process.env, [WORKER_SLOT_ENV]: String(slot) } }));

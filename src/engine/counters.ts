@@ -1,95 +1,140 @@
-// Counter blocks: K unsigned 64-bit counters with one shard per worker slot. A worker
-// writes only its own shard, with plain stores; a reader sums the shards.
+// Counter blocks: K 64-bit counters with one shard per worker slot. A worker writes only
+// its own shard, with plain stores and no atomics; a reader sums the shards.
 //
-// Why the low half: BigInt arithmetic costs about 10 ns per operation in Node 20, ten
-// times the whole budget of a request record. A worker therefore adds to the low 32-bit
-// word of its counter with a Number store, and only when that word would overflow (once
-// per 2^32 of the counter) does it store all 64 bits in one atomic 8-byte write. A reader
-// thus always sees a whole value: either the low word changed alone, or both at once.
+// A shard's counter is two words: `recent`, a float64 that the worker adds to, and
+// `base`, an unsigned 64-bit word. Its value is base + recent.
+// - Why a float64: BigInt arithmetic costs about 10 ns per operation in Node 20, ten times
+//   a whole request record, and detecting a carry out of a 32-bit word costs four more
+//   instructions per update than the add itself. `recent[i] += n` costs what a plain
+//   Float64Array costs (bench/engine.ts measures both), and a float64 holds every integer
+//   up to 2^53 exactly.
+// - Why `base`: so that a counter never stops being exact. Once a second, each writing
+//   process moves 2^52 at a time from `recent` to `base` (fold()), long before `recent`
+//   could reach 2^53: that would take 2^52 increments in one second. The move happens
+//   between two bumps of the shard's sequence word, which readers check, so a reader
+//   never sees the 2^52 in both words or in neither.
+// - Every field is set once, in the constructor: V8 then treats them as constants and
+//   does not reload them around each update. (tsconfig's useDefineForClassFields: false
+//   is part of this: with define semantics every field is written twice.)
 import type { ZoneViews } from './views.js';
 
-const LOW = 0x1_0000_0000;
-
-/** The slot this process writes in a zone; claimed on first write. */
-export interface ShardOwner {
-  workerSlot(): number;
-}
+const FOLD = 2 ** 52;
 
 export class CounterBlock {
   /** Number of counters. */
   readonly length: number;
-  /** Byte offset of the block in its zone (shard 0, counter 0). */
+  /** Byte offset of the block in its zone (shard 0). */
   readonly offset: number;
-  protected readonly u32: Uint32Array;
-  protected readonly u64: BigUint64Array;
-  /** 64-bit words between the shards of two worker slots: a whole number of cache lines. */
+  /** This process's shard, or -1 when the zone was opened with `writer: false`. */
+  readonly slot: number;
+  /** Where this process adds: its shard's `recent` words, or, in a process that does not
+   * write, a private array, so that a stray add() cannot touch shared memory. */
+  protected readonly recent: Float64Array;
+  /** Float64 index of counter 0's `recent` word in this process's shard. */
+  protected readonly low: number;
+  protected readonly views: ZoneViews;
+  /** Words (8 bytes) from one shard to the next: a whole number of cache lines. */
   protected readonly stride: number;
   protected readonly shards: number;
-  /** u32 index of this process's shard; NaN until the first write claims a slot. */
-  protected low = Number.NaN;
-  private readonly owner: ShardOwner;
 
-  constructor(views: ZoneViews, owner: ShardOwner, offset: number, length: number, shards: number) {
-    this.u32 = views.u32;
-    this.u64 = views.u64;
+  constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number) {
+    this.views = views;
     this.offset = offset;
     this.length = length;
     this.shards = shards;
     this.stride = strideOf(length) / 8;
-    this.owner = owner;
+    this.slot = slot;
+    this.recent = slot >= 0 ? views.f64 : new Float64Array(length);
+    this.low = slot >= 0 ? offset / 8 + slot * this.stride : 0;
+    if (slot >= 0) foldLater(this);
   }
 
-  /** Adds n (a whole number, default 1) to counter i in this process's shard. */
+  /** Adds n to counter i in this process's shard. n is a whole number below 2^52 (any
+   * byte count or step a server makes); addLarge() takes any amount. */
   add(i: number, n = 1): void {
-    const j = this.low + 2 * i;
-    const lo = this.u32[j] + n;
-    // Before a slot is claimed j is NaN and lo is NaN: the comparison fails into wide().
-    if (lo < LOW) this.u32[j] = lo;
-    else this.wide(i, n);
+    this.recent[this.low + i] += n;
   }
 
-  /** Exact sum of counter i over all shards. */
+  /** Adds an amount of any size, straight into the shard's base word. */
+  addLarge(i: number, n: number | bigint): void {
+    if (this.slot < 0) throw new Error('this process opened the zone with writer: false and has no shard to write');
+    this.moveToBase(i, BigInt(n), 0);
+  }
+
+  /** Exact sum of counter i over all shards, modulo 2^64. */
   get(i: number): bigint {
     let sum = 0n;
-    for (let s = 0, k = this.offset / 8 + i; s < this.shards; s++, k += this.stride) sum += this.u64[k];
+    for (let s = 0; s < this.shards; s++) {
+      const [base, recent] = this.read(s, i);
+      sum += base + BigInt(recent);
+    }
     return BigInt.asUintN(64, sum);
   }
 
   /** Sum of counter i as a Number: exact up to 2^53, which JSON readers can hold. */
   value(i: number): number {
     let sum = 0;
-    for (let s = 0, j = this.offset / 4 + 2 * i; s < this.shards; s++, j += 2 * this.stride) sum += this.word(j, false);
+    for (let s = 0; s < this.shards; s++) {
+      const [base, recent] = this.read(s, i);
+      sum += Number(base) + recent;
+    }
     return sum;
   }
 
   /** All K sums at once, into `out`. */
   values(out: Float64Array = new Float64Array(this.length)): Float64Array {
-    out.fill(0, 0, this.length);
-    for (let s = 0, j = this.offset / 4; s < this.shards; s++, j += 2 * this.stride)
-      for (let i = 0; i < this.length; i++) out[i] += this.word(j + 2 * i, false);
+    for (let i = 0; i < this.length; i++) out[i] = this.value(i);
     return out;
   }
 
-  /** One shard's counter as a Number. The high word is read on both sides of the low
-   * word: if it moved, a carry was stored in between and the pair is read again. */
-  protected word(j: number, signed: boolean): number {
-    const u32 = this.u32;
-    let hi = u32[j + 1];
-    let lo = u32[j];
-    for (let again = u32[j + 1]; again !== hi; again = u32[j + 1]) {
-      hi = again;
-      lo = u32[j];
+  /** Moves whole 2^52s from this process's `recent` words into `base` (see top). False
+   * once the zone is detached: there is nothing left to fold. */
+  fold(): boolean {
+    const f64 = this.views.f64;
+    if (f64.length === 0) return false;
+    for (let i = 0; i < this.length; i++) {
+      const r = f64[this.low + i];
+      if (r >= FOLD || r <= -FOLD) {
+        const moved = Math.trunc(r / FOLD) * FOLD;
+        this.moveToBase(i, BigInt(moved), moved);
+      }
     }
-    return (signed && hi >= 0x8000_0000 ? hi - LOW : hi) * LOW + lo;
+    return true;
   }
 
-  /** The rare path: the first write of this process (which claims its slot), a carry or
-   * borrow across the low word, or an n outside 0..2^32. One atomic 64-bit store. */
-  protected wide(i: number, n: number): void {
-    if (this.u32.length === 0) throw new Error('zone is detached');
-    if (Number.isNaN(this.low)) this.low = (this.offset / 8 + this.owner.workerSlot() * this.stride) * 2;
-    const k = this.low / 2 + i;
-    Atomics.store(this.u64, k, BigInt.asUintN(64, this.u64[k] + BigInt(n)));
+  /** Adds `amount` to shard base i and takes `fromRecent` off its recent word, as one
+   * step for readers: between two bumps of the shard's sequence word. */
+  private moveToBase(i: number, amount: bigint, fromRecent: number): void {
+    const { f64, u64, i32 } = this.views;
+    const seq = this.seqIndex(this.slot);
+    const b = this.low + this.length + i;
+    Atomics.add(i32, seq, 1);
+    Atomics.store(u64, b, BigInt.asUintN(64, u64[b] + amount));
+    f64[this.low + i] -= fromRecent;
+    Atomics.add(i32, seq, 1);
+  }
+
+  /** Shard s's counter i as [base, recent], consistent with each other. */
+  protected read(s: number, i: number): [bigint, number] {
+    const { f64, u64, i32 } = this.views;
+    const first = this.offset / 8 + s * this.stride;
+    const seq = this.seqIndex(s);
+    for (;;) {
+      const before = Atomics.load(i32, seq);
+      const base = u64[first + this.length + i];
+      const recent = f64[first + i];
+      if (!(before & 1) && Atomics.load(i32, seq) === before) return [this.signed(base), recent];
+    }
+  }
+
+  /** How a base word reads: unsigned for counters. */
+  protected signed(base: bigint): bigint {
+    return base;
+  }
+
+  /** Int32 index of shard s's sequence word, after its `recent` and `base` words. */
+  private seqIndex(s: number): number {
+    return (this.offset / 8 + s * this.stride + 2 * this.length) * 2;
   }
 }
 
@@ -97,10 +142,7 @@ export class CounterBlock {
 export class GaugeBlock extends CounterBlock {
   /** Subtracts n (a whole number, default 1) from gauge i in this process's shard. */
   sub(i: number, n = 1): void {
-    const j = this.low + 2 * i;
-    const lo = this.u32[j] - n;
-    if (lo >= 0) this.u32[j] = lo;
-    else this.wide(i, -n);
+    this.recent[this.low + i] -= n;
   }
 
   /** Exact signed value of gauge i. */
@@ -108,19 +150,25 @@ export class GaugeBlock extends CounterBlock {
     return BigInt.asIntN(64, super.get(i));
   }
 
-  override value(i: number): number {
-    let sum = 0;
-    for (let s = 0, j = this.offset / 4 + 2 * i; s < this.shards; s++, j += 2 * this.stride) sum += this.word(j, true);
-    return sum;
-  }
-
-  override values(out: Float64Array = new Float64Array(this.length)): Float64Array {
-    for (let i = 0; i < this.length; i++) out[i] = this.value(i);
-    return out;
+  protected override signed(base: bigint): bigint {
+    return BigInt.asIntN(64, base);
   }
 }
 
-/** Bytes one shard of a K-counter block takes: whole 64-byte cache lines. */
+/** Bytes one shard of a K-counter block takes: K `recent` words, K `base` words and a
+ * sequence word, in whole 64-byte cache lines so that no two shards share one. */
 export function strideOf(length: number): number {
-  return Math.ceil((length * 8) / 64) * 64;
+  return Math.ceil(((2 * length + 1) * 8) / 64) * 64;
+}
+
+// The blocks this process writes, folded once a second by a timer that does not keep the
+// process alive. Blocks of detached zones drop out.
+const folding = new Set<CounterBlock>();
+let foldTimer: NodeJS.Timeout | undefined;
+
+function foldLater(block: CounterBlock): void {
+  folding.add(block);
+  foldTimer ??= setInterval(() => {
+    for (const b of folding) if (!b.fold()) folding.delete(b);
+  }, 1000).unref();
 }

@@ -4,6 +4,7 @@ export interface ZoneViews {
   readonly u32: Uint32Array;
   readonly i32: Int32Array;
   readonly u64: BigUint64Array;
+  readonly f64: Float64Array;
 }
 
 export function makeViews(buffer: ArrayBuffer): ZoneViews {
@@ -12,5 +13,6 @@ export function makeViews(buffer: ArrayBuffer): ZoneViews {
     u32: new Uint32Array(buffer),
     i32: new Int32Array(buffer),
     u64: new BigUint64Array(buffer),
+    f64: new Float64Array(buffer),
   };
 }

@@ -15,10 +15,15 @@ export interface CreateZoneOptions {
   workers: number;
   /** Instance name; defaults to the inherited ZONAL_INSTANCE or one named after this process. */
   instance?: string;
+  /** Whether this process writes counters (default true). A primary that only creates
+   * zones and serves their status passes false, and takes no worker slot. */
+  writer?: boolean;
 }
 
 export interface AttachZoneOptions {
   instance?: string;
+  /** Whether this process writes counters (default true); see CreateZoneOptions. */
+  writer?: boolean;
 }
 
 export type SlabStats = NativeSlabStats;
@@ -36,17 +41,20 @@ export class Zone {
   readonly instance: string;
   /** Whether this process created the zone (and so removes it on exit). */
   readonly owner: boolean;
+  /** Whether this process writes counters, in the shard of its worker slot. */
+  readonly writer: boolean;
   readonly pageSize: number;
   readonly workerSlots: number;
   private readonly native: NativeZone;
   private views: ZoneViews;
   private slot = -1;
 
-  private constructor(native: NativeZone, name: string, instance: string, owner: boolean) {
+  private constructor(native: NativeZone, name: string, instance: string, owner: boolean, writer: boolean) {
     this.native = native;
     this.name = name;
     this.instance = instance;
     this.owner = owner;
+    this.writer = writer;
     const info = native.info();
     this.pageSize = info.pageSize;
     this.workerSlots = info.workerSlots;
@@ -56,7 +64,8 @@ export class Zone {
   static create(name: string, options: CreateZoneOptions): Zone {
     const instance = options.instance ?? creatorInstance();
     removeStaleZonesOnce();
-    const zone = new Zone(addon.NativeZone.create(instance, name, options.size, options.workers), name, instance, true);
+    const native = addon.NativeZone.create(instance, name, options.size, options.workers);
+    const zone = new Zone(native, name, instance, true, options.writer ?? true);
     created.add(zone);
     installCleanup();
     return zone;
@@ -64,7 +73,7 @@ export class Zone {
 
   static attach(name: string, options: AttachZoneOptions = {}): Zone {
     const instance = options.instance ?? attachInstance();
-    return new Zone(addon.NativeZone.attach(instance, name), name, instance, false);
+    return new Zone(addon.NativeZone.attach(instance, name), name, instance, false, options.writer ?? true);
   }
 
   /** Bytes of pages given to the slab allocator, as created. */
@@ -77,18 +86,21 @@ export class Zone {
     return this.native.info().recoveries;
   }
 
-  /** The shard this process writes, claimed on first use (see identity.ts). */
+  /** The shard this process writes, claimed when it first makes a block (see
+   * identity.ts); -1 for a process that opened the zone with `writer: false`. */
   workerSlot(): number {
-    if (this.slot < 0) this.slot = this.native.claim(requestedWorkerSlot());
+    if (this.slot < 0 && this.writer) this.slot = this.native.claim(requestedWorkerSlot());
     return this.slot;
   }
 
   counters(key: string, length: number): CounterBlock {
-    return new CounterBlock(this.views, this, this.ensure(key, EntryKind.Counters, this.shardBytes(length)), length, this.workerSlots);
+    const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
+    return new CounterBlock(this.views, offset, length, this.workerSlots, this.workerSlot());
   }
 
   gauges(key: string, length: number): GaugeBlock {
-    return new GaugeBlock(this.views, this, this.ensure(key, EntryKind.Counters, this.shardBytes(length)), length, this.workerSlots);
+    const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
+    return new GaugeBlock(this.views, offset, length, this.workerSlots, this.workerSlot());
   }
 
   cells(key: string, length: number): AtomicCells {
