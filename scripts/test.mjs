@@ -2,8 +2,18 @@
 // reads, "N passed, N failed", counting every assertion once (a subtest's own summary
 // line is not counted again, unless it failed with no failing assertion inside, as a
 // crashed or timed-out test file does).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { Parser } from 'tap-parser';
+
+// tap runs TypeScript without checking types: check them first, tests included.
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const typecheck = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.test.json'], { stdio: 'inherit' });
+if (typecheck.status !== 0) {
+  console.log('type check failed');
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
 
 let passed = 0;
 let failed = 0;
