@@ -19,6 +19,11 @@
 import type { ZoneViews } from './views.js';
 
 const FOLD = 2 ** 52;
+// Journal words after the sequence word: old base (u64), old recent (f64), amount added
+// to base (u64), amount taken from recent (f64).
+const JOURNAL = 4;
+// How long a reader waits for a fold in progress before it reads around it.
+const SPINS = 10_000;
 
 export class CounterBlock {
   /** Number of counters. */
@@ -46,7 +51,10 @@ export class CounterBlock {
     this.slot = slot;
     this.recent = slot >= 0 ? views.f64 : new Float64Array(length);
     this.low = slot >= 0 ? offset / 8 + slot * this.stride : 0;
-    if (slot >= 0) foldLater(this);
+    if (slot >= 0) {
+      this.finishInterruptedMove();
+      foldLater(this);
+    }
   }
 
   /** Adds n to counter i in this process's shard. n is a whole number below 2^52 (any
@@ -81,9 +89,59 @@ export class CounterBlock {
     return sum;
   }
 
-  /** All K sums at once, into `out`. */
+  /** All K sums at once, into `out`: what renderers use, one consistent pass per shard. */
   values(out: Float64Array = new Float64Array(this.length)): Float64Array {
-    for (let i = 0; i < this.length; i++) out[i] = this.value(i);
+    const { f64, u32, i32 } = this.views;
+    const k = this.length;
+    const shard = scratch(k);
+    const signed = this.signedBases;
+    out.fill(0, 0, k);
+    for (let s = 0; s < this.shards; s++) {
+      const first = this.offset / 8 + s * this.stride;
+      const seq = (first + 2 * k) * 2;
+      for (let before = Atomics.load(i32, seq), spin = 0; ; spin++) {
+        for (let i = 0; i < k; i++) {
+          // A base is a whole multiple of 2^52 (or an addLarge() amount, read through
+          // get() when exactness past 2^53 matters): hi * 2^32 + lo as a Number.
+          const lo = u32[(first + k + i) * 2];
+          const hi = u32[(first + k + i) * 2 + 1];
+          shard[i] = (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
+        }
+        const after = Atomics.load(i32, seq);
+        if (after === before && !(after & 1)) break;
+        if (spin > SPINS && after & 1) {
+          // A move that does not end: this shard's counter as it was before it.
+          const i = i32[seq + 1];
+          const old = this.beforeMove(s, i);
+          if (old) shard[i] = Number(old[0]) + old[1];
+          break;
+        }
+        before = after; // a fold ran meanwhile: read the shard again
+      }
+      for (let i = 0; i < k; i++) out[i] += shard[i];
+    }
+    return out;
+  }
+
+  /** Sets counter i of this process's shard to v: for per-worker values that are not
+   * sums, such as the time of the last event (read with max()) or a moving average. */
+  set(i: number, v: number): void {
+    this.recent[this.low + i] = v;
+  }
+
+  /** The largest of counter i's shards (values written with set()). */
+  max(i: number): number {
+    const f64 = this.views.f64;
+    let m = 0;
+    for (let s = 0, j = this.offset / 8 + i; s < this.shards; s++, j += this.stride) if (f64[j] > m) m = f64[j];
+    return m;
+  }
+
+  /** Counter i's value in each shard (values written with set()). */
+  shardValues(i: number): number[] {
+    const f64 = this.views.f64;
+    const out: number[] = [];
+    for (let s = 0, j = this.offset / 8 + i; s < this.shards; s++, j += this.stride) out.push(f64[j]);
     return out;
   }
 
@@ -103,15 +161,45 @@ export class CounterBlock {
   }
 
   /** Adds `amount` to shard base i and takes `fromRecent` off its recent word, as one
-   * step for readers: between two bumps of the shard's sequence word. */
+   * step for readers: between two bumps of the shard's sequence word. The journal,
+   * written first, lets a reader read around a move that does not finish, and lets the
+   * next owner of the slot finish it, should this process die half way. */
   private moveToBase(i: number, amount: bigint, fromRecent: number): void {
     const { f64, u64, i32 } = this.views;
     const seq = this.seqIndex(this.slot);
-    const b = this.low + this.length + i;
+    const base = this.low + this.length + i;
+    const journal = this.low + 2 * this.length + 1;
+    const oldBase = u64[base];
+    u64[journal] = oldBase;
+    f64[journal + 1] = f64[this.low + i];
+    u64[journal + 2] = BigInt.asUintN(64, amount);
+    f64[journal + 3] = fromRecent;
+    i32[seq + 1] = i;
     Atomics.add(i32, seq, 1);
-    Atomics.store(u64, b, BigInt.asUintN(64, u64[b] + amount));
+    Atomics.store(u64, base, BigInt.asUintN(64, oldBase + amount));
     f64[this.low + i] -= fromRecent;
     Atomics.add(i32, seq, 1);
+  }
+
+  /** A move this shard's previous owner left half done: redo it from the journal. */
+  private finishInterruptedMove(): void {
+    const { f64, u64, i32 } = this.views;
+    const seq = this.seqIndex(this.slot);
+    if (!(Atomics.load(i32, seq) & 1)) return;
+    const i = i32[seq + 1];
+    const journal = this.low + 2 * this.length + 1;
+    Atomics.store(u64, this.low + this.length + i, BigInt.asUintN(64, u64[journal] + u64[journal + 2]));
+    f64[this.low + i] = f64[journal + 1] - f64[journal + 3];
+    Atomics.add(i32, seq, 1);
+  }
+
+  /** Shard s's counter i as it was before a move that has not finished (journal). */
+  protected beforeMove(s: number, i: number): [bigint, number] | undefined {
+    const { f64, u64, i32 } = this.views;
+    const first = this.offset / 8 + s * this.stride;
+    if (i32[this.seqIndex(s) + 1] !== i) return undefined;
+    const journal = first + 2 * this.length + 1;
+    return [this.signed(u64[journal]), f64[journal + 1]];
   }
 
   /** Shard s's counter i as [base, recent], consistent with each other. */
@@ -119,17 +207,24 @@ export class CounterBlock {
     const { f64, u64, i32 } = this.views;
     const first = this.offset / 8 + s * this.stride;
     const seq = this.seqIndex(s);
-    for (;;) {
+    for (let spin = 0; ; spin++) {
       const before = Atomics.load(i32, seq);
       const base = u64[first + this.length + i];
       const recent = f64[first + i];
       if (!(before & 1) && Atomics.load(i32, seq) === before) return [this.signed(base), recent];
+      // A move that does not end (its process died, or is stopped): read around it.
+      if (spin > SPINS && before & 1) return this.beforeMove(s, i) ?? [this.signed(base), recent];
     }
   }
 
   /** How a base word reads: unsigned for counters. */
   protected signed(base: bigint): bigint {
     return base;
+  }
+
+  /** Whether base words are two's complement (gauges). */
+  protected get signedBases(): boolean {
+    return false;
   }
 
   /** Int32 index of shard s's sequence word, after its `recent` and `base` words. */
@@ -153,12 +248,23 @@ export class GaugeBlock extends CounterBlock {
   protected override signed(base: bigint): bigint {
     return BigInt.asIntN(64, base);
   }
+
+  protected override get signedBases(): boolean {
+    return true;
+  }
 }
 
-/** Bytes one shard of a K-counter block takes: K `recent` words, K `base` words and a
- * sequence word, in whole 64-byte cache lines so that no two shards share one. */
+/** Bytes one shard of a K-counter block takes, in whole 64-byte cache lines so that no
+ * two shards share one: K `recent` words, K `base` words, the sequence word (with the
+ * journal's counter index in its upper half) and the journal (see moveToBase). */
 export function strideOf(length: number): number {
-  return Math.ceil(((2 * length + 1) * 8) / 64) * 64;
+  return Math.ceil(((2 * length + 1 + JOURNAL) * 8) / 64) * 64;
+}
+
+let shardScratch = new Float64Array(64);
+function scratch(length: number): Float64Array {
+  if (shardScratch.length < length) shardScratch = new Float64Array(length);
+  return shardScratch;
 }
 
 // The blocks this process writes, folded once a second by a timer that does not keep the
