@@ -1,0 +1,23 @@
+// Error bodies: { error, description }, with Angie's and NGINX Plus's names.
+import type { ApiResponse } from './types.js';
+
+export const NO_CACHE = { 'Cache-Control': 'no-cache', Expires: 'Thu, 01 Jan 1970 00:00:01 GMT' };
+
+export function jsonResponse(status: number, value: unknown, pretty: boolean, head: boolean, extra: Record<string, string> = {}): ApiResponse {
+  const body = JSON.stringify(value, null, pretty ? '\t' : undefined) + '\n';
+  return {
+    status,
+    headers: { 'Content-Type': 'application/json', ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)), ...extra },
+    body: head ? '' : body,
+  };
+}
+
+export function apiError(status: number, error: string, description: string, head = false, extra: Record<string, string> = {}): ApiResponse {
+  return jsonResponse(status, { error, description }, true, head, extra);
+}
+
+export const pathNotFound = (path: string, head = false) =>
+  apiError(404, 'PathNotFound', `Requested API entity "${path}" doesn't exist.`, head);
+
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  apiError(405, 'MethodNotAllowed', `The ${method} method is not allowed for the requested API element "${path}".`, method === 'HEAD', { Allow: allow });

@@ -1,0 +1,84 @@
+// The transport-independent API: a request in, a response out. It maps the request to an
+// element of the API tree through its mounts, resolves that element down to a single
+// field, and renders it as JSON or text.
+import type { Status } from '../metrics/status.js';
+import { statusRoot } from '../metrics/root.js';
+import type { RenderContext } from '../metrics/shape.js';
+import { ObjectNode, type StatusNode } from '../metrics/tree.js';
+import { apiError, jsonResponse, methodNotAllowed, NO_CACHE, pathNotFound } from './errors.js';
+import { mapRequest } from './mapping.js';
+import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
+import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
+
+export type { ApiMount, ApiRequest, ApiResponse } from './types.js';
+export { mapRequest, findMount, decodePath } from './mapping.js';
+
+export type ApiHandler = (request: ApiRequest) => ApiResponse | undefined;
+
+export interface ApiOptions {
+  readonly status: Status;
+  /** Where the API answers; by default `/status/` as itself. */
+  readonly mounts?: readonly ApiMount[];
+}
+
+const READ_METHODS = 'GET, HEAD';
+
+/** Walks the tree from `root` along `segments`; undefined when a step does not exist. */
+export function resolve(root: StatusNode, segments: readonly string[], ctx: RenderContext): Step[] | undefined {
+  const trail: Step[] = [{ name: '', node: root }];
+  let node = root;
+  for (const name of segments) {
+    if (node.kind === 'leaf') return undefined;
+    const next = node.child(name, ctx);
+    if (!next) return undefined;
+    trail.push({ name, node: next });
+    node = next;
+  }
+  return trail;
+}
+
+export function createApi(options: ApiOptions): ApiHandler {
+  const mounts = options.mounts ?? [{ location: '/status/', api: '/status/' }];
+  const status = options.status;
+  // The API root: `/` lists the trees there are; /config joins it with the /config API.
+  const root = new ObjectNode(() => [['status', statusRoot(status)]]);
+
+  return (request) => {
+    const query = new URLSearchParams(request.query);
+    const mapped = mapRequest(mounts, { path: request.path, query, host: request.host });
+    if (!mapped) return undefined;
+    const head = request.method === 'HEAD';
+    if ('error' in mapped) return apiError(400, mapped.error, mapped.description, head);
+
+    const ctx: RenderContext = {
+      dateEpoch: query.get('date') === 'epoch',
+      address: request.address,
+      configFiles: !!mapped.mount.configFiles,
+      now: Date.now(),
+    };
+    const segments = mapped.path.split('/').filter(Boolean);
+    let trail: Step[] | undefined;
+    try {
+      trail = resolve(root, segments, ctx);
+    } catch (e) {
+      return apiError(500, 'InternalError', `Reading "${mapped.path}" failed: ${(e as Error).message}`, head);
+    }
+    if (!trail) return pathNotFound(mapped.path, head);
+    if (request.method !== 'GET' && !head) return methodNotAllowed(request.method, mapped.path, READ_METHODS);
+
+    const format = query.get('format');
+    const target = trail[trail.length - 1].node;
+    if (format !== null) {
+      if (format !== 'prometheus')
+        return apiError(400, 'BadRequest', `The "${format}" format is not supported: the one text format is "prometheus".`, head);
+      if (segments[0] !== 'status') return apiError(400, 'BadRequest', 'The text format is only for the /status tree.', head);
+      const body = exposition(trail.slice(1), ctx);
+      return {
+        status: 200,
+        headers: { 'Content-Type': TEXT_CONTENT_TYPE, ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)) },
+        body: head ? '' : body,
+      };
+    }
+    return jsonResponse(200, target.json(ctx) ?? null, query.get('pretty') !== 'off', head);
+  };
+}

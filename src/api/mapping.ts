@@ -1,0 +1,105 @@
+// The `api <path>` directive as a pure function: which mount a request URI falls in, and
+// which element of the API tree it names there.
+//
+// 1. In a prefix location, the part of the URI that matches the prefix is replaced by
+//    <path>: `/stats/` with `api /status/http/server_zones/` maps `/stats/x` to
+//    `/status/http/server_zones/x`.
+// 2. <path> may hold variables: $uri, $host, $arg_<name>, and captures $1..$9.
+// 3. In a regex location, <path> is the whole API path, captures substituted.
+// 4./5. Each mount exposes its own subtree; nothing a request sends can reach above it:
+//    the URI is percent-decoded once, and `..` segments, encoded or not, are refused.
+import type { ApiMount } from './types.js';
+
+export interface Mapped {
+  readonly mount: ApiMount;
+  /** The API element, normalised: `/status/http/server_zones/x`. */
+  readonly path: string;
+}
+
+export interface MappingError {
+  readonly error: 'BadRequest';
+  readonly description: string;
+}
+
+export interface RequestVars {
+  /** The request path as received, percent-encoded. */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly host?: string;
+}
+
+/** Percent-decodes once and joins repeated slashes; undefined when the encoding is bad. */
+export function decodePath(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw).replace(/\/{2,}/g, '/');
+  } catch {
+    return undefined;
+  }
+}
+
+function hasDotDot(path: string): boolean {
+  return path.split('/').some((s) => s === '..');
+}
+
+/** The mount a decoded URI falls in, in nginx's order: an exact location first, then
+ * the first regex that matches, in order of appearance, then the longest prefix. */
+export function findMount(mounts: readonly ApiMount[], uri: string): { mount: ApiMount; captures: string[] } | undefined {
+  for (const m of mounts) if (m.exact && uri === m.location) return { mount: m, captures: [] };
+  for (const m of mounts) {
+    if (!(m.location instanceof RegExp)) continue;
+    const match = m.location.exec(uri);
+    if (match) return { mount: m, captures: match.slice(1).map((c) => c ?? '') };
+  }
+  let best: ApiMount | undefined;
+  for (const m of mounts) {
+    if (m.exact || typeof m.location !== 'string') continue;
+    if (matchesPrefix(uri, m.location) && (!best || m.location.length > (best.location as string).length)) best = m;
+  }
+  return best && { mount: best, captures: [] };
+}
+
+/** `/status/` also takes `/status`: a trailing slash is optional for the API. */
+function matchesPrefix(uri: string, prefix: string): boolean {
+  return uri.startsWith(prefix) || (prefix.endsWith('/') && uri === prefix.slice(0, -1));
+}
+
+/** The static part of an `api` path before its first variable: what the mount exposes. */
+function subtree(api: string): string {
+  const i = api.indexOf('$');
+  const fixed = i < 0 ? api : api.slice(0, i);
+  return fixed.slice(0, fixed.lastIndexOf('/') + 1) || '/';
+}
+
+function substitute(api: string, captures: string[], vars: RequestVars, uri: string): string {
+  return api.replace(/\$(\d|uri|host|arg_[A-Za-z0-9_]+|\{[A-Za-z0-9_]+\})/g, (whole, name: string) => {
+    if (name.startsWith('{')) name = name.slice(1, -1);
+    if (/^\d$/.test(name)) return captures[Number(name) - 1] ?? '';
+    if (name === 'uri') return uri;
+    if (name === 'host') return (vars.host ?? '').replace(/:\d+$/, '');
+    if (name.startsWith('arg_')) return vars.query.get(name.slice(4)) ?? '';
+    return whole;
+  });
+}
+
+/** The API element a request names, or why it names none. undefined: no mount. */
+export function mapRequest(mounts: readonly ApiMount[], vars: RequestVars): Mapped | MappingError | undefined {
+  const uri = decodePath(vars.path);
+  if (uri === undefined) return { error: 'BadRequest', description: `The request path "${vars.path}" is not valid percent-encoding.` };
+  if (hasDotDot(uri)) return { error: 'BadRequest', description: `The request path "${vars.path}" contains a ".." segment.` };
+  const found = findMount(mounts, uri);
+  if (!found) return undefined;
+  const { mount, captures } = found;
+  let path: string;
+  if (mount.location instanceof RegExp || mount.exact) {
+    path = substitute(mount.api, captures, vars, uri);
+  } else {
+    const rest = uri.length >= mount.location.length ? uri.slice(mount.location.length) : '';
+    path = substitute(mount.api, captures, vars, uri) + rest;
+  }
+  path = path.replace(/\/{2,}/g, '/');
+  if (!path.startsWith('/')) path = '/' + path;
+  // Variables can carry anything the client sent: check the result again.
+  if (hasDotDot(path) || !(path + '/').startsWith(subtree(mount.api)))
+    return { error: 'BadRequest', description: `The request path "${vars.path}" leads outside the API subtree "${subtree(mount.api)}".` };
+  return { mount, path };
+}

@@ -1,0 +1,126 @@
+// HTTP server zones (/status/http/server_zones/<zone>) and location zones
+// (/status/http/location_zones/<zone>): one for each `status_zone <zone>` in a server or
+// a location. A server zone's `ssl` object appears only when its server listens with
+// SSL; a location zone never has `ssl` nor `requests.processing`.
+import type { AtomicCells, GaugeBlock } from '../engine/index.js';
+import type { ServerZoneConfig } from './catalog.js';
+import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
+import { entries, group, Layout, type Counted, type Field, type Group } from './shape.js';
+import { STATUS_ZONE, type Status } from './status.js';
+import { collection, FieldNode, type StatusNode } from './tree.js';
+
+export interface HttpZoneSource extends Counted {
+  readonly ssl: boolean;
+  readonly claims: AtomicCells;
+}
+
+/** SSL handshake counters, shared with stream server zones. */
+export function sslCounters<S extends Counted>(layout: Layout<S>) {
+  return {
+    handshaked: layout.counter('handshaked', 'Successful SSL handshakes.'),
+    reuses: layout.counter('reuses', 'Session reuses during SSL handshakes.'),
+    timedout: layout.counter('timedout', 'Timed-out SSL handshakes.'),
+    failed: layout.counter('failed', 'Failed SSL handshakes.'),
+  };
+}
+
+function httpZone(kind: 'server_zones' | 'location_zones') {
+  const server = kind === 'server_zones';
+  const layout = new Layout<HttpZoneSource>();
+  const ssl = server ? sslCounters(layout) : undefined;
+  const total = layout.counter('total', 'Client requests received.');
+  const processing = server ? layout.gauge('processing', 'Client requests being processed now.') : undefined;
+  const discarded = layout.counter('discarded', 'Requests completed without sending a response.');
+  const responses = layout.reserve(RESPONSE_COUNTERS);
+  const received = layout.counter('received', 'Bytes received from clients.');
+  const sent = layout.counter('sent', 'Bytes sent to clients.');
+
+  const fields: Array<Field<HttpZoneSource>> = [];
+  if (ssl) fields.push(group('ssl', Object.values(ssl), (s) => s.ssl));
+  fields.push(
+    group('requests', processing ? [total, processing, discarded] : [total, discarded]),
+    entries('responses', 'code', 'counter', 'Responses by status code.', (s) => responseEntries(s.sums, responses, s.claims)),
+    group('data', [received, sent]),
+  );
+  const declared: Group<HttpZoneSource> = group('', fields);
+  const key = (name: string) => `http/${kind}/${name}`;
+  const block = (status: Status, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
+  const claims = (status: Status, name: string) => status.cells(STATUS_ZONE, `${key(name)}/codes`, CLAIMED);
+
+  return {
+    fields: declared,
+    recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name), claims(status, name)),
+    node: (status: Status) =>
+      collection(
+        'zone',
+        () => (server ? (status.catalog().http?.serverZones ?? []) : (status.catalog().http?.locationZones ?? []).map((name) => ({ name }))),
+        (z: ServerZoneConfig) => z.name,
+        (z: ServerZoneConfig): StatusNode =>
+          new FieldNode(declared, { sums: block(status, z.name).values(), ssl: !!z.ssl, claims: claims(status, z.name) }, true),
+      ),
+  };
+}
+
+interface Index {
+  readonly index: number;
+}
+
+interface HttpZoneLayout {
+  readonly ssl?: Record<'handshaked' | 'reuses' | 'timedout' | 'failed', Index>;
+  readonly total: Index;
+  readonly processing?: Index;
+  readonly discarded: Index;
+  readonly responses: number;
+  readonly received: Index;
+  readonly sent: Index;
+}
+
+/** What a worker calls as the zone's requests happen. */
+export class HttpZone {
+  constructor(
+    private readonly l: HttpZoneLayout,
+    private readonly block: GaugeBlock,
+    private readonly claims: AtomicCells,
+  ) {}
+
+  requestStarted(): void {
+    this.block.add(this.l.total.index);
+    if (this.l.processing) this.block.add(this.l.processing.index);
+  }
+
+  /** The response went out: its status, and the request's bytes in and out. */
+  responseSent(status: number, bytesReceived: number, bytesSent: number): void {
+    const { block: b, l } = this;
+    b.add(l.responses + responseIndex(status, this.claims));
+    b.add(l.received.index, bytesReceived);
+    b.add(l.sent.index, bytesSent);
+    if (l.processing) b.sub(l.processing.index);
+  }
+
+  /** The request ended without a response (the client left, or the server closed). */
+  requestDiscarded(bytesReceived: number, bytesSent: number): void {
+    const { block: b, l } = this;
+    b.add(l.discarded.index);
+    b.add(l.received.index, bytesReceived);
+    b.add(l.sent.index, bytesSent);
+    if (l.processing) b.sub(l.processing.index);
+  }
+
+  sslHandshaked(reused: boolean): void {
+    const ssl = this.l.ssl;
+    if (!ssl) return;
+    this.block.add(ssl.handshaked.index);
+    if (reused) this.block.add(ssl.reuses.index);
+  }
+
+  sslTimedOut(): void {
+    if (this.l.ssl) this.block.add(this.l.ssl.timedout.index);
+  }
+
+  sslFailed(): void {
+    if (this.l.ssl) this.block.add(this.l.ssl.failed.index);
+  }
+}
+
+export const serverZones = httpZone('server_zones');
+export const locationZones = httpZone('location_zones');

@@ -1,0 +1,50 @@
+// `responses`: a count per HTTP status code, for server zones, location zones and peers.
+//
+// 500 counters per object would make 10,000 peers cost tens of megabytes and make every
+// render scan them all. So an object has a counter for each code servers commonly send,
+// 16 counters whose code is claimed (with a compare-and-swap, once per object) by the
+// first worker that sends an uncommon code, and `xxx` for codes outside 100-599 (and,
+// should one object ever see more than 16 uncommon codes, for the 17th on).
+import type { AtomicCells } from '../engine/index.js';
+
+const COMMON = [
+  100, 101, 200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 406, 408, 409, 410, 411, 412,
+  413, 414, 415, 416, 421, 429, 431, 444, 499, 500, 501, 502, 503, 504, 505,
+];
+export const CLAIMED = 16;
+/** Counters a `responses` field takes in its block. */
+export const RESPONSE_COUNTERS = COMMON.length + CLAIMED + 1;
+const XXX = COMMON.length + CLAIMED;
+
+// code -> counter for the common codes, -1 for the others.
+const commonIndex = new Int8Array(600).fill(-1);
+COMMON.forEach((code, i) => (commonIndex[code] = i));
+
+/** The counter (relative to the field's first) for `code`. `claims` are the object's 16
+ * cells holding the uncommon codes it has seen. */
+export function responseIndex(code: number, claims: AtomicCells): number {
+  if (code >= 100 && code < 600) {
+    const i = commonIndex[code];
+    if (i >= 0) return i;
+    for (let c = 0; c < CLAIMED; c++) {
+      const held = claims.load(c);
+      if (held === code) return COMMON.length + c;
+      if (held === 0 && claims.compareExchange(c, 0, code) === 0) return COMMON.length + c;
+      if (claims.load(c) === code) return COMMON.length + c; // another worker claimed it for the same code
+    }
+  }
+  return XXX;
+}
+
+/** Non-zero counts as [code, count], codes ascending, `xxx` last. */
+export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells): Array<[string, number]> {
+  const out: Array<[string, number]> = [];
+  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) out.push([String(COMMON[i]), sums[first + i]]);
+  for (let c = 0; c < CLAIMED; c++) {
+    const code = claims.load(c);
+    if (code && sums[first + COMMON.length + c] > 0) out.push([String(code), sums[first + COMMON.length + c]]);
+  }
+  if (sums[first + XXX] > 0) out.push(['xxx', sums[first + XXX]]);
+  // Claimed codes can fall between common ones: keep the order a reader expects.
+  return out.sort((a, b) => (a[0] === 'xxx' ? 1 : b[0] === 'xxx' ? -1 : Number(a[0]) - Number(b[0])));
+}

@@ -1,0 +1,52 @@
+// The status tree as data: each branch is a path and the family that serves it. The
+// root and /status/http, /status/stream show the branches the configuration has, in this
+// order. Adding a family is adding a line here.
+import { slabZones, type Catalog } from './catalog.js';
+import { connectionsNode } from './connections.js';
+import { locationZones, serverZones } from './http-zones.js';
+import { serverNode } from './server.js';
+import { slabsNode } from './slabs.js';
+import type { Status } from './status.js';
+import { ObjectNode, type StatusNode } from './tree.js';
+
+export interface Branch {
+  readonly path: readonly string[];
+  present(catalog: Catalog): boolean;
+  node(status: Status): StatusNode;
+}
+
+const some = (list: readonly unknown[] | undefined) => !!list && list.length > 0;
+
+export const branches: Branch[] = [
+  { path: ['server'], present: () => true, node: serverNode },
+  { path: ['connections'], present: () => true, node: connectionsNode },
+  { path: ['slabs'], present: (c) => slabZones(c, 1).length > 0, node: slabsNode },
+  { path: ['http', 'server_zones'], present: (c) => some(c.http?.serverZones), node: serverZones.node },
+  { path: ['http', 'location_zones'], present: (c) => some(c.http?.locationZones), node: locationZones.node },
+];
+
+/** The object at `prefix`: the branches below it that the catalog has, in order. */
+function objectAt(status: Status, prefix: readonly string[]): StatusNode {
+  const below = branches.filter((b) => prefix.every((p, i) => b.path[i] === p) && b.path.length > prefix.length);
+  const list = (): Array<[string, StatusNode]> => {
+    const catalog = status.catalog();
+    const out: Array<[string, StatusNode]> = [];
+    for (const b of below) {
+      const name = b.path[prefix.length];
+      if (out.some(([n]) => n === name) || !b.present(catalog)) continue;
+      out.push([name, b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name])]);
+    }
+    return out;
+  };
+  const find = (name: string): StatusNode | undefined => {
+    const catalog = status.catalog();
+    const b = below.find((x) => x.path[prefix.length] === name && x.present(catalog));
+    if (!b) return undefined;
+    return b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name]);
+  };
+  return new ObjectNode(list, find);
+}
+
+export function statusRoot(status: Status): StatusNode {
+  return objectAt(status, []);
+}

@@ -1,0 +1,154 @@
+// The status of one zonal instance: its status zone (server zones, location zones,
+// connections, resolvers...), the zones of its upstreams, caches and limits, and the
+// catalog that says what exists. The primary creates it; workers attach to record; any
+// process attaches to serve the API.
+import { AtomicCells, CounterBlock, GaugeBlock, SeqRecord, Zone } from '../engine/index.js';
+import { slabZones, type Catalog, type StatusConfig } from './catalog.js';
+
+/** The status zone's name. Configured zone names cannot clash with it: '~' is not one
+ * of their characters in any configuration zonal reads. */
+export const STATUS_ZONE = '~status';
+
+export interface CreateStatusOptions {
+  /** Worker slots: how many processes record at once. */
+  workers: number;
+  instance?: string;
+  /** Whether this process records traffic itself (default false: a primary). */
+  writer?: boolean;
+  /** Bytes of the status zone (computed from the configuration by default). */
+  zoneSize?: number;
+  /** Absolute path -> content of the configuration files, for `api_config_files on`. */
+  configFiles?: Record<string, string>;
+  /** Server version shown in `/status/server/version`. */
+  version?: string;
+}
+
+export interface AttachStatusOptions {
+  instance?: string;
+  /** Whether this process records traffic (default true: a worker). */
+  writer?: boolean;
+}
+
+export class Status {
+  readonly zone: Zone;
+  private readonly catalogRecord: SeqRecord;
+  private readonly configFilesRecord: SeqRecord;
+  private readonly zones = new Map<string, Zone>();
+  private readonly blocks = new Map<string, CounterBlock | GaugeBlock | AtomicCells>();
+
+  private constructor(zone: Zone) {
+    this.zone = zone;
+    this.catalogRecord = zone.record('catalog');
+    this.configFilesRecord = zone.record('config_files');
+  }
+
+  static create(config: StatusConfig, options: CreateStatusOptions): Status {
+    const writer = options.writer ?? false;
+    const common = { workers: options.workers, instance: options.instance, writer };
+    const zone = Zone.create(STATUS_ZONE, { size: options.zoneSize ?? statusZoneBytes(config, options.workers), ...common });
+    const status = new Status(zone);
+    try {
+      for (const z of slabZones(config, options.workers))
+        status.zones.set(z.name, Zone.create(z.name, { size: z.size, ...common, instance: zone.instance }));
+      status.publish(config, 0, options.version, options.configFiles);
+    } catch (e) {
+      status.remove();
+      throw e;
+    }
+    return status;
+  }
+
+  static attach(options: AttachStatusOptions = {}): Status {
+    return new Status(Zone.attach(STATUS_ZONE, options));
+  }
+
+  get instance(): string {
+    return this.zone.instance;
+  }
+
+  /** What exists, as last published; decoded again only when it changed. */
+  catalog(): Catalog {
+    const c = this.catalogRecord.readJSON<Catalog>();
+    if (!c) throw new Error('the status zone has no catalog yet');
+    return c;
+  }
+
+  /** Catalog changes so far: one atomic load, cheap enough for every request. */
+  get generation(): number {
+    return this.catalogRecord.generation;
+  }
+
+  configFiles(): Record<string, string> {
+    return this.configFilesRecord.readJSON<Record<string, string>>() ?? {};
+  }
+
+  /** A reload: the new configuration, generation + 1, load time now. Zones the new
+   * configuration adds are created; the others keep their counters. */
+  reload(config: StatusConfig, configFiles?: Record<string, string>): void {
+    const old = this.catalog();
+    for (const z of slabZones(config, this.zone.workerSlots))
+      if (!this.zones.has(z.name))
+        this.zones.set(z.name, Zone.create(z.name, { size: z.size, workers: this.zone.workerSlots, instance: this.instance, writer: this.zone.writer }));
+    this.publish(config, old.generation + 1, old.server.version, configFiles);
+  }
+
+  private publish(config: StatusConfig, generation: number, version?: string, configFiles?: Record<string, string>): void {
+    const catalog: Catalog = { ...config, server: { version: version ?? ZONAL_VERSION, ...config.server }, generation, loadTime: Date.now() };
+    if (!this.catalogRecord.writeJSON(catalog)) throw new Error('the status zone has no room for the catalog');
+    if (configFiles && !this.configFilesRecord.writeJSON(configFiles))
+      throw new Error('the status zone has no room for the configuration files');
+  }
+
+  /** A zone of the instance by name (`~status` or a configured one), attached once. */
+  zoneNamed(name: string): Zone {
+    if (name === STATUS_ZONE) return this.zone;
+    let z = this.zones.get(name);
+    if (!z) {
+      z = Zone.attach(name, { instance: this.instance, writer: this.zone.writer });
+      this.zones.set(name, z);
+    }
+    return z;
+  }
+
+  /** A counter block of a zone, made once per process. */
+  counters(zone: string, key: string, length: number): CounterBlock {
+    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).counters(key, length)) as CounterBlock;
+  }
+
+  gauges(zone: string, key: string, length: number): GaugeBlock {
+    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).gauges(key, length)) as GaugeBlock;
+  }
+
+  cells(zone: string, key: string, length: number): AtomicCells {
+    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).cells(key, length)) as AtomicCells;
+  }
+
+  private cached(key: string, make: () => CounterBlock | GaugeBlock | AtomicCells): CounterBlock | GaugeBlock | AtomicCells {
+    let b = this.blocks.get(key);
+    if (!b) {
+      b = make();
+      this.blocks.set(key, b);
+    }
+    return b;
+  }
+
+  /** Removes the instance's zones (the creator does this on exit by itself). */
+  remove(): void {
+    for (const z of this.zones.values()) if (z.owner) z.remove();
+    if (this.zone.owner) this.zone.remove();
+  }
+}
+
+export const ZONAL_VERSION = '0.1.0';
+
+/** Room for every object's counter block (with a shard per worker), and for the
+ * catalog twice over: a rewrite holds the old and the new copy for a moment. */
+function statusZoneBytes(config: StatusConfig, workers: number): number {
+  const objects =
+    (config.http?.serverZones?.length ?? 0) +
+    (config.http?.locationZones?.length ?? 0) +
+    (config.stream?.serverZones?.length ?? 0) +
+    (config.resolvers?.length ?? 0) +
+    1;
+  return 256 * 1024 + objects * (workers * 2048 + 2048) + 3 * JSON.stringify(config).length;
+}

@@ -1,0 +1,176 @@
+// The status tree as the API walks it. Families hand out nodes; the API resolves a path
+// to a node, then renders it as JSON or text. A node is made when a request reaches it,
+// so a request for one branch reads only that branch's memory.
+import { renderTime, type Field, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+
+export interface StatusNode {
+  readonly kind: 'object' | 'leaf';
+  /** An object's members that exist now, in order. */
+  members(ctx: RenderContext): Array<[string, StatusNode]>;
+  child(name: string, ctx: RenderContext): StatusNode | undefined;
+  /** The node as JSON; undefined when absent. */
+  json(ctx: RenderContext): Json | undefined;
+  /** The label an object's members carry in the labelled text format (zone, peer, code). */
+  readonly label?: string;
+  /** A zone, or anything as small: the text format below it is flat `group_field value`. */
+  readonly flat?: boolean;
+  /** For a flat node whose text shows only some of its leaves (the server: generation). */
+  readonly textOnly?: readonly string[];
+  /** Leaves: how the text format exports them. */
+  readonly metric?: MetricType;
+  readonly help?: string;
+  numeric?(value: Scalar): number;
+}
+
+const NO_MEMBERS: Array<[string, StatusNode]> = [];
+
+/** An object whose members come from a function: the tree's branches and collections. */
+export class ObjectNode implements StatusNode {
+  readonly kind = 'object';
+  constructor(
+    private readonly list: (ctx: RenderContext) => Array<[string, StatusNode]>,
+    private readonly find?: (name: string, ctx: RenderContext) => StatusNode | undefined,
+    readonly label?: string,
+    readonly flat?: boolean,
+    readonly textOnly?: readonly string[],
+  ) {}
+
+  members(ctx: RenderContext): Array<[string, StatusNode]> {
+    return this.list(ctx);
+  }
+
+  child(name: string, ctx: RenderContext): StatusNode | undefined {
+    if (this.find) return this.find(name, ctx);
+    return this.list(ctx).find(([n]) => n === name)?.[1];
+  }
+
+  json(ctx: RenderContext): Json {
+    const out: { [key: string]: Json } = {};
+    for (const [name, node] of this.list(ctx)) {
+      const v = node.json(ctx);
+      if (v !== undefined) out[name] = v;
+    }
+    return out;
+  }
+}
+
+/** A declared field (see shape.ts) of one instance, read from that instance's source. */
+export class FieldNode<S> implements StatusNode {
+  readonly kind: 'object' | 'leaf';
+  readonly label?: string;
+  readonly metric?: MetricType;
+  readonly help?: string;
+  numeric?: (value: Scalar) => number;
+
+  constructor(
+    private readonly field: Field<S>,
+    private readonly source: S,
+    readonly flat?: boolean,
+  ) {
+    this.kind = field.kind === 'leaf' ? 'leaf' : 'object';
+    if (field.kind === 'entries') this.label = field.label;
+    if (field.kind !== 'group') {
+      this.metric = field.metric;
+      this.help = field.help;
+    }
+    if (field.kind === 'leaf') this.numeric = field.numeric;
+  }
+
+  members(ctx: RenderContext): Array<[string, StatusNode]> {
+    const f = this.field;
+    if (f.kind === 'leaf') return NO_MEMBERS;
+    if (f.kind === 'entries')
+      return f.entries(this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
+    const out: Array<[string, StatusNode]> = [];
+    for (const child of f.fields) {
+      const node = new FieldNode(child, this.source);
+      if (node.present(ctx)) out.push([child.name, node]);
+    }
+    return out;
+  }
+
+  child(name: string, ctx: RenderContext): StatusNode | undefined {
+    const f = this.field;
+    if (f.kind === 'group') {
+      const child = f.fields.find((c) => c.name === name);
+      if (!child) return undefined;
+      const node = new FieldNode(child, this.source);
+      return node.present(ctx) ? node : undefined;
+    }
+    return this.members(ctx).find(([n]) => n === name)?.[1];
+  }
+
+  /** Whether the field exists for this instance now. */
+  present(ctx: RenderContext): boolean {
+    const f = this.field;
+    if (f.kind === 'leaf') return f.value(this.source, ctx) !== undefined;
+    if (f.kind === 'group') return !f.present || f.present(this.source);
+    return true;
+  }
+
+  json(ctx: RenderContext): Json | undefined {
+    return fieldJson(this.field, this.source, ctx);
+  }
+}
+
+/** A bare value: an entry of an `entries` field, or a value a branch computes. */
+export class ValueNode implements StatusNode {
+  readonly kind = 'leaf';
+  constructor(
+    private readonly value: Scalar,
+    readonly metric?: MetricType,
+    readonly help?: string,
+  ) {}
+  members(): Array<[string, StatusNode]> {
+    return NO_MEMBERS;
+  }
+  child(): undefined {
+    return undefined;
+  }
+  json(): Json {
+    return this.value;
+  }
+}
+
+/** The JSON of a field straight from its declaration, without making nodes: what
+ * rendering a whole tree of thousands of peers runs. */
+export function fieldJson<S>(field: Field<S>, source: S, ctx: RenderContext): Json | undefined {
+  switch (field.kind) {
+    case 'leaf': {
+      const v = field.value(source, ctx);
+      if (v === undefined) return undefined;
+      return field.time ? renderTime(v as number, ctx) : v;
+    }
+    case 'entries': {
+      const out: { [key: string]: Json } = {};
+      for (const [key, value] of field.entries(source, ctx)) out[key] = value;
+      return out;
+    }
+    case 'group': {
+      if (field.present && !field.present(source)) return undefined;
+      const out: { [key: string]: Json } = {};
+      for (const child of field.fields) {
+        const v = fieldJson(child, source, ctx);
+        if (v !== undefined) out[child.name] = v;
+      }
+      return out;
+    }
+  }
+}
+
+/** A collection: one member per instance, named by the instance (zone, upstream, peer). */
+export function collection<T>(
+  label: string,
+  items: () => Iterable<T>,
+  nameOf: (item: T) => string,
+  nodeOf: (item: T) => StatusNode,
+): ObjectNode {
+  return new ObjectNode(
+    () => Array.from(items(), (item): [string, StatusNode] => [nameOf(item), nodeOf(item)]),
+    (name) => {
+      for (const item of items()) if (nameOf(item) === name) return nodeOf(item);
+      return undefined;
+    },
+    label,
+  );
+}
