@@ -129,6 +129,11 @@ export class CounterBlock {
     this.recent[this.low + i] = v;
   }
 
+  /** Counter i of this process's own shard, as set() left it (a worker's running average). */
+  own(i: number): number {
+    return this.recent[this.low + i];
+  }
+
   /** The largest of counter i's shards (values written with set()). */
   max(i: number): number {
     const f64 = this.views.f64;

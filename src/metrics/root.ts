@@ -6,6 +6,7 @@ import { connectionsNode } from './connections.js';
 import { locationZones, serverZones } from './http-zones.js';
 import { serverNode } from './server.js';
 import { slabsNode } from './slabs.js';
+import { upstreamsNode } from './upstreams.js';
 import type { Status } from './status.js';
 import { ObjectNode, type StatusNode } from './tree.js';
 
@@ -23,6 +24,8 @@ export const branches: Branch[] = [
   { path: ['slabs'], present: (c) => slabZones(c, 1).length > 0, node: slabsNode },
   { path: ['http', 'server_zones'], present: (c) => some(c.http?.serverZones), node: serverZones.node },
   { path: ['http', 'location_zones'], present: (c) => some(c.http?.locationZones), node: locationZones.node },
+  { path: ['http', 'upstreams'], present: (c) => some(c.http?.upstreams), node: upstreamsNode('http') },
+  { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
 ];
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. */

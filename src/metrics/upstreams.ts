@@ -1,0 +1,330 @@
+// HTTP upstreams (/status/http/upstreams/<upstream>) and stream upstreams
+// (/status/stream/upstreams/<upstream>): for each upstream with a shared-memory zone, its
+// peers keyed by canonical address, `keepalive`, and `queue` when one is configured.
+// Everything lives in the upstream's own zone, which /status/slabs shows.
+//
+// header_time and response_time (stream: connect_time, first_byte_time, last_byte_time)
+// are moving averages in milliseconds. Each worker keeps its own:
+//     average = average * f + sample * (1 - f),   f = response_time_factor / 100 (0.9)
+// starting from its first sample; the API shows the workers' averages weighted by how
+// many samples each took, rounded to whole milliseconds.
+import type { AtomicCells, GaugeBlock } from '../engine/index.js';
+import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
+import { entries, group, leaf, time, Layout, type Counted, type Field, type Group, type RenderContext, type Scalar } from './shape.js';
+import type { Status } from './status.js';
+import { collection, FieldNode, ObjectNode, type StatusNode } from './tree.js';
+
+export type Protocol = 'http' | 'stream';
+
+/** Shared peer states, in a cell all workers agree on. `down` comes from configuration. */
+export const PeerState = { up: 0, unavailable: 1, unhealthy: 2, checking: 3, recovering: 4 } as const;
+const STATE_NAMES = ['up', 'unavailable', 'unhealthy', 'checking', 'recovering'];
+// The text format's numbers for states (DESIGN.md).
+const STATE_NUMBERS: Record<string, number> = { up: 1, down: 2, unavailable: 3, recovering: 4, unhealthy: 5, checking: 6 };
+
+interface PeerSource extends Counted {
+  readonly peer: PeerConfig;
+  readonly upstream: UpstreamConfig;
+  readonly block: GaugeBlock;
+  readonly cells: AtomicCells;
+  readonly claims?: AtomicCells;
+}
+
+/** A moving average: its per-worker value and its per-worker sample count. */
+interface Average {
+  readonly value: number;
+  readonly samples: number;
+}
+
+function averageOf(s: PeerSource, avg: Average): number {
+  const values = s.block.shardValues(avg.value);
+  const counts = s.block.shardValues(avg.samples);
+  let weighted = 0;
+  let n = 0;
+  for (let i = 0; i < values.length; i++) {
+    weighted += values[i] * counts[i];
+    n += counts[i];
+  }
+  return n ? Math.round(weighted / n) : 0;
+}
+
+function peerLayout(protocol: Protocol) {
+  const layout = new Layout<PeerSource>();
+  const average = (): Average => ({ value: layout.reserve(1), samples: layout.reserve(1) });
+  const l = {
+    current: layout.gauge('current', 'Current connections to the peer.'),
+    total: layout.counter('total', protocol === 'http' ? 'Requests forwarded to the peer.' : 'Connections forwarded to the peer.'),
+    last: layout.reserve(1),
+    responses: protocol === 'http' ? layout.reserve(RESPONSE_COUNTERS) : -1,
+    received: layout.counter('received', 'Bytes received from the peer.'),
+    sent: layout.counter('sent', 'Bytes sent to the peer.'),
+    fails: layout.counter('fails', 'Unsuccessful attempts to communicate with the peer.'),
+    unavailable: layout.counter('unavailable', 'Times the peer became unavailable by reaching max_fails.'),
+    downtime: layout.reserve(1),
+    downstart: layout.reserve(1),
+    probeCount: layout.counter('count', 'Health probes made.'),
+    probeFails: layout.counter('fails', 'Failed health probes.'),
+    probeLast: layout.reserve(1),
+    headerTime: average(),
+    responseTime: average(),
+    connectTime: average(),
+    firstByteTime: average(),
+    lastByteTime: average(),
+  };
+  return { layout, l };
+}
+
+function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: number; l: ReturnType<typeof peerLayout>['l'] } {
+  const { layout, l } = peerLayout(protocol);
+  const state = (s: PeerSource): string => (s.peer.down ? 'down' : (STATE_NAMES[s.cells.load(0)] ?? 'up'));
+  const downtime = (s: PeerSource, ctx: RenderContext): number => {
+    const past = s.sums[l.downtime];
+    // While unavailable, the time since it went down counts too.
+    return s.cells.load(0) === PeerState.unavailable ? past + Math.max(0, ctx.now - s.block.max(l.downstart)) : past;
+  };
+  const avg = (name: string, a: Average, help: string) => leaf<PeerSource>(name, help, (s) => averageOf(s, a), 'gauge');
+  const health: Array<Field<PeerSource>> = [
+    leaf('fails', 'Unsuccessful attempts to communicate with the peer.', (s) => s.sums[l.fails.index], 'counter'),
+    leaf('unavailable', 'Times the peer became unavailable by reaching max_fails.', (s) => s.sums[l.unavailable.index], 'counter'),
+    leaf('downtime', 'Milliseconds the peer was unavailable for selection.', downtime, 'counter'),
+    time('downstart', 'When the peer became unavailable.', (s) => s.block.max(l.downstart)),
+  ];
+  if (protocol === 'http')
+    health.push(
+      avg('header_time', l.headerTime, 'Average milliseconds to receive response headers.'),
+      avg('response_time', l.responseTime, 'Average milliseconds to receive the whole response.'),
+    );
+  else
+    health.push(
+      avg('connect_time', l.connectTime, 'Average milliseconds to connect to the peer.'),
+      avg('first_byte_time', l.firstByteTime, 'Average milliseconds to the first byte of the response.'),
+      avg('last_byte_time', l.lastByteTime, 'Average milliseconds to the whole response.'),
+    );
+  health.push(
+    group(
+      'probes',
+      [l.probeCount, l.probeFails, time('last', 'Time of the last health probe.', (s) => s.block.max(l.probeLast))],
+      (s) => !!s.upstream.probes,
+    ),
+  );
+
+  const fields: Array<Field<PeerSource>> = [
+    leaf('server', 'The server parameter as configured.', (s) => s.peer.server),
+    leaf('service', 'Service name of the server directive.', (s) => s.peer.service),
+    leaf('slow_start', 'Configured slow start, in seconds.', (s) => s.peer.slowStart ?? 0),
+    leaf('backup', 'Whether the peer is a backup server.', (s) => !!s.peer.backup, 'gauge'),
+    leaf('weight', 'Configured weight.', (s) => s.peer.weight ?? 1, 'gauge'),
+    {
+      ...leaf<PeerSource>('state', 'State: 1 up, 2 down, 3 unavailable, 4 recovering, 5 unhealthy, 6 checking.', state, 'gauge'),
+      numeric: (v: Scalar) => STATE_NUMBERS[String(v)] ?? 0,
+    },
+    group('selected', [l.current, l.total, time('last', 'When the peer was last selected.', (s) => s.block.max(l.last))]),
+    leaf('max_conns', 'Configured maximum simultaneous connections.', (s) => s.peer.maxConns || undefined, 'gauge'),
+  ];
+  if (protocol === 'http')
+    fields.push(
+      entries('responses', 'code', 'counter', 'Responses from the peer by status code.', (s) => responseEntries(s.sums, l.responses, s.claims!)),
+    );
+  fields.push(group('data', [l.received, l.sent]), group('health', health));
+  if (protocol === 'http') fields.push(leaf('sid', 'Configured id of the server in its upstream.', (s) => s.peer.sid));
+  return { fields: group('', fields), size: layout.size, l };
+}
+
+const http = peerFields('http');
+const stream = peerFields('stream');
+export const httpPeerFields = http.fields;
+export const streamPeerFields = stream.fields;
+
+// The upstream's own counters: keepalive and queue.
+interface UpstreamSource extends Counted {
+  readonly upstream: UpstreamConfig;
+}
+const upstreamLayout = new Layout<UpstreamSource>();
+const keepalive = upstreamLayout.gauge('keepalive', 'Cached keep-alive connections to the upstream.');
+const queue = {
+  queued: upstreamLayout.counter('queued', 'Requests that entered the queue.'),
+  waiting: upstreamLayout.gauge('waiting', 'Requests in the queue now.'),
+  dropped: upstreamLayout.counter('dropped', 'Requests removed because the client closed the connection.'),
+  timedout: upstreamLayout.counter('timedout', 'Requests removed because of the queue timeout.'),
+  overflows: upstreamLayout.counter('overflows', 'Times the queue overflowed.'),
+};
+const queueFields = group<UpstreamSource>('queue', Object.values(queue), (s) => !!s.upstream.queue);
+
+const zoneOf = (u: UpstreamConfig) => u.zone ?? u.name;
+const peerKey = (name: string) => `peer/${name}`;
+const UPSTREAM_KEY = 'upstream';
+
+function upstreams(status: Status, protocol: Protocol): UpstreamConfig[] {
+  const c = status.catalog();
+  return (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [];
+}
+
+/** What a worker calls as it uses a peer. */
+export class Peer {
+  constructor(
+    private readonly block: GaugeBlock,
+    private readonly cells: AtomicCells,
+    private readonly claims: AtomicCells | undefined,
+    private readonly l: typeof http.l,
+    private readonly factor: number,
+  ) {}
+
+  /** The balancer chose this peer for a request (HTTP) or a connection (stream). */
+  selected(now = Date.now()): void {
+    this.block.add(this.l.total.index);
+    this.block.add(this.l.current.index);
+    this.block.set(this.l.last, now);
+  }
+
+  /** The request or connection to the peer ended, however it ended. */
+  released(): void {
+    this.block.sub(this.l.current.index);
+  }
+
+  /** HTTP: the peer's response, its bytes, and how long headers and body took (ms). */
+  responded(status: number, received: number, sent: number, headerMs: number, responseMs: number): void {
+    const b = this.block;
+    if (this.claims) b.add(this.l.responses + responseIndex(status, this.claims));
+    b.add(this.l.received.index, received);
+    b.add(this.l.sent.index, sent);
+    this.sample(this.l.headerTime, headerMs);
+    this.sample(this.l.responseTime, responseMs);
+  }
+
+  /** Stream: the session's bytes and timings (ms). */
+  sessionEnded(received: number, sent: number, connectMs: number, firstByteMs: number, lastByteMs: number): void {
+    this.block.add(this.l.received.index, received);
+    this.block.add(this.l.sent.index, sent);
+    this.sample(this.l.connectTime, connectMs);
+    this.sample(this.l.firstByteTime, firstByteMs);
+    this.sample(this.l.lastByteTime, lastByteMs);
+  }
+
+  /** An attempt to talk to the peer failed. */
+  failed(): void {
+    this.block.add(this.l.fails.index);
+  }
+
+  /** The peer reached max_fails. Only the worker that makes the change counts it. */
+  becameUnavailable(now = Date.now()): boolean {
+    if (this.cells.compareExchange(0, PeerState.up, PeerState.unavailable) !== PeerState.up) return false;
+    this.block.add(this.l.unavailable.index);
+    this.block.set(this.l.downstart, now);
+    return true;
+  }
+
+  /** The peer is selectable again after being unavailable. */
+  becameAvailable(now = Date.now()): boolean {
+    if (this.cells.compareExchange(0, PeerState.unavailable, PeerState.up) !== PeerState.unavailable) return false;
+    this.block.add(this.l.downtime, Math.max(0, Math.round(now - this.block.max(this.l.downstart))));
+    return true;
+  }
+
+  /** A probe-driven state: unhealthy, checking, recovering or up. */
+  setState(state: (typeof PeerState)[keyof typeof PeerState]): void {
+    this.cells.store(0, state);
+  }
+
+  get state(): number {
+    return this.cells.load(0);
+  }
+
+  probed(ok: boolean, now = Date.now()): void {
+    this.block.add(this.l.probeCount.index);
+    if (!ok) this.block.add(this.l.probeFails.index);
+    this.block.set(this.l.probeLast, now);
+  }
+
+  private sample(avg: Average, ms: number): void {
+    const n = this.block.own(avg.samples);
+    this.block.set(avg.value, n === 0 ? ms : this.block.own(avg.value) * this.factor + ms * (1 - this.factor));
+    this.block.add(avg.samples);
+  }
+}
+
+/** What a worker calls for the upstream as a whole. */
+export class Upstream {
+  constructor(private readonly block: GaugeBlock) {}
+  keepaliveCached(): void {
+    this.block.add(keepalive.index);
+  }
+  keepaliveUsed(): void {
+    this.block.sub(keepalive.index);
+  }
+  queued(): void {
+    this.block.add(queue.queued.index);
+    this.block.add(queue.waiting.index);
+  }
+  /** The request left the queue for a peer. */
+  dequeued(): void {
+    this.block.sub(queue.waiting.index);
+  }
+  queueDropped(): void {
+    this.block.add(queue.dropped.index);
+    this.block.sub(queue.waiting.index);
+  }
+  queueTimedOut(): void {
+    this.block.add(queue.timedout.index);
+    this.block.sub(queue.waiting.index);
+  }
+  queueOverflowed(): void {
+    this.block.add(queue.overflows.index);
+  }
+}
+
+function find(status: Status, protocol: Protocol, name: string): UpstreamConfig {
+  const u = upstreams(status, protocol).find((x) => x.name === name);
+  if (!u) throw new Error(`no ${protocol} upstream "${name}" with a zone is configured`);
+  return u;
+}
+
+function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name: string) {
+  const spec = protocol === 'http' ? http : stream;
+  const zone = zoneOf(u);
+  return {
+    block: status.gauges(zone, peerKey(name), spec.size),
+    cells: status.cells(zone, `${peerKey(name)}/state`, 1),
+    claims: protocol === 'http' ? status.cells(zone, `${peerKey(name)}/codes`, CLAIMED) : undefined,
+  };
+}
+
+export function peer(status: Status, protocol: Protocol, upstream: string, name: string): Peer {
+  const u = find(status, protocol, upstream);
+  if (!u.peers.some((p) => peerName(p) === name)) throw new Error(`upstream "${upstream}" has no peer "${name}"`);
+  const { block, cells, claims } = peerStorage(status, protocol, u, name);
+  return new Peer(block, cells, claims, (protocol === 'http' ? http : stream).l, (u.responseTimeFactor ?? 90) / 100);
+}
+
+export function upstream(status: Status, protocol: Protocol, name: string): Upstream {
+  const u = find(status, protocol, name);
+  return new Upstream(status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size));
+}
+
+function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): StatusNode {
+  const spec = protocol === 'http' ? http : stream;
+  const peers = collection(
+    'peer',
+    () => u.peers,
+    (p: PeerConfig) => peerName(p),
+    (p: PeerConfig): StatusNode => {
+      const s = peerStorage(status, protocol, u, peerName(p));
+      return new FieldNode(spec.fields, { sums: s.block.values(), peer: p, upstream: u, ...s });
+    },
+  );
+  const source: UpstreamSource = { sums: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size).values(), upstream: u };
+  const members: Array<[string, StatusNode]> = [['peers', peers]];
+  if (protocol === 'http') members.push(['keepalive', new FieldNode(keepalive, source)]);
+  if (u.queue && protocol === 'http') members.push(['queue', new FieldNode(queueFields, source)]);
+  return new ObjectNode(() => members, undefined, undefined, true);
+}
+
+export function upstreamsNode(protocol: Protocol) {
+  return (status: Status): StatusNode =>
+    collection(
+      'upstream',
+      () => upstreams(status, protocol),
+      (u: UpstreamConfig) => u.name,
+      (u: UpstreamConfig) => upstreamNode(status, protocol, u),
+    );
+}
