@@ -66,6 +66,7 @@ class Zone : public Napi::ObjectWrap<Zone> {
                            InstanceMethod<&Zone::Alloc>("alloc"),
                            InstanceMethod<&Zone::Free>("free"),
                            InstanceMethod<&Zone::SlabStats>("slabStats"),
+                           InstanceMethod<&Zone::SlabStatsPacked>("slabStatsPacked"),
                            InstanceMethod<&Zone::Check>("check"),
                            InstanceMethod<&Zone::Ensure>("ensure"),
                            InstanceMethod<&Zone::Find>("find"),
@@ -201,6 +202,31 @@ class Zone : public Napi::ObjectWrap<Zone> {
     Napi::Object out = Napi::Object::New(env);
     out.Set("pages", pages);
     out.Set("slots", slots);
+    return out;
+  }
+
+  // The same figures in one Float64Array: pages used, pages free, then used, free, reqs
+  // and fails for each slot size from 8 up. What renders /status/slabs for a thousand
+  // zones without making a thousand objects of objects.
+  Napi::Value SlabStatsPacked(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    SlabPool copy;
+    Guarded(env, [&] {
+      Guard lock(s);
+      copy = s.header()->pool;
+      return 0;
+    });
+    auto out = Napi::Float64Array::New(env, 2 + 4 * copy.nslots);
+    out[0] = copy.npages - copy.free_pages;
+    out[1] = copy.free_pages;
+    for (uint32_t k = 0; k < copy.nslots; k++) {
+      const SlotStats& st = copy.stats[k];
+      out[2 + 4 * k] = static_cast<double>(st.used);
+      out[3 + 4 * k] = static_cast<double>(st.total - st.used);
+      out[4 + 4 * k] = static_cast<double>(st.reqs);
+      out[5 + 4 * k] = static_cast<double>(st.fails);
+    }
     return out;
   }
 

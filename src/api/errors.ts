@@ -3,13 +3,16 @@ import type { ApiResponse } from './types.js';
 
 export const NO_CACHE = { 'Cache-Control': 'no-cache', Expires: 'Thu, 01 Jan 1970 00:00:01 GMT' };
 
-export function jsonResponse(status: number, value: unknown, pretty: boolean, head: boolean, extra: Record<string, string> = {}): ApiResponse {
-  const body = JSON.stringify(value, null, pretty ? '\t' : undefined) + '\n';
+export function textResponse(status: number, type: string, body: string, head: boolean, extra: Record<string, string> = {}): ApiResponse {
   return {
     status,
-    headers: { 'Content-Type': 'application/json', ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)), ...extra },
+    headers: { 'Content-Type': type, ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)), ...extra },
     body: head ? '' : body,
   };
+}
+
+export function jsonResponse(status: number, value: unknown, pretty: boolean, head: boolean, extra: Record<string, string> = {}): ApiResponse {
+  return textResponse(status, 'application/json', JSON.stringify(value, null, pretty ? '\t' : undefined) + '\n', head, extra);
 }
 
 export function apiError(status: number, error: string, description: string, head = false, extra: Record<string, string> = {}): ApiResponse {

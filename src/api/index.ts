@@ -5,7 +5,8 @@ import type { Status } from '../metrics/status.js';
 import { statusRoot } from '../metrics/root.js';
 import type { RenderContext } from '../metrics/shape.js';
 import { ObjectNode, type StatusNode } from '../metrics/tree.js';
-import { apiError, jsonResponse, methodNotAllowed, NO_CACHE, pathNotFound } from './errors.js';
+import { JsonWriter } from '../metrics/json.js';
+import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
 import { mapRequest } from './mapping.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
@@ -72,13 +73,10 @@ export function createApi(options: ApiOptions): ApiHandler {
       if (format !== 'prometheus')
         return apiError(400, 'BadRequest', `The "${format}" format is not supported: the one text format is "prometheus".`, head);
       if (segments[0] !== 'status') return apiError(400, 'BadRequest', 'The text format is only for the /status tree.', head);
-      const body = exposition(trail.slice(1), ctx);
-      return {
-        status: 200,
-        headers: { 'Content-Type': TEXT_CONTENT_TYPE, ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)) },
-        body: head ? '' : body,
-      };
+      return textResponse(200, TEXT_CONTENT_TYPE, exposition(trail.slice(1), ctx), head);
     }
-    return jsonResponse(200, target.json(ctx) ?? null, query.get('pretty') !== 'off', head);
+    const w = new JsonWriter(query.get('pretty') !== 'off');
+    target.write(w, 0, ctx);
+    return textResponse(200, 'application/json', w.text() + '\n', head);
   };
 }

@@ -19,9 +19,10 @@
 import type { ZoneViews } from './views.js';
 
 const FOLD = 2 ** 52;
-// Journal words after the sequence word: old base (u64), old recent (f64), amount added
-// to base (u64), amount taken from recent (f64).
-const JOURNAL = 4;
+// Words after the sequence word: the journal, old base (u64), old recent (f64), amount
+// added to base (u64), amount taken from recent (f64); then how many moves this shard
+// has made (f64): while 0 every base is 0, and readers need not read them.
+const JOURNAL = 5;
 // How long a reader waits for a fold in progress before it reads around it.
 const SPINS = 10_000;
 
@@ -89,37 +90,43 @@ export class CounterBlock {
     return sum;
   }
 
-  /** All K sums at once, into `out`: what renderers use, one consistent pass per shard. */
+  /** All K sums at once, into `out`: what renderers use. Each shard is read between two
+   * loads of its sequence word; a move in between (rare) means reading again. */
   values(out: Float64Array = new Float64Array(this.length)): Float64Array {
+    for (let attempt = 0; attempt < SPINS; attempt++) if (this.tryValues(out)) return out;
+    return this.valuesAroundMove(out);
+  }
+
+  private tryValues(out: Float64Array): boolean {
     const { f64, u32, i32 } = this.views;
     const k = this.length;
-    const shard = scratch(k);
-    const signed = this.signedBases;
     out.fill(0, 0, k);
     for (let s = 0; s < this.shards; s++) {
       const first = this.offset / 8 + s * this.stride;
       const seq = (first + 2 * k) * 2;
-      for (let before = Atomics.load(i32, seq), spin = 0; ; spin++) {
+      const before = Atomics.load(i32, seq);
+      if (before & 1) return false;
+      if (f64[first + 2 * k + 5] === 0) {
+        // This shard never moved anything to its base words: they are all 0.
+        for (let i = 0; i < k; i++) out[i] += f64[first + i];
+      } else {
+        const signed = this.signedBases;
         for (let i = 0; i < k; i++) {
-          // A base is a whole multiple of 2^52 (or an addLarge() amount, read through
-          // get() when exactness past 2^53 matters): hi * 2^32 + lo as a Number.
+          // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
+          // Number (get() is exact past 2^53).
           const lo = u32[(first + k + i) * 2];
           const hi = u32[(first + k + i) * 2 + 1];
-          shard[i] = (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
+          out[i] += (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
         }
-        const after = Atomics.load(i32, seq);
-        if (after === before && !(after & 1)) break;
-        if (spin > SPINS && after & 1) {
-          // A move that does not end: this shard's counter as it was before it.
-          const i = i32[seq + 1];
-          const old = this.beforeMove(s, i);
-          if (old) shard[i] = Number(old[0]) + old[1];
-          break;
-        }
-        before = after; // a fold ran meanwhile: read the shard again
       }
-      for (let i = 0; i < k; i++) out[i] += shard[i];
+      if (Atomics.load(i32, seq) !== before) return false;
     }
+    return true;
+  }
+
+  /** values() when a shard's move does not end: each counter read around it. */
+  private valuesAroundMove(out: Float64Array): Float64Array {
+    for (let i = 0; i < this.length; i++) out[i] = this.value(i);
     return out;
   }
 
@@ -140,6 +147,19 @@ export class CounterBlock {
     let m = 0;
     for (let s = 0, j = this.offset / 8 + i; s < this.shards; s++, j += this.stride) if (f64[j] > m) m = f64[j];
     return m;
+  }
+
+  /** The mean of counter `value`'s shards weighted by counter `weight`'s (per-worker
+   * averages and their sample counts); 0 when no shard has weight. */
+  weightedMean(value: number, weight: number): number {
+    const f64 = this.views.f64;
+    let sum = 0;
+    let n = 0;
+    for (let s = 0, j = this.offset / 8; s < this.shards; s++, j += this.stride) {
+      sum += f64[j + value] * f64[j + weight];
+      n += f64[j + weight];
+    }
+    return n ? sum / n : 0;
   }
 
   /** Counter i's value in each shard (values written with set()). */
@@ -181,6 +201,7 @@ export class CounterBlock {
     f64[journal + 3] = fromRecent;
     i32[seq + 1] = i;
     Atomics.add(i32, seq, 1);
+    f64[journal + 4] += 1;
     Atomics.store(u64, base, BigInt.asUintN(64, oldBase + amount));
     f64[this.low + i] -= fromRecent;
     Atomics.add(i32, seq, 1);
@@ -264,12 +285,6 @@ export class GaugeBlock extends CounterBlock {
  * journal's counter index in its upper half) and the journal (see moveToBase). */
 export function strideOf(length: number): number {
   return Math.ceil(((2 * length + 1 + JOURNAL) * 8) / 64) * 64;
-}
-
-let shardScratch = new Float64Array(64);
-function scratch(length: number): Float64Array {
-  if (shardScratch.length < length) shardScratch = new Float64Array(length);
-  return shardScratch;
 }
 
 // The blocks this process writes, folded once a second by a timer that does not keep the

@@ -36,6 +36,8 @@ export interface NativeZone {
   alloc(size: number): number;
   free(offset: number): boolean;
   slabStats(): NativeSlabStats;
+  /** pages used, pages free, then used, free, reqs, fails per slot size from 8 up. */
+  slabStatsPacked(): Float64Array;
   check(): string;
   /** [offset, size, created (1|0)], or null when the zone has no room. */
   ensure(key: string, kind: EntryKind, size: number): [number, number, number] | null;

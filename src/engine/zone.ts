@@ -144,6 +144,12 @@ export class Zone {
     return this.native.slabStats();
   }
 
+  /** slabStats() as one array: pages used, pages free, then used, free, reqs and fails
+   * for each slot size from 8 up. */
+  slabStatsPacked(): Float64Array {
+    return this.native.slabStatsPacked();
+  }
+
   /** Verifies every page and list of the slab allocator: "" when consistent. */
   check(): string {
     return this.native.check();

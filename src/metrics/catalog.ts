@@ -104,8 +104,11 @@ export interface Catalog extends StatusConfig {
  * what `/status/slabs` lists, in order. */
 export function slabZones(c: StatusConfig, workers: number): Array<{ name: string; size: number }> {
   const out: Array<{ name: string; size: number }> = [];
+  const seen = new Set<string>();
   const add = (name: string, size: number | undefined, fallback: number) => {
-    if (!out.some((z) => z.name === name)) out.push({ name, size: size ?? fallback });
+    if (seen.has(name)) return;
+    seen.add(name);
+    out.push({ name, size: size ?? fallback });
   };
   for (const cache of c.http?.caches ?? []) add(cache.name, cache.zoneSize, 1 << 20);
   for (const limit of c.http?.limitConns ?? []) add(limit.name, limit.zoneSize, 1 << 20);

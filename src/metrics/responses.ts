@@ -16,6 +16,7 @@ export const CLAIMED = 16;
 export const RESPONSE_COUNTERS = COMMON.length + CLAIMED + 1;
 const XXX = COMMON.length + CLAIMED;
 
+const COMMON_NAMES = COMMON.map(String);
 // code -> counter for the common codes, -1 for the others.
 const commonIndex = new Int8Array(600).fill(-1);
 COMMON.forEach((code, i) => (commonIndex[code] = i));
@@ -39,12 +40,16 @@ export function responseIndex(code: number, claims: AtomicCells): number {
 /** Non-zero counts as [code, count], codes ascending, `xxx` last. */
 export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells): Array<[string, number]> {
   const out: Array<[string, number]> = [];
-  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) out.push([String(COMMON[i]), sums[first + i]]);
-  for (let c = 0; c < CLAIMED; c++) {
-    const code = claims.load(c);
-    if (code && sums[first + COMMON.length + c] > 0) out.push([String(code), sums[first + COMMON.length + c]]);
+  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) out.push([COMMON_NAMES[i], sums[first + i]]);
+  let claimed = false;
+  for (let c = 0; c < CLAIMED && claims.load(c) !== 0; c++) {
+    if (sums[first + COMMON.length + c] > 0) {
+      out.push([String(claims.load(c)), sums[first + COMMON.length + c]]);
+      claimed = true;
+    }
   }
-  if (sums[first + XXX] > 0) out.push(['xxx', sums[first + XXX]]);
   // Claimed codes can fall between common ones: keep the order a reader expects.
-  return out.sort((a, b) => (a[0] === 'xxx' ? 1 : b[0] === 'xxx' ? -1 : Number(a[0]) - Number(b[0])));
+  if (claimed) out.sort((a, b) => Number(a[0]) - Number(b[0]));
+  if (sums[first + XXX] > 0) out.push(['xxx', sums[first + XXX]]);
+  return out;
 }

@@ -1,13 +1,17 @@
 // The status tree as data: each branch is a path and the family that serves it. The
 // root and /status/http, /status/stream show the branches the configuration has, in this
 // order. Adding a family is adding a line here.
+import { cachesNode } from './caches.js';
 import { slabZones, type Catalog } from './catalog.js';
 import { connectionsNode } from './connections.js';
 import { locationZones, serverZones } from './http-zones.js';
+import { httpLimitConns, httpLimitReqs, streamLimitConns } from './limits.js';
+import { resolversNode } from './resolvers.js';
 import { serverNode } from './server.js';
 import { slabsNode } from './slabs.js';
 import { upstreamsNode } from './upstreams.js';
 import type { Status } from './status.js';
+import { streamZonesNode } from './stream-zones.js';
 import { ObjectNode, type StatusNode } from './tree.js';
 
 export interface Branch {
@@ -24,8 +28,14 @@ export const branches: Branch[] = [
   { path: ['slabs'], present: (c) => slabZones(c, 1).length > 0, node: slabsNode },
   { path: ['http', 'server_zones'], present: (c) => some(c.http?.serverZones), node: serverZones.node },
   { path: ['http', 'location_zones'], present: (c) => some(c.http?.locationZones), node: locationZones.node },
+  { path: ['http', 'caches'], present: (c) => some(c.http?.caches), node: cachesNode },
+  { path: ['http', 'limit_conns'], present: (c) => some(c.http?.limitConns), node: httpLimitConns.node },
+  { path: ['http', 'limit_reqs'], present: (c) => some(c.http?.limitReqs), node: httpLimitReqs.node },
   { path: ['http', 'upstreams'], present: (c) => some(c.http?.upstreams), node: upstreamsNode('http') },
+  { path: ['stream', 'server_zones'], present: (c) => some(c.stream?.serverZones), node: streamZonesNode },
+  { path: ['stream', 'limit_conns'], present: (c) => some(c.stream?.limitConns), node: streamLimitConns.node },
   { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
+  { path: ['resolvers'], present: (c) => some(c.resolvers), node: resolversNode },
 ];
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. */

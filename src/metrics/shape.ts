@@ -95,8 +95,18 @@ export function entries<S>(
 
 /** A time as the request wants it: ISO 8601 in UTC with milliseconds, or epoch ms. */
 export function renderTime(ms: number, ctx: RenderContext): Scalar {
-  return ctx.dateEpoch ? Math.round(ms) : new Date(ms).toISOString();
+  if (ctx.dateEpoch) return Math.round(ms);
+  // Times in one response mostly fall in a few seconds: format each second once.
+  const t = Math.round(ms);
+  const second = Math.floor(t / 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    lastPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+  }
+  return lastPrefix + String(t - second * 1000).padStart(3, '0') + 'Z';
 }
+let lastSecond = NaN;
+let lastPrefix = '';
 
 /** What an instance renders from when its fields live in a counter block. */
 export interface Counted {

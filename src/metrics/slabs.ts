@@ -2,33 +2,36 @@
 // configuration's upstreams, caches and limits use, as the zone's own statistics say.
 import { slabZones } from './catalog.js';
 import { group, leaf } from './shape.js';
-import type { SlabStats } from '../engine/index.js';
 import type { Status } from './status.js';
 import { collection, FieldNode, ObjectNode, type StatusNode } from './tree.js';
 
+// Zone.slabStatsPacked(): pages used and free, then four figures per slot size.
 interface SlotSource {
-  readonly slot: SlabStats['slots'][string];
+  readonly stats: Float64Array;
+  /** Index of the slot size's first figure. */
+  readonly at: number;
 }
 
 export const slotFields = group<SlotSource>('', [
-  leaf('used', 'Slots of this size in use.', (s) => s.slot.used, 'gauge'),
-  leaf('free', 'Free slots of this size.', (s) => s.slot.free, 'gauge'),
-  leaf('reqs', 'Attempts to allocate a slot of this size.', (s) => s.slot.reqs, 'counter'),
-  leaf('fails', 'Failed attempts to allocate a slot of this size.', (s) => s.slot.fails, 'counter'),
+  leaf('used', 'Slots of this size in use.', (s) => s.stats[s.at], 'gauge'),
+  leaf('free', 'Free slots of this size.', (s) => s.stats[s.at + 1], 'gauge'),
+  leaf('reqs', 'Attempts to allocate a slot of this size.', (s) => s.stats[s.at + 2], 'counter'),
+  leaf('fails', 'Failed attempts to allocate a slot of this size.', (s) => s.stats[s.at + 3], 'counter'),
 ]);
 
-export const pageFields = group<{ stats: SlabStats }>('pages', [
-  leaf('used', 'Memory pages in use.', (s) => s.stats.pages.used, 'gauge'),
-  leaf('free', 'Free memory pages.', (s) => s.stats.pages.free, 'gauge'),
+export const pageFields = group<{ stats: Float64Array }>('pages', [
+  leaf('used', 'Memory pages in use.', (s) => s.stats[0], 'gauge'),
+  leaf('free', 'Free memory pages.', (s) => s.stats[1], 'gauge'),
 ]);
 
-function zoneNode(stats: SlabStats): StatusNode {
+function zoneNode(stats: Float64Array): StatusNode {
   const pages = new FieldNode(pageFields, { stats });
+  const sizes = Array.from({ length: (stats.length - 2) / 4 }, (_, k) => k);
   const slots = collection(
     'size',
-    () => Object.keys(stats.slots),
-    (size) => size,
-    (size) => new FieldNode(slotFields, { slot: stats.slots[size] }),
+    () => sizes,
+    (k) => String(8 << k),
+    (k) => new FieldNode(slotFields, { stats, at: 2 + 4 * k }),
   );
   const members: Array<[string, StatusNode]> = [
     ['pages', pages],
@@ -42,6 +45,6 @@ export function slabsNode(status: Status): StatusNode {
     'zone',
     () => slabZones(status.catalog(), status.zone.workerSlots).map((z) => z.name),
     (name) => name,
-    (name) => zoneNode(status.zoneNamed(name).slabStats()),
+    (name) => zoneNode(status.zoneNamed(name).slabStatsPacked()),
   );
 }

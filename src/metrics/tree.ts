@@ -1,7 +1,8 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { renderTime, type Field, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import { JsonWriter } from './json.js';
+import { renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -10,6 +11,8 @@ export interface StatusNode {
   child(name: string, ctx: RenderContext): StatusNode | undefined;
   /** The node as JSON; undefined when absent. */
   json(ctx: RenderContext): Json | undefined;
+  /** Writes the node's JSON text at `depth`; false (and nothing written) when absent. */
+  write(w: JsonWriter, depth: number, ctx: RenderContext): boolean;
   /** The label an object's members carry in the labelled text format (zone, peer, code). */
   readonly label?: string;
   /** A zone, or anything as small: the text format below it is flat `group_field value`. */
@@ -33,10 +36,27 @@ export class ObjectNode implements StatusNode {
     readonly label?: string,
     readonly flat?: boolean,
     readonly textOnly?: readonly string[],
+    /** Visits the members without listing them first: for collections of thousands. */
+    private readonly each?: (ctx: RenderContext, visit: (name: string, node: StatusNode) => void) => void,
   ) {}
 
   members(ctx: RenderContext): Array<[string, StatusNode]> {
     return this.list(ctx);
+  }
+
+  write(w: JsonWriter, depth: number, ctx: RenderContext): boolean {
+    w.open();
+    let first = true;
+    const visit = (name: string, node: StatusNode) => {
+      if (node instanceof FieldNode && !node.present(ctx)) return;
+      w.key(name, depth + 1, first);
+      node.write(w, depth + 1, ctx);
+      first = false;
+    };
+    if (this.each) this.each(ctx, visit);
+    else for (const [name, node] of this.list(ctx)) visit(name, node);
+    w.close(depth, first);
+    return true;
   }
 
   child(name: string, ctx: RenderContext): StatusNode | undefined {
@@ -111,6 +131,10 @@ export class FieldNode<S> implements StatusNode {
   json(ctx: RenderContext): Json | undefined {
     return fieldJson(this.field, this.source, ctx);
   }
+
+  write(w: JsonWriter, depth: number, ctx: RenderContext): boolean {
+    return writeField(this.field, this.source, w, depth, ctx);
+  }
 }
 
 /** A bare value: an entry of an `entries` field, or a value a branch computes. */
@@ -130,6 +154,51 @@ export class ValueNode implements StatusNode {
   json(): Json {
     return this.value;
   }
+  write(w: JsonWriter): boolean {
+    w.scalar(this.value);
+    return true;
+  }
+}
+
+/** fieldJson's twin that writes text: the same walk of the same declarations. A
+ * member's key is written only once the member is known to be present. */
+export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: number, ctx: RenderContext): boolean {
+  if (field.kind === 'leaf') {
+    const v = field.value(source, ctx);
+    if (v === undefined) return false;
+    w.scalar(field.time ? renderTime(v as number, ctx) : v);
+    return true;
+  }
+  if (field.kind === 'group' && field.present && !field.present(source)) return false;
+  writeObject(field, source, w, depth, ctx);
+  return true;
+}
+
+function writeObject<S>(field: Group<S> | Entries<S>, source: S, w: JsonWriter, depth: number, ctx: RenderContext): void {
+  w.open();
+  let first = true;
+  if (field.kind === 'entries') {
+    for (const [key, value] of field.entries(source, ctx)) {
+      w.key(key, depth + 1, first);
+      w.scalar(value);
+      first = false;
+    }
+  } else {
+    for (const child of field.fields) {
+      if (child.kind === 'leaf') {
+        const v = child.value(source, ctx);
+        if (v === undefined) continue;
+        w.key(child.name, depth + 1, first);
+        w.scalar(child.time ? renderTime(v as number, ctx) : v);
+      } else {
+        if (child.kind === 'group' && child.present && !child.present(source)) continue;
+        w.key(child.name, depth + 1, first);
+        writeObject(child, source, w, depth + 1, ctx);
+      }
+      first = false;
+    }
+  }
+  w.close(depth, first);
 }
 
 /** The JSON of a field straight from its declaration, without making nodes: what
@@ -163,14 +232,21 @@ export function collection<T>(
   label: string,
   items: () => Iterable<T>,
   nameOf: (item: T) => string,
-  nodeOf: (item: T) => StatusNode,
+  /** `transient`: the node is written at once and dropped, so it may read its values
+   * into memory the next member reuses. */
+  nodeOf: (item: T, transient: boolean) => StatusNode,
 ): ObjectNode {
   return new ObjectNode(
-    () => Array.from(items(), (item): [string, StatusNode] => [nameOf(item), nodeOf(item)]),
+    () => Array.from(items(), (item): [string, StatusNode] => [nameOf(item), nodeOf(item, false)]),
     (name) => {
-      for (const item of items()) if (nameOf(item) === name) return nodeOf(item);
+      for (const item of items()) if (nameOf(item) === name) return nodeOf(item, false);
       return undefined;
     },
     label,
+    undefined,
+    undefined,
+    (_ctx, visit) => {
+      for (const item of items()) visit(nameOf(item), nodeOf(item, true));
+    },
   );
 }

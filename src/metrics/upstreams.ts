@@ -38,15 +38,7 @@ interface Average {
 }
 
 function averageOf(s: PeerSource, avg: Average): number {
-  const values = s.block.shardValues(avg.value);
-  const counts = s.block.shardValues(avg.samples);
-  let weighted = 0;
-  let n = 0;
-  for (let i = 0; i < values.length; i++) {
-    weighted += values[i] * counts[i];
-    n += counts[i];
-  }
-  return n ? Math.round(weighted / n) : 0;
+  return Math.round(s.block.weightedMean(avg.value, avg.samples));
 }
 
 function peerLayout(protocol: Protocol) {
@@ -279,7 +271,13 @@ function find(status: Status, protocol: Protocol, name: string): UpstreamConfig 
   return u;
 }
 
-function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name: string) {
+interface PeerStorage {
+  readonly block: GaugeBlock;
+  readonly cells: AtomicCells;
+  readonly claims?: AtomicCells;
+}
+
+function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name: string): PeerStorage {
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
@@ -287,6 +285,22 @@ function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name
     cells: status.cells(zone, `${peerKey(name)}/state`, 1),
     claims: protocol === 'http' ? status.cells(zone, `${peerKey(name)}/codes`, CLAIMED) : undefined,
   };
+}
+
+// Peers written one after another in a render share one array for their sums.
+let peerScratch = new Float64Array(0);
+function scratchFor(length: number): Float64Array {
+  if (peerScratch.length < length) peerScratch = new Float64Array(length);
+  return peerScratch;
+}
+
+// A render reaches every peer's storage: keep it with the peer's catalog entry, which
+// stays the same object until the catalog changes.
+const storageOf = new WeakMap<PeerConfig, PeerStorage>();
+function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig, p: PeerConfig): PeerStorage {
+  let s = storageOf.get(p);
+  if (!s) storageOf.set(p, (s = peerStorage(status, protocol, u, peerName(p))));
+  return s;
 }
 
 export function peer(status: Status, protocol: Protocol, upstream: string, name: string): Peer {
@@ -307,9 +321,10 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
     'peer',
     () => u.peers,
     (p: PeerConfig) => peerName(p),
-    (p: PeerConfig): StatusNode => {
-      const s = peerStorage(status, protocol, u, peerName(p));
-      return new FieldNode(spec.fields, { sums: s.block.values(), peer: p, upstream: u, ...s });
+    (p: PeerConfig, transient: boolean): StatusNode => {
+      const s = cachedStorage(status, protocol, u, p);
+      const sums = s.block.values(transient ? scratchFor(spec.size) : undefined);
+      return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims });
     },
   );
   const source: UpstreamSource = { sums: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size).values(), upstream: u };

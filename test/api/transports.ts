@@ -1,6 +1,8 @@
 // How the conformance table reaches the API: straight through the handler, and through
 // each transport on a loopback port.
+import { Agent, request } from 'node:http';
 import type { ApiHandler } from '../../src/api/index.js';
+import { startTransport, type TransportKind } from '../transport/harness.js';
 
 export interface Reply {
   status: number;
@@ -31,4 +33,37 @@ const direct: Transport = {
   },
 };
 
-export const transports: Transport[] = [direct];
+/** A transport on a loopback port, asked over HTTP/1.1 keep-alive connections. */
+function overHttp(kind: TransportKind): Transport {
+  return {
+    name: kind,
+    async start(handler) {
+      const server = await startTransport(kind, handler);
+      const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+      const get = (path: string, query = '', method = 'GET') =>
+        new Promise<Reply>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: server.port, path: query ? `${path}?${query}` : path, method, agent, timeout: 10_000 }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => (body += d));
+            res.on('end', () => {
+              const headers: Record<string, string> = {};
+              for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+              resolve({ status: res.statusCode ?? 0, headers, body });
+            });
+          });
+          req.on('timeout', () => req.destroy(new Error(`${kind}: ${method} ${path} timed out`)));
+          req.on('error', reject);
+          req.end();
+        });
+      return Object.assign(get, {
+        close: async () => {
+          agent.destroy();
+          await server.close();
+        },
+      });
+    },
+  };
+}
+
+export const transports: Transport[] = [direct, overHttp('uws'), overHttp('http')];

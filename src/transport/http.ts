@@ -1,0 +1,133 @@
+// The API as a request listener for node:http and anything built on it.
+//
+//   const api = apiListener(handler);
+//   // node:http: the API answers its paths; with `next`, other paths go to the host's routes
+//   http.createServer((req, res) => api(req, res, () => routes(req, res)));
+//   // express: mount it with no prefix (`app.use(api)`) and before body parsers. The
+//   // handler's own API mounts decide which paths it answers; express's prefix stripping
+//   // does not matter (req.originalUrl is used), but a prefix the mounts do not know is
+//   // better left out.
+//   app.use(api);
+//   // fastify: in an onRequest hook, `reply.hijack()` first, then api(req.raw, reply.raw, ...).
+//
+// The handler is called once the whole body is in (at most BODY_CAP bytes are kept; once
+// that many arrived the API answers, which is a 413, and the rest is read and discarded).
+// A request without a body (no Content-Length or 0, no Transfer-Encoding) is handled at
+// once, so the return value says whether the API took it. A request with a body is
+// taken (true) and goes to `next` only after its body was read: a host route then sees
+// the body already consumed.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { ApiRequest } from '../api/types.js';
+import { answer, BODY_CAP, localAddress, notFound, reportError, splitTarget, toWire, type ApiHandler, type WireResponse } from './common.js';
+
+export type { ApiHandler } from './common.js';
+export { BODY_CAP, BODY_LIMIT } from './common.js';
+
+/**
+ * Handles one request. Returns true when it answered the request or will (the body is
+ * being read), false when it passed the request on to `next` at once. Without `next`, a
+ * path no API mount matches gets a JSON 404 PathNotFound.
+ */
+export type ApiListener = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => boolean;
+
+export interface ApiListenerOptions {
+  /** Called with whatever the handler threw; default: a process warning. */
+  onError?: (err: unknown) => void;
+}
+
+export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {}): ApiListener {
+  const onError = options.onError ?? reportError;
+
+  return (req, res, next) => {
+    const method = (req.method ?? 'GET').toUpperCase();
+    const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+    const { path, query } = splitTarget(target);
+    const base: ApiRequest = {
+      method,
+      path,
+      query,
+      address: localAddress(req.socket.localAddress),
+      ...(req.headers.host ? { host: req.headers.host } : {}),
+    };
+
+    // Returns false when passed on to next.
+    const respond = (body: Buffer | undefined): boolean => {
+      const apiReq = body && body.length > 0 ? { ...base, body } : base;
+      let wire = answer(handler, apiReq, onError);
+      if (wire === undefined) {
+        if (next) {
+          next();
+          return false;
+        }
+        wire = toWire(method, notFound(apiReq));
+      }
+      write(res, wire, onError);
+      return true;
+    };
+
+    const contentLength = req.headers['content-length'];
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0');
+    if (!hasBody) return respond(undefined);
+
+    if (req.readableEnded) {
+      // A body parser mounted before the API consumed the stream: take a raw body it left.
+      const parsed = (req as IncomingMessage & { body?: unknown }).body;
+      const body = Buffer.isBuffer(parsed) ? parsed : typeof parsed === 'string' ? Buffer.from(parsed) : undefined;
+      return respond(body?.subarray(0, BODY_CAP));
+    }
+
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      // Keep reading (and dropping) the rest of an over-long body so the connection stays
+      // usable; its data events find `done` set.
+      respond(Buffer.concat(chunks, size));
+      chunks.length = 0;
+    };
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      const keep = Math.min(chunk.length, BODY_CAP - size);
+      chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
+      size += keep;
+      if (size >= BODY_CAP) finish();
+    });
+    req.on('end', finish);
+    // A client that goes away mid-body: nothing to answer, nothing to call.
+    req.on('error', () => {
+      done = true;
+    });
+    req.on('close', () => {
+      if (!req.complete) done = true;
+    });
+    return true;
+  };
+}
+
+function write(res: ServerResponse, wire: WireResponse, onError: (err: unknown) => void): void {
+  if (res.writableEnded || res.destroyed) return;
+  try {
+    if (res.headersSent) throw new Error('headers already sent by someone else');
+    const headers: Record<string, string> = Object.fromEntries(wire.headers);
+    headers['Content-Length'] = String(wire.contentLength);
+    res.writeHead(wire.status, headers);
+    res.end(wire.body);
+  } catch (err) {
+    onError(err);
+    res.destroy();
+  }
+}
+
+/**
+ * Serves the API on a node:http server: requests the API does not take get the JSON 404
+ * unless `fallback` is given, which then receives them.
+ */
+export function mountApi(server: Server, handler: ApiHandler, fallback?: (req: IncomingMessage, res: ServerResponse) => void): ApiListener {
+  const listener = apiListener(handler);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    listener(req, res, fallback ? () => fallback(req, res) : undefined);
+  });
+  return listener;
+}
