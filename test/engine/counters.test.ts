@@ -147,8 +147,8 @@ t.test('a fold interrupted by a dying writer: readers read around it, the next o
   const zone = Zone.create(name, { size: 1 << 16, workers: 2, writer: false });
   const reader = zone.counters('c', 2);
   // Shard 0 of a two-counter block: recent 0-1, base 2-3, sequence word 4 (its upper half
-  // the journal's counter index), journal 5-8. Stage a fold of counter 0 that stored the
-  // new base and died before taking 2^52 off the recent word.
+  // the journal's counter index), journal 5-8, move count 9. Stage a fold of counter 0
+  // that stored the new base and died before taking 2^52 off the recent word.
   const buffer = zone.block('raw', 8).buffer as ArrayBuffer;
   const w = reader.offset / 8;
   const f64 = new Float64Array(buffer);
@@ -161,6 +161,7 @@ t.test('a fold interrupted by a dying writer: readers read around it, the next o
   f64[w + 8] = 2 ** 52;
   i32[(w + 4) * 2 + 1] = 0;
   i32[(w + 4) * 2] = 1; // odd: a move in progress
+  f64[w + 9] = 1; // counted before the base was stored
   u64[w + 2] = 2n ** 52n;
   f64[w] = 2 ** 52 + 100;
   t.equal(reader.get(0), 2n ** 52n + 100n, 'get() reads the value from before the move');
