@@ -25,34 +25,32 @@ const layout = new Layout<CacheSource>();
 const size = layout.gauge('size', 'Current size of the cache in bytes.');
 
 /** A cache status served from (or past) the cache: responses and bytes read. */
-function read(status: string, what: string) {
+function read(what: string) {
   return {
     responses: layout.counter('responses', `${what}: responses read from the cache.`),
     bytes: layout.counter('bytes', `${what}: bytes read from the cache.`),
-    status,
   };
 }
 
 /** A cache status not served from the cache: responses and bytes read from the proxied
  * server, and what of them was written to the cache. */
-function fetched(status: string, what: string) {
+function fetched(what: string) {
   return {
     responses: layout.counter('responses', `${what}: responses.`),
     bytes: layout.counter('bytes', `${what}: bytes read from the proxied server.`),
     responses_written: layout.counter('responses_written', `${what}: responses written to the cache.`),
     bytes_written: layout.counter('bytes_written', `${what}: bytes written to the cache.`),
-    status,
   };
 }
 
 const statuses = {
-  hit: read('hit', 'Valid cached responses served'),
-  stale: read('stale', 'Expired responses served from the cache'),
-  updating: read('updating', 'Expired responses served while the cache entry was being updated'),
-  revalidated: read('revalidated', 'Expired and revalidated responses served from the cache'),
-  miss: fetched('miss', 'Responses not found in the cache'),
-  expired: fetched('expired', 'Expired responses not taken from the cache'),
-  bypass: fetched('bypass', 'Responses not looked up in the cache'),
+  hit: read('Valid cached responses served'),
+  stale: read('Expired responses served from the cache'),
+  updating: read('Expired responses served while the cache entry was being updated'),
+  revalidated: read('Expired and revalidated responses served from the cache'),
+  miss: fetched('Responses not found in the cache'),
+  expired: fetched('Expired responses not taken from the cache'),
+  bypass: fetched('Responses not looked up in the cache'),
 };
 
 /** How a response related to the cache ($upstream_cache_status, in lower case). */
@@ -62,7 +60,7 @@ export const cacheFields: Group<CacheSource> = group('', [
   size,
   leaf('max_size', 'Configured maximum size of the cache in bytes.', (s) => s.maxSize, 'gauge'),
   leaf('cold', 'Whether the cache loader is still loading data from disk (1) or not (0).', (s) => s.cold, 'gauge'),
-  ...Object.values(statuses).map(({ status, ...counters }) => group(status, Object.values(counters))),
+  ...Object.entries(statuses).map(([status, counters]) => group(status, Object.values(counters))),
 ]);
 
 export interface CacheShardSource extends Counted {

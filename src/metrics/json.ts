@@ -5,7 +5,7 @@
 export class JsonWriter {
   // Pieces joined once at the end: appending to one string would keep a rope node per
   // piece alive, a million small objects for a large tree (measured: slower, mostly GC).
-  private readonly parts: string[] = [];
+  readonly parts: string[] = [];
   constructor(readonly pretty: boolean) {}
 
   open(): void {
@@ -22,7 +22,7 @@ export class JsonWriter {
   }
 
   scalar(value: number | string | boolean): void {
-    this.parts.push(typeof value === 'string' ? JSON.stringify(value) : typeof value === 'number' && !Number.isFinite(value) ? 'null' : String(value));
+    this.parts.push(scalarText(value));
   }
 
   text(): string {
@@ -30,9 +30,13 @@ export class JsonWriter {
   }
 }
 
+export function scalarText(value: number | string | boolean): string {
+  return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'number' && !Number.isFinite(value) ? 'null' : String(value);
+}
+
 // "\n\t\t\"name\": " and its variants, made once per name, depth and position.
 const prefixes = new Map<string, string[]>();
-function prefix(name: string, depth: number, first: boolean, pretty: boolean): string {
+export function prefix(name: string, depth: number, first: boolean, pretty: boolean): string {
   let forName = prefixes.get(name);
   if (!forName) prefixes.set(name, (forName = []));
   const slot = depth * 4 + (first ? 2 : 0) + (pretty ? 1 : 0);
@@ -45,6 +49,6 @@ function prefix(name: string, depth: number, first: boolean, pretty: boolean): s
 }
 
 const closings: string[] = [];
-function closing(depth: number): string {
+export function closing(depth: number): string {
   return (closings[depth] ??= '\n' + '\t'.repeat(depth) + '}');
 }

@@ -4,6 +4,8 @@
 // process attaches to serve the API.
 import { AtomicCells, CounterBlock, GaugeBlock, SeqRecord, Zone } from '../engine/index.js';
 import { slabZones, type Catalog, type StatusConfig } from './catalog.js';
+import { JsonWriter } from './json.js';
+import { statusRoot } from './root.js';
 
 /** The status zone's name. Configured zone names cannot clash with it: '~' is not one
  * of their characters in any configuration zonal reads. */
@@ -51,6 +53,7 @@ export class Status {
       for (const z of slabZones(config, options.workers))
         status.zones.set(z.name, Zone.create(z.name, { size: z.size, ...common, instance: zone.instance }));
       status.publish(config, 0, options.version, options.configFiles);
+      status.allocate();
     } catch (e) {
       status.remove();
       throw e;
@@ -90,6 +93,14 @@ export class Status {
       if (!this.zones.has(z.name))
         this.zones.set(z.name, Zone.create(z.name, { size: z.size, workers: this.zone.workerSlots, instance: this.instance, writer: this.zone.writer }));
     this.publish(config, old.generation + 1, old.server.version, configFiles);
+    this.allocate();
+  }
+
+  /** Makes every block the catalog implies, by rendering the tree once: the creator
+   * does this, so that workers and readers only find blocks, and the slab statistics
+   * do not move when the API is first read. */
+  private allocate(): void {
+    statusRoot(this).write(new JsonWriter(false), 0, { dateEpoch: true, address: '', configFiles: false, now: Date.now() });
   }
 
   private publish(config: StatusConfig, generation: number, version?: string, configFiles?: Record<string, string>): void {
