@@ -1,0 +1,25 @@
+// The README's status example: two workers record their own HTTP traffic, the primary
+// serves /status/ on uWebSockets.js, and the counts are exactly the traffic it sent.
+import t from 'tap';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+t.test('examples/cluster-status: workers record, the primary serves /status/', async (t) => {
+  const script = fileURLToPath(new URL('../../examples/cluster-status.ts', import.meta.url));
+  const child = fork(script, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', (c) => (clearTimeout(timer), resolve(c)));
+  });
+  t.equal(code, 0, 'the example exits cleanly');
+  const [httpPart, connsPart] = out.split('GET /status/connections');
+  const http = JSON.parse(httpPart.replace('GET /status/http/', ''));
+  t.same(http.server_zones.site.requests, { total: 28, processing: 0, discarded: 0 }, 'every request, none left open');
+  t.same(http.server_zones.site.responses, { 200: 25, 404: 3 });
+  t.same(http.location_zones.api.responses, { 200: 5 }, 'the /api/ location zone');
+  t.ok(http.server_zones.site.data.received > 28 * 40, 'request bytes counted');
+  const conns = JSON.parse(connsPart);
+  t.ok(conns.accepted >= 1 && conns.accepted <= 28, `connections accepted: ${conns.accepted}`);
+});
