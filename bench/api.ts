@@ -20,7 +20,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import client from 'prom-client';
-import { createApi, type ApiHandler, type ApiRequest } from '../src/api/index.js';
+import { bodyText, createApi, type ApiHandler, type ApiRequest, type ApiResponse } from '../src/api/index.js';
 import { INSTANCE_ENV, WORKER_SLOT_ENV } from '../src/engine/index.js';
 import type { StatusConfig } from '../src/metrics/catalog.js';
 import { connections } from '../src/metrics/connections.js';
@@ -208,10 +208,11 @@ function verifyTree(tree: Obj, reports: Recorded[]): void {
 
 const request = (path: string, query = ''): ApiRequest => ({ method: 'GET', path, query, address: '127.0.0.1' });
 
-function call(handler: ApiHandler, req: ApiRequest): string {
+/** The handler's answer as a transport gets it (text or bytes): what the timings cover. */
+function call(handler: ApiHandler, req: ApiRequest): ApiResponse {
   const res = handler(req);
-  if (!res || res.status !== 200) fail(`${req.path}?${req.query} answered ${res?.status}: ${res?.body.slice(0, 200)}`);
-  return res.body;
+  if (!res || res.status !== 200) fail(`${req.path}?${req.query} answered ${res?.status}: ${res ? bodyText(res).slice(0, 200) : ''}`);
+  return res;
 }
 
 const TREE_ROUNDS = 21;
@@ -414,7 +415,7 @@ async function promWorker(): Promise<void> {
     // Makes this worker answer the primary's clusterMetrics() requests.
     new client.AggregatorRegistry();
     const status = Status.attach({ writer: false });
-    const text = call(createApi({ status }), request('/status/', 'format=prometheus'));
+    const text = bodyText(call(createApi({ status }), request('/status/', 'format=prometheus')));
     const families = parseExposition(text);
     for (const f of families) {
       // Counters add up across workers; for gauges the aggregator costs alike.
@@ -525,7 +526,7 @@ async function main(): Promise<void> {
     const recordMs = (nowNs() - began) / 1e6 - setupMs;
     const handler = createApi({ status });
 
-    const fullBody = call(handler, request('/status/'));
+    const fullBody = bodyText(call(handler, request('/status/')));
     verifyTree(JSON.parse(fullBody), reports);
     const fullTreeNs = medianNs(() => call(handler, request('/status/')), TREE_ROUNDS, TREE_WARMUP);
     const connReq = request('/status/connections');
@@ -538,7 +539,7 @@ async function main(): Promise<void> {
         BRANCH_WARMUP,
       ) / BRANCH_CALLS;
     const promReq = request('/status/', 'format=prometheus');
-    const promText = call(handler, promReq);
+    const promText = bodyText(call(handler, promReq));
     const textTreeNs = medianNs(() => call(handler, promReq), TEXT_ROUNDS, TEXT_WARMUP);
     const zonalSeries = countSamples(promText);
     const kinds = seriesKinds(parseExposition(promText));

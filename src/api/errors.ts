@@ -3,10 +3,11 @@ import type { ApiResponse } from './types.js';
 
 export const NO_CACHE = { 'Cache-Control': 'no-cache', Expires: 'Thu, 01 Jan 1970 00:00:01 GMT' };
 
-export function textResponse(status: number, type: string, body: string, head: boolean, extra: Record<string, string> = {}): ApiResponse {
+export function textResponse(status: number, type: string, body: string | Buffer, head: boolean, extra: Record<string, string> = {}): ApiResponse {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   return {
     status,
-    headers: { 'Content-Type': type, ...NO_CACHE, 'Content-Length': String(Buffer.byteLength(body)), ...extra },
+    headers: { 'Content-Type': type, ...NO_CACHE, 'Content-Length': String(length), ...extra },
     body: head ? '' : body,
   };
 }

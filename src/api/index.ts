@@ -16,6 +16,12 @@ export { mapRequest, findMount, decodePath } from './mapping.js';
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | undefined;
 
+/** A response's body as text, whether it came as text or as bytes. */
+export function bodyText(response: ApiResponse): string {
+  const b = response.body;
+  return typeof b === 'string' ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+}
+
 export interface ApiOptions {
   readonly status: Status;
   /** Where the API answers; by default `/status/` as itself. */
@@ -77,6 +83,7 @@ export function createApi(options: ApiOptions): ApiHandler {
     }
     const w = new JsonWriter(query.get('pretty') !== 'off');
     target.write(w, 0, ctx);
-    return textResponse(200, 'application/json', w.text() + '\n', head);
+    w.text('\n');
+    return textResponse(200, 'application/json', w.result(), head);
   };
 }

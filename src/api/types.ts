@@ -18,8 +18,8 @@ export interface ApiRequest {
 export interface ApiResponse {
   status: number;
   headers: Record<string, string>;
-  /** Empty for HEAD (headers as for GET, Content-Length included). */
-  body: string;
+  /** UTF-8 text or its bytes; empty for HEAD (headers as for GET, Content-Length included). */
+  body: string | Uint8Array;
 }
 
 /** Where the API is mounted, as an `api` directive in a location says. */

@@ -100,17 +100,17 @@ export class CounterBlock {
   private tryValues(out: Float64Array): boolean {
     const { f64, u32, i32 } = this.views;
     const k = this.length;
-    out.fill(0, 0, k);
-    for (let s = 0; s < this.shards; s++) {
-      const first = this.offset / 8 + s * this.stride;
+    const signed = this.signedBases;
+    for (let s = 0, first = this.offset / 8; s < this.shards; s++, first += this.stride) {
       const seq = (first + 2 * k) * 2;
       const before = Atomics.load(i32, seq);
       if (before & 1) return false;
       if (f64[first + 2 * k + 5] === 0) {
         // This shard never moved anything to its base words: they are all 0.
-        for (let i = 0; i < k; i++) out[i] += f64[first + i];
+        if (s === 0) for (let i = 0; i < k; i++) out[i] = f64[first + i];
+        else for (let i = 0; i < k; i++) out[i] += f64[first + i];
       } else {
-        const signed = this.signedBases;
+        if (s === 0) out.fill(0, 0, k);
         for (let i = 0; i < k; i++) {
           // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
           // Number (get() is exact past 2^53).

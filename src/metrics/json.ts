@@ -1,54 +1,148 @@
-// JSON text straight from the tree, without building objects first: rendering thousands
-// of peers this way makes no garbage but the text itself. The layout is that of
-// JSON.stringify(value, null, '\t') when pretty, and of JSON.stringify(value) when not.
+// JSON straight from the tree into bytes, without building objects or strings first:
+// rendering ten thousand peers makes no garbage but the output buffer. Keys come as
+// pre-encoded prefixes ("\n\t\t\"name\": "), integers are written digit by digit, and
+// the layout is that of JSON.stringify(value, null, '\t') when pretty, of
+// JSON.stringify(value) when not.
+
+const OPEN = 0x7b; // {
+const CLOSE = 0x7d; // }
+
+// Responses are about as large as the previous one of the same kind: start there rather
+// than doubling and copying up to several megabytes each time.
+const lastSize = [4096, 4096];
 
 export class JsonWriter {
-  // Pieces joined once at the end: appending to one string would keep a rope node per
-  // piece alive, a million small objects for a large tree (measured: slower, mostly GC).
-  readonly parts: string[] = [];
-  constructor(readonly pretty: boolean) {}
-
-  open(): void {
-    this.parts.push('{');
+  private buf: Buffer;
+  private pos = 0;
+  constructor(readonly pretty: boolean) {
+    this.buf = Buffer.allocUnsafe(lastSize[pretty ? 1 : 0] + 1024);
   }
 
-  /** Writes the key of a member at `depth` (the object's own depth + 1). */
+  private room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(bigger, 0, 0, this.pos);
+    this.buf = bigger;
+  }
+
+  open(): void {
+    this.room(1);
+    this.buf[this.pos++] = OPEN;
+  }
+
+  /** The key of a member at `depth` (its object's depth + 1), comma first unless first. */
   key(name: string, depth: number, first: boolean): void {
-    this.parts.push(prefix(name, depth, first, this.pretty));
+    this.bytes(prefix(name, depth, first, this.pretty));
   }
 
   close(depth: number, empty: boolean): void {
-    this.parts.push(empty || !this.pretty ? '}' : closing(depth));
+    if (empty || !this.pretty) {
+      this.room(1);
+      this.buf[this.pos++] = CLOSE;
+    } else this.bytes(closing(depth));
+  }
+
+  /** Pre-encoded bytes: short ones are copied by hand, which beats a call for them. */
+  bytes(b: Uint8Array): void {
+    const n = b.length;
+    this.room(n);
+    const buf = this.buf;
+    let p = this.pos;
+    if (n < 48) for (let i = 0; i < n; i++) buf[p++] = b[i];
+    else {
+      buf.set(b, p);
+      p += n;
+    }
+    this.pos = p;
   }
 
   scalar(value: number | string | boolean): void {
-    this.parts.push(scalarText(value));
+    if (typeof value === 'number' && value >= 0 && value < 4294967296 && value === Math.floor(value)) this.uint(value);
+    else if (typeof value === 'string') this.bytes(quoted(value));
+    else this.text(scalarText(value));
   }
 
-  text(): string {
-    return this.parts.join('');
+  /** A time as ISO 8601 in UTC with milliseconds: each second's text is made once. */
+  isoTime(ms: number): void {
+    const t = Math.round(ms);
+    const second = Math.floor(t / 1000);
+    if (second !== lastSecond) {
+      lastSecond = second;
+      lastPrefix = Buffer.from('"' + new Date(second * 1000).toISOString().slice(0, 20));
+    }
+    this.bytes(lastPrefix);
+    this.room(5);
+    const milli = t - second * 1000;
+    const buf = this.buf;
+    buf[this.pos++] = 48 + Math.floor(milli / 100);
+    buf[this.pos++] = 48 + (Math.floor(milli / 10) % 10);
+    buf[this.pos++] = 48 + (milli % 10);
+    buf[this.pos++] = 0x5a; // Z
+    buf[this.pos++] = 0x22; // "
   }
+
+  /** A whole number below 2^32, digit by digit. */
+  private uint(v: number): void {
+    this.room(10);
+    const buf = this.buf;
+    if (v < 10) {
+      buf[this.pos++] = 48 + v;
+      return;
+    }
+    let digits = 1;
+    for (let x = v; x >= 10; x = Math.floor(x / 10)) digits++;
+    let p = this.pos + digits;
+    this.pos = p;
+    for (let x = v; digits-- > 0; x = Math.floor(x / 10)) buf[--p] = 48 + (x % 10);
+  }
+
+  /** Text already in JSON form (a quoted string, a large or fractional number). */
+  text(s: string): void {
+    this.room(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /** The JSON written so far: a view of the buffer, not a copy. */
+  result(): Buffer {
+    lastSize[this.pretty ? 1 : 0] = this.pos;
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+let lastSecond = NaN;
+let lastPrefix: Uint8Array = new Uint8Array(0);
+
+// Strings a tree repeats (states, server names, zone names) encoded once; a bounded
+// cache, since a string can also be a one-off (a configuration file).
+const strings = new Map<string, Uint8Array>();
+function quoted(s: string): Uint8Array {
+  let b = strings.get(s);
+  if (!b) {
+    b = Buffer.from(JSON.stringify(s));
+    if (s.length <= 256 && strings.size < 100_000) strings.set(s, b);
+  }
+  return b;
 }
 
 export function scalarText(value: number | string | boolean): string {
   return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'number' && !Number.isFinite(value) ? 'null' : String(value);
 }
 
-// "\n\t\t\"name\": " and its variants, made once per name, depth and position.
-const prefixes = new Map<string, string[]>();
-export function prefix(name: string, depth: number, first: boolean, pretty: boolean): string {
+// ",\n\t\t\"name\": " and its variants, encoded once per name, depth and position.
+const prefixes = new Map<string, Uint8Array[]>();
+export function prefix(name: string, depth: number, first: boolean, pretty: boolean): Uint8Array {
   let forName = prefixes.get(name);
   if (!forName) prefixes.set(name, (forName = []));
   const slot = depth * 4 + (first ? 2 : 0) + (pretty ? 1 : 0);
   let p = forName[slot];
   if (p === undefined) {
-    p = (first ? '' : ',') + (pretty ? '\n' + '\t'.repeat(depth) : '') + JSON.stringify(name) + (pretty ? ': ' : ':');
+    p = Buffer.from((first ? '' : ',') + (pretty ? '\n' + '\t'.repeat(depth) : '') + JSON.stringify(name) + (pretty ? ': ' : ':'));
     forName[slot] = p;
   }
   return p;
 }
 
-const closings: string[] = [];
-export function closing(depth: number): string {
-  return (closings[depth] ??= '\n' + '\t'.repeat(depth) + '}');
+const closings: Uint8Array[] = [];
+export function closing(depth: number): Uint8Array {
+  return (closings[depth] ??= Buffer.from('\n' + '\t'.repeat(depth) + '}'));
 }

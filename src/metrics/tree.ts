@@ -1,7 +1,7 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { closing, JsonWriter, prefix, scalarText } from './json.js';
+import { JsonWriter, prefix } from './json.js';
 import { renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
@@ -38,6 +38,8 @@ export class ObjectNode implements StatusNode {
     readonly textOnly?: readonly string[],
     /** Visits the members without listing them first: for collections of thousands. */
     private readonly each?: (ctx: RenderContext, visit: (name: string, node: StatusNode) => void) => void,
+    /** Writes the members' JSON directly, without making nodes: what renders ten thousand peers. */
+    private readonly writeMembers?: (w: JsonWriter, depth: number, ctx: RenderContext) => void,
   ) {}
 
   members(ctx: RenderContext): Array<[string, StatusNode]> {
@@ -45,6 +47,10 @@ export class ObjectNode implements StatusNode {
   }
 
   write(w: JsonWriter, depth: number, ctx: RenderContext): boolean {
+    if (this.writeMembers) {
+      this.writeMembers(w, depth, ctx);
+      return true;
+    }
     w.open();
     let first = true;
     const visit = (name: string, node: StatusNode) => {
@@ -160,7 +166,7 @@ export class ValueNode implements StatusNode {
   }
 }
 
-/** fieldJson's twin that writes text: the same declarations, compiled (see below). */
+/** fieldJson's twin that writes JSON bytes: the same declarations, compiled (below). */
 export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: number, ctx: RenderContext): boolean {
   if (field.kind === 'leaf') {
     const v = field.value(source, ctx);
@@ -169,16 +175,16 @@ export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: 
     return true;
   }
   if (field.kind === 'group' && field.present && !field.present(source)) return false;
-  compiled(field, depth, w.pretty)(source, w.parts, ctx);
+  compiled(field, depth, w.pretty)(source, w, ctx);
   return true;
 }
 
-type Writer<S> = (source: S, parts: string[], ctx: RenderContext) => void;
+type Writer<S> = (source: S, w: JsonWriter, ctx: RenderContext) => void;
 
 // An object field's writer, made once per field, depth and layout: straight-line code
-// with every key as a literal, so that writing ten thousand peers runs no lookups and
-// no generic walk, only their values. A member's key is written only once the member
-// is known to be present.
+// with every key pre-encoded, so that writing ten thousand peers runs no lookups and no
+// generic walk, only their values. A member's key is written only once the member is
+// known to be present.
 const writers = new WeakMap<Field<unknown>, Array<Writer<unknown>>>();
 
 function compiled<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean): Writer<S> {
@@ -189,30 +195,40 @@ function compiled<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolea
 }
 
 function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean): Writer<S> {
-  const end = pretty ? closing(depth) : '}';
   if (field.kind === 'entries')
-    return (source, parts, ctx) => {
+    return (source, w, ctx) => {
       const list = field.entries(source, ctx);
-      parts.push('{');
-      for (let i = 0; i < list.length; i++) parts.push(prefix(list[i][0], depth + 1, i === 0, pretty), String(list[i][1]));
-      parts.push(list.length ? end : '}');
+      w.open();
+      for (let i = 0; i < list.length; i++) {
+        w.key(list[i][0], depth + 1, i === 0);
+        w.scalar(list[i][1]);
+      }
+      w.close(depth, list.length === 0);
     };
+  // Every constant the writer needs (value functions, key bytes, nested writers) is
+  // bound once as a variable of the closure, not looked up in an array per call.
   const args: unknown[] = [];
-  const arg = (v: unknown) => `a[${args.push(v) - 1}]`;
-  let code = "p.push('{');\nlet f = true;\n";
+  let consts = '';
+  const arg = (v: unknown) => {
+    const name = `k${args.length}`;
+    consts += `const ${name} = a[${args.length}];\n`;
+    args.push(v);
+    return name;
+  };
+  let code = 'w.open();\nlet f = true;\n';
   field.fields.forEach((child, i) => {
-    const keys = `(f ? ${JSON.stringify(prefix(child.name, depth + 1, true, pretty))} : ${JSON.stringify(prefix(child.name, depth + 1, false, pretty))})`;
+    const keys = `(f ? ${arg(prefix(child.name, depth + 1, true, pretty))} : ${arg(prefix(child.name, depth + 1, false, pretty))})`;
     if (child.kind === 'leaf') {
-      const text = child.time ? `x(t(v${i}, c))` : `x(v${i})`;
-      code += `const v${i} = ${arg(child)}.value(s, c);\nif (v${i} !== undefined) { p.push(${keys}, ${text}); f = false; }\n`;
+      const write = child.time ? `if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})` : `w.scalar(v${i})`;
+      code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) { w.bytes(${keys}); ${write}; f = false; }\n`;
     } else {
-      const present = child.kind === 'group' && child.present ? `${arg(child)}.present(s)` : 'true';
-      code += `if (${present}) { p.push(${keys}); ${arg(compiled(child, depth + 1, pretty))}(s, p, c); f = false; }\n`;
+      const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
+      code += `if (${present}) { w.bytes(${keys}); ${arg(compiled(child, depth + 1, pretty))}(s, w, c); f = false; }\n`;
     }
   });
-  code += `p.push(f ? '}' : ${JSON.stringify(end)});`;
-  const make = new Function('a', 't', 'x', `return function write(s, p, c) {\n${code}\n};`);
-  return make(args, renderTime, scalarText) as Writer<S>;
+  code += `w.close(${depth}, f);`;
+  const make = new Function('a', `${consts}return function write(s, w, c) {\n${code}\n};`);
+  return make(args) as Writer<S>;
 }
 
 /** The JSON of a field straight from its declaration, without making nodes: what
@@ -241,15 +257,32 @@ export function fieldJson<S>(field: Field<S>, source: S, ctx: RenderContext): Js
   }
 }
 
-/** A collection: one member per instance, named by the instance (zone, upstream, peer). */
-export function collection<T>(
+/** A collection: one member per instance, named by the instance (zone, upstream, peer).
+ * With `fields` and `fill`, its JSON is written straight from the declarations with one
+ * source object refilled for each member, and no node is made. */
+export function collection<T, S = unknown>(
   label: string,
   items: () => Iterable<T>,
   nameOf: (item: T) => string,
   /** `transient`: the node is written at once and dropped, so it may read its values
    * into memory the next member reuses. */
   nodeOf: (item: T, transient: boolean) => StatusNode,
+  direct?: { fields: Group<S>; fill: (item: T) => S },
 ): ObjectNode {
+  const writeMembers = direct
+    ? (w: JsonWriter, depth: number, ctx: RenderContext) => {
+        w.open();
+        let first = true;
+        for (const item of items()) {
+          const source = direct.fill(item);
+          if (direct.fields.present && !direct.fields.present(source)) continue;
+          w.key(nameOf(item), depth + 1, first);
+          writeField(direct.fields, source, w, depth + 1, ctx);
+          first = false;
+        }
+        w.close(depth, first);
+      }
+    : undefined;
   return new ObjectNode(
     () => Array.from(items(), (item): [string, StatusNode] => [nameOf(item), nodeOf(item, false)]),
     (name) => {
@@ -262,5 +295,6 @@ export function collection<T>(
     (_ctx, visit) => {
       for (const item of items()) visit(nameOf(item), nodeOf(item, true));
     },
+    writeMembers,
   );
 }

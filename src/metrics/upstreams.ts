@@ -287,7 +287,9 @@ function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name
   };
 }
 
-// Peers written one after another in a render share one array for their sums.
+// Peers written one after another in a render share one source object and one array
+// for their sums.
+const reused = {} as { -readonly [K in keyof PeerSource]: PeerSource[K] };
 let peerScratch = new Float64Array(0);
 function scratchFor(length: number): Float64Array {
   if (peerScratch.length < length) peerScratch = new Float64Array(length);
@@ -325,6 +327,20 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
       const s = cachedStorage(status, protocol, u, p);
       const sums = s.block.values(transient ? scratchFor(spec.size) : undefined);
       return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims });
+    },
+    {
+      fields: spec.fields,
+      fill: (p: PeerConfig): PeerSource => {
+        const s = cachedStorage(status, protocol, u, p);
+        const source = reused;
+        source.sums = s.block.values(scratchFor(spec.size));
+        source.peer = p;
+        source.upstream = u;
+        source.block = s.block;
+        source.cells = s.cells;
+        source.claims = s.claims;
+        return source;
+      },
     },
   );
   const source: UpstreamSource = { sums: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size).values(), upstream: u };

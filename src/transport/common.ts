@@ -42,7 +42,7 @@ export interface WireResponse {
   /** Content-Length: the handler's value for HEAD (the length of the GET body), else the body's. */
   contentLength: number;
   /** Empty for HEAD. */
-  body: string;
+  body: string | Uint8Array;
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -57,7 +57,8 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
   if (res === null || typeof res !== 'object') throw new TypeError(`handler returned ${typeof res}, not a response`);
   const { status } = res;
   if (!Number.isInteger(status) || status < 200 || status > 599) throw new RangeError(`bad status ${String(status)}`);
-  const body = typeof res.body === 'string' ? res.body : '';
+  const body = typeof res.body === 'string' || res.body instanceof Uint8Array ? res.body : '';
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   const headers: Array<[string, string]> = [];
   let declaredLength: number | undefined;
   for (const [name, raw] of Object.entries(res.headers ?? {})) {
@@ -75,7 +76,7 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
     status,
     statusLine: `${status} ${STATUS_CODES[status] ?? 'Unknown'}`,
     headers,
-    contentLength: head ? (declaredLength ?? Buffer.byteLength(body)) : Buffer.byteLength(body),
+    contentLength: head ? (declaredLength ?? length) : length,
     body: head ? '' : body,
   };
 }

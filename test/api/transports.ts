@@ -1,7 +1,7 @@
 // How the conformance table reaches the API: straight through the handler, and through
 // each transport on a loopback port.
 import { Agent, request } from 'node:http';
-import type { ApiHandler } from '../../src/api/index.js';
+import { bodyText, type ApiHandler } from '../../src/api/index.js';
 import { startTransport, type TransportKind } from '../transport/harness.js';
 
 export interface Reply {
@@ -27,7 +27,7 @@ const direct: Transport = {
     const get = async (path: string, query = '', method = 'GET'): Promise<Reply> => {
       const r = handler({ method, path, query, address: '127.0.0.1' });
       if (!r) return { status: 404, headers: {}, body: '' };
-      return { status: r.status, headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k.toLowerCase(), v])), body: r.body };
+      return { status: r.status, headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k.toLowerCase(), v])), body: bodyText(r) };
     };
     return Object.assign(get, { close: async () => {} });
   },

@@ -1,5 +1,5 @@
 // Reading the status tree the way clients do: through the real API handler.
-import { createApi } from '../../src/api/index.js';
+import { bodyText, createApi } from '../../src/api/index.js';
 import type { Status } from '../../src/metrics/status.js';
 
 export function apiOf(status: Status) {
@@ -14,13 +14,13 @@ export function apiOf(status: Status) {
     /** The status code and the parsed JSON body. */
     get(path: string): { status: number; body: any } {
       const r = call(path);
-      return { status: r.status, body: JSON.parse(r.body) };
+      return { status: r.status, body: JSON.parse(bodyText(r)) };
     },
     /** The body of `format=prometheus`. */
     text(path: string): string {
       const r = call(path, 'format=prometheus');
-      if (r.status !== 200) throw new Error(`${path}?format=prometheus answered ${r.status}: ${r.body}`);
-      return r.body;
+      if (r.status !== 200) throw new Error(`${path}?format=prometheus answered ${r.status}: ${bodyText(r)}`);
+      return bodyText(r);
     },
   };
 }
