@@ -39,12 +39,23 @@ export class CounterBlock {
   /** Float64 index of counter 0's `recent` word in this process's shard. */
   protected readonly low: number;
   protected readonly views: ZoneViews;
+  // The zone's views, as fields of their own: reading thousands of blocks per render,
+  // one load each instead of two.
+  private readonly f64: Float64Array;
+  private readonly u32: Uint32Array;
+  private readonly i32: Int32Array;
+  /** Whether base words are two's complement (gauges), fixed at construction. */
+  private readonly signedBase: boolean;
   /** Words (8 bytes) from one shard to the next: a whole number of cache lines. */
   protected readonly stride: number;
   protected readonly shards: number;
 
   constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number) {
     this.views = views;
+    this.f64 = views.f64;
+    this.u32 = views.u32;
+    this.i32 = views.i32;
+    this.signedBase = this.signedBases;
     this.offset = offset;
     this.length = length;
     this.shards = shards;
@@ -98,9 +109,9 @@ export class CounterBlock {
   }
 
   private tryValues(out: Float64Array): boolean {
-    const { f64, u32, i32 } = this.views;
+    const { f64, u32, i32 } = this;
     const k = this.length;
-    const signed = this.signedBases;
+    const signed = this.signedBase;
     for (let s = 0, first = this.offset / 8; s < this.shards; s++, first += this.stride) {
       const seq = (first + 2 * k) * 2;
       const before = Atomics.load(i32, seq);
