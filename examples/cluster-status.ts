@@ -47,7 +47,10 @@ if (cluster.isPrimary) {
   const site = serverZones.recorder(status, 'site');
   const apiZone = locationZones.recorder(status, 'api');
 
+  // A connection is active while it carries a request, idle while it waits for the next.
+  const idle = new WeakSet<object>();
   const server = createServer((req, res) => {
+    if (idle.delete(req.socket)) conns.busy();
     const zone = req.url?.startsWith('/api/') ? apiZone : undefined;
     site.requestStarted();
     zone?.requestStarted();
@@ -64,12 +67,16 @@ if (cluster.isPrimary) {
       counted.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
       site.responseSent(code, received, sent);
       zone?.responseSent(code, received, sent);
+      if (!socket.destroyed) {
+        idle.add(socket);
+        conns.idle();
+      }
     });
   });
   const counted = new WeakMap<object, { read: number; written: number }>();
   server.on('connection', (socket) => {
     conns.accepted();
-    socket.on('close', () => conns.closed(false));
+    socket.on('close', () => conns.closed(idle.has(socket)));
   });
   server.listen(serve ? 8080 : 0, '127.0.0.1', () => {
     const address = server.address();

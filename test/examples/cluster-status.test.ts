@@ -22,4 +22,6 @@ t.test('examples/cluster-status: workers record, the primary serves /status/', a
   t.ok(http.server_zones.site.data.received > 28 * 40, 'request bytes counted');
   const conns = JSON.parse(connsPart);
   t.ok(conns.accepted >= 1 && conns.accepted <= 28, `connections accepted: ${conns.accepted}`);
+  t.equal(conns.active, 0, 'no connection carries a request any more');
+  t.ok(conns.idle >= 1 && conns.idle <= conns.accepted, 'the open ones wait for their next request');
 });
