@@ -35,7 +35,6 @@ export interface NativeZone {
   info(): NativeZoneInfo;
   alloc(size: number): number;
   free(offset: number): boolean;
-  slabStats(): NativeSlabStats;
   /** pages used, pages free, then used, free, reqs, fails per slot size from 8 up. */
   slabStatsPacked(): Float64Array;
   check(): string;

@@ -140,8 +140,14 @@ export class Zone {
     return this.native.free(offset);
   }
 
+  /** What /status/slabs/<zone> shows: pages used and free, and per slot size (8 up to
+   * half a page) slots used and free, allocation attempts and failures. */
   slabStats(): SlabStats {
-    return this.native.slabStats();
+    const packed = this.native.slabStatsPacked();
+    const slots: SlabStats['slots'] = {};
+    for (let k = 0, at = 2; at < packed.length; k++, at += 4)
+      slots[String(8 << k)] = { used: packed[at], free: packed[at + 1], reqs: packed[at + 2], fails: packed[at + 3] };
+    return { pages: { used: packed[0], free: packed[1] }, slots };
   }
 
   /** slabStats() as one array: pages used, pages free, then used, free, reqs and fails

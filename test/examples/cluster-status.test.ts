@@ -1,18 +1,10 @@
 // The README's status example: two workers record their own HTTP traffic, the primary
 // serves /status/ on uWebSockets.js, and the counts are exactly the traffic it sent.
 import t from 'tap';
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { runExample } from './run.js';
 
 t.test('examples/cluster-status: workers record, the primary serves /status/', async (t) => {
-  const script = fileURLToPath(new URL('../../examples/cluster-status.ts', import.meta.url));
-  const child = fork(script, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const code = await new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('exit', (c) => (clearTimeout(timer), resolve(c)));
-  });
+  const { code, out } = await runExample('cluster-status.ts', []);
   t.equal(code, 0, 'the example exits cleanly');
   const [httpPart, connsPart] = out.split('GET /status/connections');
   const http = JSON.parse(httpPart.replace('GET /status/http/', ''));
