@@ -267,14 +267,15 @@ export function collection<T, S = unknown>(
   /** `transient`: the node is written at once and dropped, so it may read its values
    * into memory the next member reuses. */
   nodeOf: (item: T, transient: boolean) => StatusNode,
-  direct?: { fields: Group<S>; fill: (item: T) => S },
+  direct?: { fields: Group<S>; fill: (item: T, index: number) => S },
 ): ObjectNode {
   const writeMembers = direct
     ? (w: JsonWriter, depth: number, ctx: RenderContext) => {
         w.open();
         let first = true;
+        let index = 0;
         for (const item of items()) {
-          const source = direct.fill(item);
+          const source = direct.fill(item, index++);
           if (direct.fields.present && !direct.fields.present(source)) continue;
           w.key(nameOf(item), depth + 1, first);
           writeField(direct.fields, source, w, depth + 1, ctx);

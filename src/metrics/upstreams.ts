@@ -29,6 +29,8 @@ interface PeerSource extends Counted {
   readonly block: GaugeBlock;
   readonly cells: AtomicCells;
   readonly claims?: AtomicCells;
+  /** The shared state cell, read once for the whole peer. */
+  readonly state: number;
 }
 
 /** A moving average: its per-worker value and its per-worker sample count. */
@@ -69,11 +71,11 @@ function peerLayout(protocol: Protocol) {
 
 function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: number; l: ReturnType<typeof peerLayout>['l'] } {
   const { layout, l } = peerLayout(protocol);
-  const state = (s: PeerSource): string => (s.peer.down ? 'down' : (STATE_NAMES[s.cells.load(0)] ?? 'up'));
+  const state = (s: PeerSource): string => (s.peer.down ? 'down' : (STATE_NAMES[s.state] ?? 'up'));
   const downtime = (s: PeerSource, ctx: RenderContext): number => {
     const past = s.sums[l.downtime];
     // While unavailable, the time since it went down counts too.
-    return s.cells.load(0) === PeerState.unavailable ? past + Math.max(0, ctx.now - s.block.max(l.downstart)) : past;
+    return s.state === PeerState.unavailable ? past + Math.max(0, ctx.now - s.block.max(l.downstart)) : past;
   };
   const avg = (name: string, a: Average, help: string) => leaf<PeerSource>(name, help, (s) => averageOf(s, a), 'gauge');
   const health: Array<Field<PeerSource>> = [
@@ -296,12 +298,22 @@ function scratchFor(length: number): Float64Array {
   return peerScratch;
 }
 
-// A render reaches every peer's storage: keep it with the peer's catalog entry, which
-// stays the same object until the catalog changes.
-const storageOf = new WeakMap<PeerConfig, PeerStorage>();
-function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig, p: PeerConfig): PeerStorage {
-  let s = storageOf.get(p);
-  if (!s) storageOf.set(p, (s = peerStorage(status, protocol, u, peerName(p))));
+// A render reaches every peer's storage: keep it with the upstream's catalog entry, which
+// stays the same object until the catalog changes, in the order of its peers.
+interface UpstreamStorage {
+  readonly peers: PeerStorage[];
+  readonly block: GaugeBlock;
+}
+const storageOf = new WeakMap<UpstreamConfig, UpstreamStorage>();
+function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig): UpstreamStorage {
+  let s = storageOf.get(u);
+  if (!s) {
+    s = {
+      peers: u.peers.map((p) => peerStorage(status, protocol, u, peerName(p))),
+      block: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size),
+    };
+    storageOf.set(u, s);
+  }
   return s;
 }
 
@@ -319,19 +331,20 @@ export function upstream(status: Status, protocol: Protocol, name: string): Upst
 
 function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): StatusNode {
   const spec = protocol === 'http' ? http : stream;
+  const storage = cachedStorage(status, protocol, u);
   const peers = collection(
     'peer',
     () => u.peers,
     (p: PeerConfig) => peerName(p),
     (p: PeerConfig, transient: boolean): StatusNode => {
-      const s = cachedStorage(status, protocol, u, p);
+      const s = storage.peers[u.peers.indexOf(p)];
       const sums = s.block.values(transient ? scratchFor(spec.size) : undefined);
-      return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims });
+      return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims, state: s.cells.load(0) });
     },
     {
       fields: spec.fields,
-      fill: (p: PeerConfig): PeerSource => {
-        const s = cachedStorage(status, protocol, u, p);
+      fill: (p: PeerConfig, index: number): PeerSource => {
+        const s = storage.peers[index];
         const source = reused;
         source.sums = s.block.values(scratchFor(spec.size));
         source.peer = p;
@@ -339,11 +352,12 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
         source.block = s.block;
         source.cells = s.cells;
         source.claims = s.claims;
+        source.state = s.cells.load(0);
         return source;
       },
     },
   );
-  const source: UpstreamSource = { sums: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size).values(), upstream: u };
+  const source: UpstreamSource = { sums: storage.block.values(), upstream: u };
   const members: Array<[string, StatusNode]> = [['peers', peers]];
   if (protocol === 'http') members.push(['keepalive', new FieldNode(keepalive, source)]);
   if (u.queue && protocol === 'http') members.push(['queue', new FieldNode(queueFields, source)]);
