@@ -4,7 +4,9 @@
 // 1. In a prefix location, the part of the URI that matches the prefix is replaced by
 //    <path>: `/stats/` with `api /status/http/server_zones/` maps `/stats/x` to
 //    `/status/http/server_zones/x`.
-// 2. <path> may hold variables: $uri, $host, $arg_<name>, and captures $1..$9.
+// 2. <path> may hold variables: $uri, $host, $arg_<name>, and captures $1..$9. As with
+//    nginx's alias, a path with variables is the whole API path: the rest of the URI is
+//    not appended to it.
 // 3. In a regex location, <path> is the whole API path, captures substituted.
 // 4./5. Each mount exposes its own subtree; nothing a request sends can reach above it:
 //    the URI is percent-decoded once, and `..` segments, encoded or not, are refused.
@@ -89,13 +91,9 @@ export function mapRequest(mounts: readonly ApiMount[], vars: RequestVars): Mapp
   const found = findMount(mounts, uri);
   if (!found) return undefined;
   const { mount, captures } = found;
-  let path: string;
-  if (mount.location instanceof RegExp || mount.exact) {
-    path = substitute(mount.api, captures, vars, uri);
-  } else {
-    const rest = uri.length >= mount.location.length ? uri.slice(mount.location.length) : '';
-    path = substitute(mount.api, captures, vars, uri) + rest;
-  }
+  let path = substitute(mount.api, captures, vars, uri);
+  if (typeof mount.location === 'string' && !mount.exact && !mount.api.includes('$'))
+    path += uri.length >= mount.location.length ? uri.slice(mount.location.length) : '';
   path = path.replace(/\/{2,}/g, '/');
   if (!path.startsWith('/')) path = '/' + path;
   // Variables can carry anything the client sent: check the result again.
