@@ -81,7 +81,8 @@ export class JsonWriter {
     buf[this.pos++] = 0x22; // "
   }
 
-  /** A whole number below 2^32, digit by digit. */
+  /** A whole number below 2^32, digit by digit (int32 arithmetic below 2^31, which V8
+   * turns into multiplications). */
   private uint(v: number): void {
     this.room(10);
     const buf = this.buf;
@@ -89,11 +90,20 @@ export class JsonWriter {
       buf[this.pos++] = 48 + v;
       return;
     }
-    let digits = 1;
-    for (let x = v; x >= 10; x = Math.floor(x / 10)) digits++;
+    if (v >= 0x8000_0000) {
+      this.text(String(v));
+      return;
+    }
+    let x = v | 0;
+    const digits = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
     let p = this.pos + digits;
     this.pos = p;
-    for (let x = v; digits-- > 0; x = Math.floor(x / 10)) buf[--p] = 48 + (x % 10);
+    while (x >= 10) {
+      const q = (x / 10) | 0;
+      buf[--p] = 48 + x - q * 10;
+      x = q;
+    }
+    buf[--p] = 48 + x;
   }
 
   /** Text already in JSON form (a quoted string, a large or fractional number). */
