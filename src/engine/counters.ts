@@ -19,10 +19,14 @@
 import type { ZoneViews } from './views.js';
 
 const FOLD = 2 ** 52;
-// Words after the sequence word: the journal, old base (u64), old recent (f64), amount
-// added to base (u64), amount taken from recent (f64); then how many moves this shard
-// has made (f64): while 0 every base is 0, and readers need not read them.
-const JOURNAL = 5;
+// A shard, in 64-bit words: the sequence word (its upper half: the counter a move is
+// about), the number of moves made so far (while 0, every base word is 0 and readers
+// skip them), the K `recent` words, the K `base` words, and the journal of the last move
+// (old base, old recent, amount added to base, amount taken from recent). The first two
+// share a cache line with the first counters: a reader of many blocks waits on memory
+// once less per shard.
+const HEAD = 2;
+const JOURNAL = 4;
 // How long a reader waits for a fold in progress before it reads around it.
 const SPINS = 10_000;
 
@@ -62,7 +66,7 @@ export class CounterBlock {
     this.stride = strideOf(length) / 8;
     this.slot = slot;
     this.recent = slot >= 0 ? views.f64 : new Float64Array(length);
-    this.low = slot >= 0 ? offset / 8 + slot * this.stride : 0;
+    this.low = slot >= 0 ? offset / 8 + slot * this.stride + HEAD : 0;
     if (slot >= 0) {
       this.finishInterruptedMove();
       foldLater(this);
@@ -112,11 +116,12 @@ export class CounterBlock {
     const { f64, u32, i32 } = this;
     const k = this.length;
     const signed = this.signedBase;
-    for (let s = 0, first = this.offset / 8; s < this.shards; s++, first += this.stride) {
-      const seq = (first + 2 * k) * 2;
+    for (let s = 0, shard = this.offset / 8; s < this.shards; s++, shard += this.stride) {
+      const seq = shard * 2;
+      const first = shard + HEAD;
       const before = Atomics.load(i32, seq);
       if (before & 1) return false;
-      if (f64[first + 2 * k + 5] === 0) {
+      if (f64[shard + 1] === 0) {
         // This shard never moved anything to its base words: they are all 0.
         if (s === 0) for (let i = 0; i < k; i++) out[i] = f64[first + i];
         else for (let i = 0; i < k; i++) out[i] += f64[first + i];
@@ -156,7 +161,7 @@ export class CounterBlock {
   max(i: number): number {
     const f64 = this.views.f64;
     let m = 0;
-    for (let s = 0, j = this.offset / 8 + i; s < this.shards; s++, j += this.stride) if (f64[j] > m) m = f64[j];
+    for (let s = 0, j = this.offset / 8 + HEAD + i; s < this.shards; s++, j += this.stride) if (f64[j] > m) m = f64[j];
     return m;
   }
 
@@ -166,7 +171,7 @@ export class CounterBlock {
     const f64 = this.views.f64;
     let sum = 0;
     let n = 0;
-    for (let s = 0, j = this.offset / 8; s < this.shards; s++, j += this.stride) {
+    for (let s = 0, j = this.offset / 8 + HEAD; s < this.shards; s++, j += this.stride) {
       sum += f64[j + value] * f64[j + weight];
       n += f64[j + weight];
     }
@@ -177,7 +182,7 @@ export class CounterBlock {
   shardValues(i: number): number[] {
     const f64 = this.views.f64;
     const out: number[] = [];
-    for (let s = 0, j = this.offset / 8 + i; s < this.shards; s++, j += this.stride) out.push(f64[j]);
+    for (let s = 0, j = this.offset / 8 + HEAD + i; s < this.shards; s++, j += this.stride) out.push(f64[j]);
     return out;
   }
 
@@ -204,7 +209,7 @@ export class CounterBlock {
     const { f64, u64, i32 } = this.views;
     const seq = this.seqIndex(this.slot);
     const base = this.low + this.length + i;
-    const journal = this.low + 2 * this.length + 1;
+    const journal = this.low + 2 * this.length;
     const oldBase = u64[base];
     u64[journal] = oldBase;
     f64[journal + 1] = f64[this.low + i];
@@ -212,7 +217,7 @@ export class CounterBlock {
     f64[journal + 3] = fromRecent;
     i32[seq + 1] = i;
     Atomics.add(i32, seq, 1);
-    f64[journal + 4] += 1;
+    f64[this.low - 1] += 1;
     Atomics.store(u64, base, BigInt.asUintN(64, oldBase + amount));
     f64[this.low + i] -= fromRecent;
     Atomics.add(i32, seq, 1);
@@ -224,7 +229,7 @@ export class CounterBlock {
     const seq = this.seqIndex(this.slot);
     if (!(Atomics.load(i32, seq) & 1)) return;
     const i = i32[seq + 1];
-    const journal = this.low + 2 * this.length + 1;
+    const journal = this.low + 2 * this.length;
     Atomics.store(u64, this.low + this.length + i, BigInt.asUintN(64, u64[journal] + u64[journal + 2]));
     f64[this.low + i] = f64[journal + 1] - f64[journal + 3];
     Atomics.add(i32, seq, 1);
@@ -233,16 +238,16 @@ export class CounterBlock {
   /** Shard s's counter i as it was before a move that has not finished (journal). */
   protected beforeMove(s: number, i: number): [bigint, number] | undefined {
     const { f64, u64, i32 } = this.views;
-    const first = this.offset / 8 + s * this.stride;
+    const first = this.offset / 8 + s * this.stride + HEAD;
     if (i32[this.seqIndex(s) + 1] !== i) return undefined;
-    const journal = first + 2 * this.length + 1;
+    const journal = first + 2 * this.length;
     return [this.signed(u64[journal]), f64[journal + 1]];
   }
 
   /** Shard s's counter i as [base, recent], consistent with each other. */
   protected read(s: number, i: number): [bigint, number] {
     const { f64, u64, i32 } = this.views;
-    const first = this.offset / 8 + s * this.stride;
+    const first = this.offset / 8 + s * this.stride + HEAD;
     const seq = this.seqIndex(s);
     for (let spin = 0; ; spin++) {
       const before = Atomics.load(i32, seq);
@@ -266,7 +271,7 @@ export class CounterBlock {
 
   /** Int32 index of shard s's sequence word, after its `recent` and `base` words. */
   private seqIndex(s: number): number {
-    return (this.offset / 8 + s * this.stride + 2 * this.length) * 2;
+    return (this.offset / 8 + s * this.stride) * 2;
   }
 }
 
@@ -291,11 +296,10 @@ export class GaugeBlock extends CounterBlock {
   }
 }
 
-/** Bytes one shard of a K-counter block takes, in whole 64-byte cache lines so that no
- * two shards share one: K `recent` words, K `base` words, the sequence word (with the
- * journal's counter index in its upper half) and the journal (see moveToBase). */
+/** Bytes one shard of a K-counter block takes (see HEAD), in whole 64-byte cache lines
+ * so that no two shards share one. */
 export function strideOf(length: number): number {
-  return Math.ceil(((2 * length + 1 + JOURNAL) * 8) / 64) * 64;
+  return Math.ceil(((HEAD + 2 * length + JOURNAL) * 8) / 64) * 64;
 }
 
 // The blocks this process writes, folded once a second by a timer that does not keep the

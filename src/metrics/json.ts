@@ -12,13 +12,15 @@ const CLOSE = 0x7d; // }
 const lastSize = [4096, 4096];
 
 export class JsonWriter {
-  private buf: Buffer;
-  private pos = 0;
+  /** The bytes so far, up to `pos`; compiled writers (tree.ts) store into it directly. */
+  buf: Buffer;
+  pos = 0;
   constructor(readonly pretty: boolean) {
     this.buf = Buffer.allocUnsafe(lastSize[pretty ? 1 : 0] + 1024);
   }
 
-  private room(n: number): void {
+  /** Makes room for n more bytes (the buffer may be replaced). */
+  room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(bigger, 0, 0, this.pos);

@@ -1,7 +1,7 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { JsonWriter, prefix } from './json.js';
+import { closing, JsonWriter, prefix } from './json.js';
 import { renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
@@ -205,8 +205,10 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
       }
       w.close(depth, list.length === 0);
     };
-  // Every constant the writer needs (value functions, key bytes, nested writers) is
-  // bound once as a variable of the closure, not looked up in an array per call.
+  // Every constant the writer needs (value functions, nested writers) is bound once as a
+  // variable of the closure. Keys are not data at all: they are stored byte by byte into
+  // the writer's buffer through locals `b` and `p`, which go back to the writer around
+  // every call that writes by itself.
   const args: unknown[] = [];
   let consts = '';
   const arg = (v: unknown) => {
@@ -215,18 +217,27 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
     args.push(v);
     return name;
   };
-  let code = 'w.open();\nlet f = true;\n';
+  const store = (bytes: Uint8Array) =>
+    `if (p + ${bytes.length} > b.length) { w.pos = p; w.room(${bytes.length}); b = w.buf; }\n` +
+    Array.from(bytes, (byte, i) => `b[p${i ? ' + ' + i : ''}] = ${byte};`).join(' ') +
+    ` p += ${bytes.length};\n`;
+  const key = (name: string) =>
+    `if (f) {\n${store(prefix(name, depth + 1, true, pretty))}} else {\n${store(prefix(name, depth + 1, false, pretty))}}\n`;
+  const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; p = w.pos;`;
+  let code = `let b = w.buf, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
   field.fields.forEach((child, i) => {
-    const keys = `(f ? ${arg(prefix(child.name, depth + 1, true, pretty))} : ${arg(prefix(child.name, depth + 1, false, pretty))})`;
     if (child.kind === 'leaf') {
-      const write = child.time ? `if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})` : `w.scalar(v${i})`;
-      code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) { w.bytes(${keys}); ${write}; f = false; }\n`;
+      const value = child.time
+        ? sync(`if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})`)
+        : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
+      code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) {\n${key(child.name)}${value}\nf = false;\n}\n`;
     } else {
       const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
-      code += `if (${present}) { w.bytes(${keys}); ${arg(compiled(child, depth + 1, pretty))}(s, w, c); f = false; }\n`;
+      code += `if (${present}) {\n${key(child.name)}${sync(`${arg(compiled(child, depth + 1, pretty))}(s, w, c)`)}\nf = false;\n}\n`;
     }
   });
-  code += `w.close(${depth}, f);`;
+  const end = pretty ? closing(depth) : Buffer.from('}');
+  code += `if (f) {\n${store(Buffer.from('}'))}} else {\n${store(end)}}\nw.pos = p;`;
   const make = new Function('a', `${consts}return function write(s, w, c) {\n${code}\n};`);
   return make(args) as Writer<S>;
 }
@@ -267,13 +278,19 @@ export function collection<T, S = unknown>(
   /** `transient`: the node is written at once and dropped, so it may read its values
    * into memory the next member reuses. */
   nodeOf: (item: T, transient: boolean) => StatusNode,
-  direct?: { fields: Group<S>; fill: (item: T, index: number) => S },
+  direct?: {
+    fields: Group<S>;
+    fill: (item: T, index: number) => S;
+    /** Runs before the members are written: a chance to read all their memory at once. */
+    prepare?: () => void;
+  },
 ): ObjectNode {
   const writeMembers = direct
     ? (w: JsonWriter, depth: number, ctx: RenderContext) => {
         w.open();
         let first = true;
         let index = 0;
+        direct.prepare?.();
         for (const item of items()) {
           const source = direct.fill(item, index++);
           if (direct.fields.present && !direct.fields.present(source)) continue;

@@ -298,6 +298,15 @@ function scratchFor(length: number): Float64Array {
   return peerScratch;
 }
 
+// One array of sums per peer of the upstream being written, reused from one upstream to
+// the next.
+let peerSums: Float64Array[] = [];
+function sumsFor(peers: number, length: number): Float64Array[] {
+  if (peerSums.length < peers || (peerSums[0]?.length ?? 0) < length)
+    peerSums = Array.from({ length: Math.max(peers, peerSums.length) }, () => new Float64Array(Math.max(length, peerSums[0]?.length ?? 0)));
+  return peerSums;
+}
+
 // A render reaches every peer's storage: keep it with the upstream's catalog entry, which
 // stays the same object until the catalog changes, in the order of its peers.
 interface UpstreamStorage {
@@ -343,10 +352,16 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
     },
     {
       fields: spec.fields,
+      // All the peers' sums first, in one pass over their memory: interleaved with
+      // writing the JSON, these reads wait on memory one peer at a time.
+      prepare: () => {
+        const all = sumsFor(u.peers.length, spec.size);
+        for (let i = 0; i < storage.peers.length; i++) storage.peers[i].block.values(all[i]);
+      },
       fill: (p: PeerConfig, index: number): PeerSource => {
         const s = storage.peers[index];
         const source = reused;
-        source.sums = s.block.values(scratchFor(spec.size));
+        source.sums = peerSums[index];
         source.peer = p;
         source.upstream = u;
         source.block = s.block;
