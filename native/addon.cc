@@ -188,7 +188,13 @@ class Zone : public Napi::ObjectWrap<Zone> {
       copy = s.header()->pool;
       return 0;
     });
-    auto out = Napi::Float64Array::New(env, 2 + 4 * copy.nslots);
+    // Into the caller's array when it passes one large enough (a render reuses one).
+    const size_t length = 2 + 4 * copy.nslots;
+    Napi::Float64Array out = info.Length() > 0 && info[0].IsTypedArray() &&
+                                     info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
+                                     info[0].As<Napi::Float64Array>().ElementLength() >= length
+                                 ? info[0].As<Napi::Float64Array>()
+                                 : Napi::Float64Array::New(env, length);
     out[0] = copy.npages - copy.free_pages;
     out[1] = copy.free_pages;
     for (uint32_t k = 0; k < copy.nslots; k++) {

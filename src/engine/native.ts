@@ -35,8 +35,9 @@ export interface NativeZone {
   info(): NativeZoneInfo;
   alloc(size: number): number;
   free(offset: number): boolean;
-  /** pages used, pages free, then used, free, reqs, fails per slot size from 8 up. */
-  slabStatsPacked(): Float64Array;
+  /** pages used, pages free, then used, free, reqs, fails per slot size from 8 up; into
+   * `out` when it is large enough. */
+  slabStatsPacked(out?: Float64Array): Float64Array;
   check(): string;
   /** [offset, size, created (1|0)], or null when the zone has no room. */
   ensure(key: string, kind: EntryKind, size: number): [number, number, number] | null;

@@ -151,9 +151,9 @@ export class Zone {
   }
 
   /** slabStats() as one array: pages used, pages free, then used, free, reqs and fails
-   * for each slot size from 8 up. */
-  slabStatsPacked(): Float64Array {
-    return this.native.slabStatsPacked();
+   * for each slot size from 8 up (into `out` when it is large enough). */
+  slabStatsPacked(out?: Float64Array): Float64Array {
+    return this.native.slabStatsPacked(out);
   }
 
   /** Verifies every page and list of the slab allocator: "" when consistent. */

@@ -24,14 +24,19 @@ export const pageFields = group<{ stats: Float64Array }>('pages', [
   leaf('free', 'Free memory pages.', (s) => s.stats[1], 'gauge'),
 ]);
 
-function zoneNode(stats: Float64Array): StatusNode {
+const slotNames = Array.from({ length: 16 }, (_, k) => String(8 << k));
+
+/** A zone's slab node; its slot sizes run from 8 to half a page. */
+function zoneNode(stats: Float64Array, pageSize: number): StatusNode {
   const pages = new FieldNode(pageFields, { stats });
-  const sizes = Array.from({ length: (stats.length - 2) / 4 }, (_, k) => k);
+  const sizes = Array.from({ length: Math.log2(pageSize) - 3 }, (_, k) => k);
+  const slot = { stats, at: 0 };
   const slots = collection(
     'size',
     () => sizes,
-    (k) => String(8 << k),
+    (k) => slotNames[k],
     (k) => new FieldNode(slotFields, { stats, at: 2 + 4 * k }),
+    { fields: slotFields, fill: (k) => ((slot.at = 2 + 4 * k), slot) },
   );
   const members: Array<[string, StatusNode]> = [
     ['pages', pages],
@@ -40,11 +45,17 @@ function zoneNode(stats: Float64Array): StatusNode {
   return new ObjectNode(() => members, undefined, undefined, true);
 }
 
+const scratch = new Float64Array(2 + 4 * 16);
+
 export function slabsNode(status: Status): StatusNode {
   return collection(
     'zone',
     () => slabZones(status.catalog(), status.zone.workerSlots).map((z) => z.name),
     (name) => name,
-    (name) => zoneNode(status.zoneNamed(name).slabStatsPacked()),
+    // A zone written at once reads its figures into the array the next one reuses.
+    (name, transient) => {
+      const zone = status.zoneNamed(name);
+      return zoneNode(zone.slabStatsPacked(transient ? scratch : undefined), zone.pageSize);
+    },
   );
 }
