@@ -41,7 +41,9 @@ export function responseEntries(sums: Float64Array, first: number, claims: Atomi
   const out: Array<[string, number]> = [];
   for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) out.push([COMMON_NAMES[i], sums[first + i]]);
   let claimed = false;
-  for (let c = 0; c < CLAIMED && claims.load(c) !== 0; c++) {
+  // A claimed counter is counted only after its code was claimed: the claims (shared
+  // memory of their own, a cache miss away) need reading only for counters above 0.
+  for (let c = 0; c < CLAIMED; c++) {
     if (sums[first + COMMON.length + c] > 0) {
       out.push([String(claims.load(c)), sums[first + COMMON.length + c]]);
       claimed = true;

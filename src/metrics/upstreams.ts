@@ -301,9 +301,11 @@ function scratchFor(length: number): Float64Array {
 // One array of sums per peer of the upstream being written, reused from one upstream to
 // the next.
 let peerSums: Float64Array[] = [];
+let peerStates = new Int32Array(0);
 function sumsFor(peers: number, length: number): Float64Array[] {
   if (peerSums.length < peers || (peerSums[0]?.length ?? 0) < length)
     peerSums = Array.from({ length: Math.max(peers, peerSums.length) }, () => new Float64Array(Math.max(length, peerSums[0]?.length ?? 0)));
+  if (peerStates.length < peers) peerStates = new Int32Array(peers);
   return peerSums;
 }
 
@@ -356,7 +358,10 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
       // writing the JSON, these reads wait on memory one peer at a time.
       prepare: () => {
         const all = sumsFor(u.peers.length, spec.size);
-        for (let i = 0; i < storage.peers.length; i++) storage.peers[i].block.values(all[i]);
+        for (let i = 0; i < storage.peers.length; i++) {
+          all[i] = storage.peers[i].block.values(all[i]);
+          peerStates[i] = storage.peers[i].cells.load(0);
+        }
       },
       fill: (p: PeerConfig, index: number): PeerSource => {
         const s = storage.peers[index];
@@ -367,7 +372,7 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
         source.block = s.block;
         source.cells = s.cells;
         source.claims = s.claims;
-        source.state = s.cells.load(0);
+        source.state = peerStates[index];
         return source;
       },
     },
