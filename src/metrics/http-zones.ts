@@ -7,7 +7,7 @@ import type { ServerZoneConfig } from './catalog.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, Layout, type Counted, type Field, type Group } from './shape.js';
 import { STATUS_ZONE, type Status } from './status.js';
-import { collection, FieldNode, type StatusNode } from './tree.js';
+import { zoneCollection } from './tree.js';
 
 export interface HttpZoneSource extends Counted {
   readonly ssl: boolean;
@@ -51,12 +51,10 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     fields: declared,
     recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name), claims(status, name)),
     node: (status: Status) =>
-      collection(
-        'zone',
+      zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : (status.catalog().http?.locationZones ?? []).map((name) => ({ name }))),
-        (z: ServerZoneConfig) => z.name,
-        (z: ServerZoneConfig): StatusNode =>
-          new FieldNode(declared, { sums: block(status, z.name).values(), ssl: !!z.ssl, claims: claims(status, z.name) }, true),
+        declared,
+        (z: ServerZoneConfig) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl, claims: claims(status, z.name) }),
       ),
   };
 }

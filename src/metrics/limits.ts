@@ -8,7 +8,7 @@ import type { GaugeBlock } from '../engine/index.js';
 import type { LimitZoneConfig, StatusConfig } from './catalog.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
 import type { Status } from './status.js';
-import { collection, FieldNode, type StatusNode } from './tree.js';
+import { zoneCollection, type StatusNode } from './tree.js';
 
 /** Longest key a connection limit counts by (bytes): an empty or longer key is `skipped`. */
 export const LIMIT_CONN_KEY_MAX = 255;
@@ -104,12 +104,7 @@ function limitZones<R>(kind: Kind, layout: Layout<Counted>, fields: Group<Counte
     fields,
     recorder: (status: Status, name: string): R => make(block(status, name)),
     node: (status: Status): StatusNode =>
-      collection(
-        'zone',
-        () => configured(kind, status.catalog()),
-        (z: LimitZoneConfig) => z.name,
-        (z: LimitZoneConfig): StatusNode => new FieldNode(fields, { sums: block(status, z.name).values() }, true),
-      ),
+      zoneCollection(() => configured(kind, status.catalog()), fields, (z: LimitZoneConfig) => ({ sums: block(status, z.name).values() })),
   };
 }
 

@@ -4,7 +4,7 @@
 import type { GaugeBlock } from '../engine/index.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
 import { STATUS_ZONE, type Status } from './status.js';
-import { collection, FieldNode, type StatusNode } from './tree.js';
+import { zoneCollection, type StatusNode } from './tree.js';
 
 const layout = new Layout<Counted>();
 const queries = {
@@ -72,12 +72,7 @@ export function resolver(status: Status, name: string): Resolver {
 }
 
 export function resolversNode(status: Status): StatusNode {
-  return collection(
-    'zone',
-    () => status.catalog().resolvers ?? [],
-    (name: string) => name,
-    (name: string): StatusNode => new FieldNode(resolverFields, { sums: block(status, name).values() }, true),
-  );
+  return zoneCollection(() => status.catalog().resolvers ?? [], resolverFields, (name: string) => ({ sums: block(status, name).values() }));
 }
 
 export const resolvers = { fields: resolverFields, recorder: resolver, node: resolversNode };

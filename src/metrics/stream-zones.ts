@@ -7,7 +7,7 @@ import type { ServerZoneConfig } from './catalog.js';
 import { sslCounters } from './http-zones.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
 import { STATUS_ZONE, type Status } from './status.js';
-import { collection, FieldNode, type StatusNode } from './tree.js';
+import { zoneCollection, type StatusNode } from './tree.js';
 
 export interface StreamZoneSource extends Counted {
   readonly ssl: boolean;
@@ -105,11 +105,10 @@ export function streamZone(status: Status, name: string): StreamZone {
 }
 
 export function streamZonesNode(status: Status): StatusNode {
-  return collection(
-    'zone',
+  return zoneCollection(
     () => status.catalog().stream?.serverZones ?? [],
-    (z: ServerZoneConfig) => z.name,
-    (z: ServerZoneConfig): StatusNode => new FieldNode(streamZoneFields, { sums: block(status, z.name).values(), ssl: !!z.ssl }, true),
+    streamZoneFields,
+    (z: ServerZoneConfig) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl }),
   );
 }
 

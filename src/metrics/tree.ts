@@ -316,3 +316,18 @@ export function collection<T, S = unknown>(
     writeMembers,
   );
 }
+
+/** The usual family branch: one flat instance per configured zone (a zone's text is the
+ * flat `group_field value` form), labelled `zone` above it, made from its declarations. */
+export function zoneCollection<T extends string | { readonly name: string }, S>(
+  items: () => Iterable<T>,
+  fields: Group<S>,
+  sourceOf: (item: T) => S,
+): ObjectNode {
+  return collection(
+    'zone',
+    items,
+    (item: T) => (typeof item === 'string' ? item : item.name),
+    (item: T): StatusNode => new FieldNode(fields, sourceOf(item), true),
+  );
+}
