@@ -34,33 +34,51 @@ function flatLines(node: StatusNode, parts: string[], ctx: RenderContext, out: s
   for (const [name, child] of node.members(ctx)) flatLines(child, [...parts, name], ctx, out, only);
 }
 
+const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+const escapeHelp = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+
 interface Family {
   readonly type: 'counter' | 'gauge';
   readonly help: string;
   readonly samples: string[];
 }
 
-const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-const escapeHelp = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+// Metric names by path, shared by every instance on that path (every peer's
+// selected/total is the same family): a render looks names up one segment at a time
+// rather than building and cleaning a string per sample.
+class NameNode {
+  private readonly children = new Map<string, NameNode>();
+  family?: Family;
+  constructor(readonly name: string) {}
 
-function labelled(node: StatusNode, parts: string[], labels: Array<[string, string]>, ctx: RenderContext, families: Map<string, Family>): void {
+  child(segment: string): NameNode {
+    let c = this.children.get(segment);
+    if (!c) this.children.set(segment, (c = new NameNode(`${this.name}_${segment.replace(/[^A-Za-z0-9_:]/g, '_')}`)));
+    return c;
+  }
+}
+
+function labelled(node: StatusNode, at: NameNode, labels: string, ctx: RenderContext, families: Map<string, Family>): void {
   if (node.kind === 'leaf') {
     if (!node.metric) return;
     const v = node.json(ctx);
     const n = v === undefined ? undefined : numeric(node, v as Scalar);
     if (n === undefined) return;
-    let name = 'zonal_' + parts.join('_').replace(/[^A-Za-z0-9_:]/g, '_');
-    if (node.metric === 'counter' && !name.endsWith('_total')) name += '_total';
-    let family = families.get(name);
-    if (!family) families.set(name, (family = { type: node.metric, help: node.help ?? name, samples: [] }));
-    const set = labels.length ? `{${labels.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}` : '';
-    family.samples.push(`${name}${set} ${n}`);
+    let family = at.family;
+    if (!family) {
+      const name = node.metric === 'counter' && !at.name.endsWith('_total') ? `${at.name}_total` : at.name;
+      family = families.get(name);
+      if (!family) families.set(name, (family = { type: node.metric, help: node.help ?? name, samples: [] }));
+      at.family = family;
+    }
+    family.samples.push(labels ? `{${labels}} ${n}` : ` ${n}`);
     return;
   }
-  for (const [name, child] of node.members(ctx)) {
-    if (node.label) labelled(child, parts, [...labels, [node.label, name]], ctx, families);
-    else labelled(child, [...parts, name], labels, ctx, families);
-  }
+  const label = node.label;
+  node.visit(ctx, (name, child) => {
+    if (label) labelled(child, at, `${labels ? labels + ',' : ''}${label}="${escapeLabel(name)}"`, ctx, families);
+    else labelled(child, at.child(name), labels, ctx, families);
+  });
 }
 
 /** The text of the node at the end of `trail` (trail[0] is the /status root). */
@@ -73,17 +91,19 @@ export function exposition(trail: readonly Step[], ctx: RenderContext): string {
     flatLines(target, rel, ctx, lines, trail[flatAt].node.textOnly);
     return lines.length ? lines.join('\n') + '\n' : '';
   }
-  const parts: string[] = [];
-  const labels: Array<[string, string]> = [];
+  let at = new NameNode('zonal');
+  const labels: string[] = [];
   for (let i = 1; i < trail.length; i++) {
     const parent = trail[i - 1].node;
-    if (parent.label) labels.push([parent.label, trail[i].name]);
-    else parts.push(trail[i].name);
+    if (parent.label) labels.push(`${parent.label}="${escapeLabel(trail[i].name)}"`);
+    else at = at.child(trail[i].name);
   }
   const families = new Map<string, Family>();
-  labelled(target, parts, labels, ctx, families);
-  let out = '';
-  for (const [name, f] of families)
-    out += `# HELP ${name} ${escapeHelp(f.help)}\n# TYPE ${name} ${f.type}\n${f.samples.join('\n')}\n`;
-  return out;
+  labelled(target, at, labels.join(','), ctx, families);
+  const out: string[] = [];
+  for (const [name, f] of families) {
+    out.push(`# HELP ${name} ${escapeHelp(f.help)}\n# TYPE ${name} ${f.type}\n`);
+    for (const sample of f.samples) out.push(name, sample, '\n');
+  }
+  return out.join('');
 }

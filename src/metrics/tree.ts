@@ -13,6 +13,9 @@ export interface StatusNode {
   json(ctx: RenderContext): Json | undefined;
   /** Writes the node's JSON text at `depth`; false (and nothing written) when absent. */
   write(w: JsonWriter, depth: number, ctx: RenderContext): boolean;
+  /** Calls `fn` for each member in order. A member is valid only during its call: a
+   * collection may reuse one member's memory for the next. */
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void;
   /** The label an object's members carry in the labelled text format (zone, peer, code). */
   readonly label?: string;
   /** A zone, or anything as small: the text format below it is flat `group_field value`. */
@@ -63,6 +66,11 @@ export class ObjectNode implements StatusNode {
     else for (const [name, node] of this.list(ctx)) visit(name, node);
     w.close(depth, first);
     return true;
+  }
+
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    if (this.each) this.each(ctx, fn);
+    else for (const [name, node] of this.list(ctx)) fn(name, node);
   }
 
   child(name: string, ctx: RenderContext): StatusNode | undefined {
@@ -126,6 +134,10 @@ export class FieldNode<S> implements StatusNode {
     return this.members(ctx).find(([n]) => n === name)?.[1];
   }
 
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    for (const [name, node] of this.members(ctx)) fn(name, node);
+  }
+
   /** Whether the field exists for this instance now. */
   present(ctx: RenderContext): boolean {
     const f = this.field;
@@ -154,6 +166,7 @@ export class ValueNode implements StatusNode {
   members(): Array<[string, StatusNode]> {
     return NO_MEMBERS;
   }
+  visit(): void {}
   child(): undefined {
     return undefined;
   }
