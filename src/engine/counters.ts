@@ -178,14 +178,6 @@ export class CounterBlock {
     return n ? sum / n : 0;
   }
 
-  /** Counter i's value in each shard (values written with set()). */
-  shardValues(i: number): number[] {
-    const f64 = this.views.f64;
-    const out: number[] = [];
-    for (let s = 0, j = this.offset / 8 + HEAD + i; s < this.shards; s++, j += this.stride) out.push(f64[j]);
-    return out;
-  }
-
   /** Moves whole 2^52s from this process's `recent` words into `base` (see top). False
    * once the zone is detached: there is nothing left to fold. */
   fold(): boolean {
@@ -259,9 +251,9 @@ export class CounterBlock {
     }
   }
 
-  /** How a base word reads: unsigned for counters. */
-  protected signed(base: bigint): bigint {
-    return base;
+  /** How a base word reads: two's complement for gauges, unsigned for counters. */
+  private signed(base: bigint): bigint {
+    return this.signedBase ? BigInt.asIntN(64, base) : base;
   }
 
   /** Whether base words are two's complement (gauges). */
@@ -285,10 +277,6 @@ export class GaugeBlock extends CounterBlock {
   /** Exact signed value of gauge i. */
   override get(i: number): bigint {
     return BigInt.asIntN(64, super.get(i));
-  }
-
-  protected override signed(base: bigint): bigint {
-    return BigInt.asIntN(64, base);
   }
 
   protected override get signedBases(): boolean {
