@@ -14,9 +14,12 @@ const lastSize = [4096, 4096];
 export class JsonWriter {
   /** The bytes so far, up to `pos`; compiled writers (tree.ts) store into it directly. */
   buf: Buffer;
+  /** The same bytes, for stores of four at once. */
+  view: DataView;
   pos = 0;
   constructor(readonly pretty: boolean) {
     this.buf = Buffer.allocUnsafe(lastSize[pretty ? 1 : 0] + 1024);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
   }
 
   /** Makes room for n more bytes (the buffer may be replaced). */
@@ -25,6 +28,7 @@ export class JsonWriter {
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(bigger, 0, 0, this.pos);
     this.buf = bigger;
+    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.length);
   }
 
   open(): void {
@@ -44,15 +48,16 @@ export class JsonWriter {
     } else this.bytes(closing(depth));
   }
 
-  /** Pre-encoded bytes: short ones are copied by hand, which beats a call for them. */
-  bytes(b: Uint8Array): void {
-    const n = b.length;
+  /** Pre-encoded bytes, from index `from` on: short ones are copied by hand, which beats
+   * a call for them. */
+  bytes(b: Uint8Array, from = 0): void {
+    const n = b.length - from;
     this.room(n);
     const buf = this.buf;
     let p = this.pos;
-    if (n < 48) for (let i = 0; i < n; i++) buf[p++] = b[i];
+    if (n < 48) for (let i = from; i < b.length; i++) buf[p++] = b[i];
     else {
-      buf.set(b, p);
+      buf.set(from ? b.subarray(from) : b, p);
       p += n;
     }
     this.pos = p;
@@ -61,6 +66,7 @@ export class JsonWriter {
   scalar(value: number | string | boolean): void {
     if (typeof value === 'number' && value >= 0 && value < 4294967296 && value === Math.floor(value)) this.uint(value);
     else if (typeof value === 'string') this.bytes(quoted(value));
+    else if (typeof value === 'boolean') this.bytes(value ? TRUE : FALSE);
     else this.text(scalarText(value));
   }
 
@@ -120,6 +126,9 @@ export class JsonWriter {
     return this.buf.subarray(0, this.pos);
   }
 }
+
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
 
 let lastSecond = NaN;
 let lastPrefix: Uint8Array = new Uint8Array(0);

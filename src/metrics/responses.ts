@@ -36,21 +36,32 @@ export function responseIndex(code: number, claims: AtomicCells): number {
   return XXX;
 }
 
+// One list and its pairs, refilled by each call: a render lists ten thousand objects'
+// responses, and readers of entries take them before the next call (shape.ts).
+const listed: Array<[string, number]> = [];
+const pairs: Array<[string, number]> = [];
+function put(n: number, code: string, count: number): void {
+  const pair = (pairs[n] ??= ['', 0]);
+  pair[0] = code;
+  pair[1] = count;
+  listed.push(pair);
+}
+
 /** Non-zero counts as [code, count], codes ascending, `xxx` last. */
 export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells): Array<[string, number]> {
-  const out: Array<[string, number]> = [];
-  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) out.push([COMMON_NAMES[i], sums[first + i]]);
+  listed.length = 0;
+  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) put(listed.length, COMMON_NAMES[i], sums[first + i]);
   let claimed = false;
   // A claimed counter is counted only after its code was claimed: the claims (shared
   // memory of their own, a cache miss away) need reading only for counters above 0.
   for (let c = 0; c < CLAIMED; c++) {
     if (sums[first + COMMON.length + c] > 0) {
-      out.push([String(claims.load(c)), sums[first + COMMON.length + c]]);
+      put(listed.length, String(claims.load(c)), sums[first + COMMON.length + c]);
       claimed = true;
     }
   }
   // Claimed codes can fall between common ones: keep the order a reader expects.
-  if (claimed) out.sort((a, b) => Number(a[0]) - Number(b[0]));
-  if (sums[first + XXX] > 0) out.push(['xxx', sums[first + XXX]]);
-  return out;
+  if (claimed) listed.sort((a, b) => Number(a[0]) - Number(b[0]));
+  if (sums[first + XXX] > 0) put(listed.length, 'xxx', sums[first + XXX]);
+  return listed;
 }

@@ -38,6 +38,7 @@ export interface Leaf<S> {
 export interface Entries<S> {
   readonly kind: 'entries';
   readonly name: string;
+  /** The entries now. The list may be reused by the next call: read it before then. */
   entries(source: S, ctx: RenderContext): Array<[string, number]>;
   readonly metric: MetricType;
   readonly help: string;

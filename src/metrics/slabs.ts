@@ -25,11 +25,19 @@ export const pageFields = group<{ stats: Float64Array }>('pages', [
 ]);
 
 const slotNames = Array.from({ length: 16 }, (_, k) => String(8 << k));
+// Slot sizes (as indexes into slotNames) by page size: one array per page size, so that
+// the keys written for them are encoded once (tree.ts).
+const sizesByPage = new Map<number, number[]>();
+const sizesOf = (pageSize: number): number[] => {
+  let sizes = sizesByPage.get(pageSize);
+  if (!sizes) sizesByPage.set(pageSize, (sizes = Array.from({ length: Math.log2(pageSize) - 3 }, (_, k) => k)));
+  return sizes;
+};
 
 /** A zone's slab node; its slot sizes run from 8 to half a page. */
 function zoneNode(stats: Float64Array, pageSize: number): StatusNode {
   const pages = new FieldNode(pageFields, { stats });
-  const sizes = Array.from({ length: Math.log2(pageSize) - 3 }, (_, k) => k);
+  const sizes = sizesOf(pageSize);
   const slot = { stats, at: 0 };
   const slots = collection(
     'size',
@@ -47,10 +55,19 @@ function zoneNode(stats: Float64Array, pageSize: number): StatusNode {
 
 const scratch = new Float64Array(2 + 4 * 16);
 
+// The zones' names, one list per catalog (which stays the same object until it changes).
+const namesOf = new WeakMap<object, string[]>();
+function zoneNames(status: Status): string[] {
+  const catalog = status.catalog();
+  let names = namesOf.get(catalog);
+  if (!names) namesOf.set(catalog, (names = slabZones(catalog, status.zone.workerSlots).map((z) => z.name)));
+  return names;
+}
+
 export function slabsNode(status: Status): StatusNode {
   return collection(
     'zone',
-    () => slabZones(status.catalog(), status.zone.workerSlots).map((z) => z.name),
+    () => zoneNames(status),
     (name) => name,
     // A zone written at once reads its figures into the array the next one reuses.
     (name, transient) => {

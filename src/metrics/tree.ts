@@ -208,16 +208,24 @@ function compiled<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolea
 }
 
 function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean): Writer<S> {
-  if (field.kind === 'entries')
+  if (field.kind === 'entries') {
+    // An entries field has few distinct keys (status codes): a small map of its own keeps
+    // them in cache, where the shared map of every name ever written would miss.
+    const keys = new Map<string, Uint8Array>();
     return (source, w, ctx) => {
       const list = field.entries(source, ctx);
       w.open();
       for (let i = 0; i < list.length; i++) {
-        w.key(list[i][0], depth + 1, i === 0);
+        const name = list[i][0];
+        let k = keys.get(name);
+        if (!k) keys.set(name, (k = prefix(name, depth + 1, false, pretty)));
+        // The first key is the same bytes without the comma.
+        w.bytes(k, i === 0 ? 1 : 0);
         w.scalar(list[i][1]);
       }
       w.close(depth, list.length === 0);
     };
+  }
   // Every constant the writer needs (value functions, nested writers) is bound once as a
   // variable of the closure. Keys are not data at all: they are stored byte by byte into
   // the writer's buffer through locals `b` and `p`, which go back to the writer around
@@ -230,19 +238,25 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
     args.push(v);
     return name;
   };
-  const store = (bytes: Uint8Array) =>
-    `if (p + ${bytes.length} > b.length) { w.pos = p; w.room(${bytes.length}); b = w.buf; }\n` +
-    Array.from(bytes, (byte, i) => `b[p${i ? ' + ' + i : ''}] = ${byte};`).join(' ') +
-    ` p += ${bytes.length};\n`;
+  // Four bytes per store through a DataView (a pretty key is some twenty bytes), the rest
+  // one by one.
+  const at = (i: number) => (i ? `p + ${i}` : 'p');
+  const store = (bytes: Uint8Array) => {
+    let out = `if (p + ${bytes.length} > b.length) { w.pos = p; w.room(${bytes.length}); b = w.buf; d = w.view; }\n`;
+    let i = 0;
+    for (; i + 4 <= bytes.length; i += 4) out += `d.setUint32(${at(i)}, ${Buffer.from(bytes.subarray(i, i + 4)).readUInt32LE(0)}, true); `;
+    for (; i < bytes.length; i++) out += `b[${at(i)}] = ${bytes[i]}; `;
+    return out + `p += ${bytes.length};\n`;
+  };
   const key = (name: string) =>
     `if (f) {\n${store(prefix(name, depth + 1, true, pretty))}} else {\n${store(prefix(name, depth + 1, false, pretty))}}\n`;
-  const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; p = w.pos;`;
-  let code = `let b = w.buf, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
+  const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; d = w.view; p = w.pos;`;
+  let code = `let b = w.buf, d = w.view, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
   field.fields.forEach((child, i) => {
     if (child.kind === 'leaf') {
       const value = child.time
         ? sync(`if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})`)
-        : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
+        : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; d = w.view; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
       code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) {\n${key(child.name)}${value}\nf = false;\n}\n`;
     } else {
       const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
@@ -298,22 +312,35 @@ export function collection<T, S = unknown>(
     prepare?: () => void;
   },
 ): ObjectNode {
-  const writeMembers = direct
-    ? (w: JsonWriter, depth: number, ctx: RenderContext) => {
-        w.open();
-        let first = true;
-        let index = 0;
-        direct.prepare?.();
-        for (const item of items()) {
-          const source = direct.fill(item, index++);
-          if (direct.fields.present && !direct.fields.present(source)) continue;
-          w.key(nameOf(item), depth + 1, first);
-          writeField(direct.fields, source, w, depth + 1, ctx);
-          first = false;
-        }
-        w.close(depth, first);
+  // Members are written here rather than through visit(): their keys come encoded once
+  // per list (memberKeys), and with `direct` no node is made at all.
+  const writeMembers = (w: JsonWriter, depth: number, ctx: RenderContext) => {
+    w.open();
+    let first = true;
+    let index = 0;
+    direct?.prepare?.();
+    const list = items();
+    const keys = memberKeys(list, nameOf, depth + 1, w.pretty);
+    for (const item of list) {
+      const i = index++;
+      let source: S | undefined;
+      let node: StatusNode | undefined;
+      if (direct) {
+        source = direct.fill(item, i);
+        if (direct.fields.present && !direct.fields.present(source)) continue;
+      } else {
+        node = nodeOf(item, true);
+        if (node instanceof FieldNode && !node.present(ctx)) continue;
       }
-    : undefined;
+      const key = keys?.[i];
+      if (key && !first) w.bytes(key);
+      else w.key(nameOf(item), depth + 1, first);
+      if (node) node.write(w, depth + 1, ctx);
+      else writeField(direct!.fields, source!, w, depth + 1, ctx);
+      first = false;
+    }
+    w.close(depth, first);
+  };
   return new ObjectNode(
     () => Array.from(items(), (item): [string, StatusNode] => [nameOf(item), nodeOf(item, false)]),
     (name) => {
@@ -328,6 +355,20 @@ export function collection<T, S = unknown>(
     },
     writeMembers,
   );
+}
+
+// Members' keys (",\n\t\t\"name\": "), encoded once per list of items: a configuration's
+// list stays the same array until the configuration changes, and ten thousand peer names
+// looked up one by one in the map of every name would each miss the cache.
+const keysByList = new WeakMap<object, Array<Uint8Array[] | undefined>>();
+function memberKeys<T>(list: Iterable<T>, nameOf: (item: T) => string, depth: number, pretty: boolean): Uint8Array[] | undefined {
+  if (!Array.isArray(list)) return undefined;
+  let forList = keysByList.get(list);
+  if (!forList) keysByList.set(list, (forList = []));
+  const slot = depth * 2 + (pretty ? 1 : 0);
+  const keys = forList[slot];
+  if (keys?.length === list.length) return keys;
+  return (forList[slot] = list.map((item: T) => prefix(nameOf(item), depth, false, pretty)));
 }
 
 /** The usual family branch: one flat instance per configured zone (a zone's text is the

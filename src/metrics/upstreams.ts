@@ -43,9 +43,14 @@ function averageOf(s: PeerSource, avg: Average): number {
   return Math.round(s.block.weightedMean(avg.value, avg.samples));
 }
 
+// No average: the other protocol's timings, which take no memory.
+const NO_AVERAGE: Average = { value: -1, samples: -1 };
+
 function peerLayout(protocol: Protocol) {
   const layout = new Layout<PeerSource>();
-  const average = (): Average => ({ value: layout.reserve(1), samples: layout.reserve(1) });
+  // Only the protocol's own timings take words: a peer's block is kept within 2 KiB for
+  // two workers, half a page, so that a render reads half as many pages.
+  const average = (own: Protocol): Average => (own === protocol ? { value: layout.reserve(1), samples: layout.reserve(1) } : NO_AVERAGE);
   const l = {
     current: layout.gauge('current', 'Current connections to the peer.'),
     total: layout.counter('total', protocol === 'http' ? 'Requests forwarded to the peer.' : 'Connections forwarded to the peer.'),
@@ -60,11 +65,11 @@ function peerLayout(protocol: Protocol) {
     probeCount: layout.counter('count', 'Health probes made.'),
     probeFails: layout.counter('fails', 'Failed health probes.'),
     probeLast: layout.reserve(1),
-    headerTime: average(),
-    responseTime: average(),
-    connectTime: average(),
-    firstByteTime: average(),
-    lastByteTime: average(),
+    headerTime: average('http'),
+    responseTime: average('http'),
+    connectTime: average('stream'),
+    firstByteTime: average('stream'),
+    lastByteTime: average('stream'),
   };
   return { layout, l };
 }
