@@ -84,6 +84,6 @@ export function createApi(options: ApiOptions): ApiHandler {
     const w = new JsonWriter(query.get('pretty') !== 'off');
     target.write(w, 0, ctx);
     w.text('\n');
-    return textResponse(200, 'application/json', w.result(), head);
+    return { ...textResponse(200, 'application/json', w.result(), head), release: w.recycle() };
   };
 }

@@ -20,6 +20,10 @@ export interface ApiResponse {
   headers: Record<string, string>;
   /** UTF-8 text or its bytes; empty for HEAD (headers as for GET, Content-Length included). */
   body: string | Uint8Array;
+  /** Called by a transport once the body is written out: its memory may then serve the
+   * next response (a full tree is megabytes, and fresh memory costs a page fault per 4
+   * KiB). Whoever never calls it only forgoes the reuse. */
+  release?: () => void;
 }
 
 /** Where the API is mounted, as an `api` directive in a location says. */

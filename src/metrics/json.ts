@@ -7,6 +7,10 @@
 const OPEN = 0x7b; // {
 const CLOSE = 0x7d; // }
 
+// A buffer a transport gave back (recycle()), for the next large response.
+let spare: Buffer | undefined;
+const KEEP_FROM = 64 * 1024;
+
 // Responses are about as large as the previous one of the same kind: start there rather
 // than doubling and copying up to several megabytes each time.
 const lastSize = [4096, 4096];
@@ -18,8 +22,24 @@ export class JsonWriter {
   view: DataView;
   pos = 0;
   constructor(readonly pretty: boolean) {
-    this.buf = Buffer.allocUnsafe(lastSize[pretty ? 1 : 0] + 1024);
+    const size = lastSize[pretty ? 1 : 0] + 1024;
+    if (spare && spare.length >= size) {
+      this.buf = spare;
+      spare = undefined;
+    } else this.buf = Buffer.allocUnsafe(size);
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+  }
+
+  /** What gives the buffer back for the next writer once its result is no longer used
+   * (ApiResponse.release); only large buffers are kept, the largest one. */
+  recycle(): () => void {
+    const buf = this.buf;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (buf.length >= KEEP_FROM && !(spare && spare.length >= buf.length)) spare = buf;
+    };
   }
 
   /** Makes room for n more bytes (the buffer may be replaced). */

@@ -43,6 +43,8 @@ export interface WireResponse {
   contentLength: number;
   /** Empty for HEAD. */
   body: string | Uint8Array;
+  /** The handler's ApiResponse.release, for once the body is written out. */
+  release?: () => void;
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -78,6 +80,7 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
     headers,
     contentLength: head ? (declaredLength ?? length) : length,
     body: head ? '' : body,
+    release: typeof res.release === 'function' ? res.release : undefined,
   };
 }
 

@@ -113,6 +113,8 @@ function write(res: ServerResponse, wire: WireResponse, onError: (err: unknown) 
     const headers: Record<string, string> = Object.fromEntries(wire.headers);
     headers['Content-Length'] = String(wire.contentLength);
     res.writeHead(wire.status, headers);
+    // The socket holds the body until it is written out: 'finish' says it was.
+    if (wire.release) res.once('finish', wire.release);
     res.end(wire.body);
   } catch (err) {
     onError(err);

@@ -126,6 +126,8 @@ function write(res: UWS.HttpResponse, wire: WireResponse, head: boolean): void {
         res.end(wire.body);
       }
     });
+    // uWS has copied whatever the socket did not take at once.
+    wire.release?.();
   } catch (err) {
     // Only a uWS failure gets here (the response was checked): drop the connection rather
     // than leave it half written.

@@ -39,3 +39,29 @@ t.test('every branch, in the order of the spec', async (t) => {
     'zonal_stream_server_zones_sessions_success_total', 'zonal_stream_limit_conns_rejected_total', 'zonal_resolvers_responses_timedout_total'])
     t.match(text, new RegExp(`# TYPE ${name} counter\\n${name}\\{zone="[a-z_]+"\\} 0\\n`), name);
 });
+
+// A large response's memory serves the next one once the transport released it, and
+// only then; released or not, every render is whole and the same.
+t.test('a released JSON body is reused by the next render, an unreleased one is not', async (t) => {
+  const upstreams = Array.from({ length: 100 }, (_, u) => ({
+    name: `u${u}`,
+    peers: Array.from({ length: 10 }, (_, p) => ({ server: `127.0.0.${p + 1}:${8000 + u}` })),
+  }));
+  const status = Status.create({ http: { upstreams } }, { workers: 1, instance: uniqueName('reuse') });
+  t.teardown(() => status.remove());
+  const { call } = apiOf(status);
+  const first = call('/status/');
+  const firstText = Buffer.from(first.body as Uint8Array).toString();
+  t.ok(first.body.length > 64 * 1024, `the tree is large (${first.body.length} bytes)`);
+  const kept = call('/status/');
+  t.not((kept.body as Uint8Array).buffer, (first.body as Uint8Array).buffer, 'nothing released: fresh memory');
+  t.equal(Buffer.from(first.body as Uint8Array).toString(), firstText, 'the first body is intact');
+  first.release!();
+  first.release!(); // a second call changes nothing
+  const reused = call('/status/');
+  t.equal((reused.body as Uint8Array).buffer, (first.body as Uint8Array).buffer, 'released: the same memory');
+  const again = call('/status/');
+  t.not((again.body as Uint8Array).buffer, (reused.body as Uint8Array).buffer, 'a buffer in use is not handed out twice');
+  t.same(JSON.parse(Buffer.from(reused.body as Uint8Array).toString()), JSON.parse(firstText), 'the reused render is whole');
+  t.same(JSON.parse(Buffer.from(kept.body as Uint8Array).toString()), JSON.parse(firstText));
+});

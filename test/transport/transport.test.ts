@@ -260,6 +260,55 @@ for (const kind of transports) {
   });
 }
 
+// A handler whose large bodies come from one reusable buffer, as the JSON writer's do: a
+// transport that released a body before writing it out would let the next request's
+// render overwrite it, and the slow client would read the other request's bytes.
+t.test('release: a body is handed back only once written, on both transports', async (t) => {
+  const SIZE = 8 * 1024 * 1024; // far more than the socket buffers take at once
+  for (const kind of transports) {
+    let spare: Buffer | undefined;
+    let made = 0;
+    let released = 0;
+    const handler: ApiHandler = () => {
+      const buf = spare ?? Buffer.allocUnsafe(SIZE);
+      spare = undefined;
+      const mark = 0x41 + (made++ % 26);
+      buf.fill(mark);
+      return {
+        status: 200,
+        headers: { 'Content-Type': 'text/plain' },
+        body: buf,
+        release: () => {
+          released++;
+          spare = buf;
+        },
+      };
+    };
+    const server = await startTransport(kind, handler);
+    try {
+      // Request A, left unread: most of its body waits in the server.
+      const slow = await RawClient.connect(server.port);
+      slow.socket.pause();
+      await slow.send('GET /status/a HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      await new Promise((r) => setTimeout(r, 100));
+      // Requests B and C, read at once: C renders into B's buffer if B released it.
+      for (const path of ['/status/b', '/status/c']) {
+        const body = Buffer.from(await (await fetch(`${server.url}${path}`)).arrayBuffer());
+        t.equal(body.length, SIZE, `${kind}: ${path} is whole`);
+      }
+      slow.socket.resume();
+      const a = await slow.read();
+      t.equal(a.status, 200, `${kind}: the slow request is answered`);
+      t.equal(a.body.length, SIZE, `${kind}: the slow body is whole`);
+      t.ok(a.body.equals(Buffer.alloc(SIZE, 0x41)), `${kind}: the slow body holds its own render's bytes only`);
+      slow.destroy();
+      t.ok(released >= 2, `${kind}: written bodies were released (${released})`);
+    } finally {
+      await server.close();
+    }
+  }
+});
+
 t.test('node:http: a path the API does not take falls through to next', async (t) => {
   const seen: ApiRequest[] = [];
   const listener = apiListener(testApi(seen));
