@@ -39,7 +39,7 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
   if (ssl) fields.push(group('ssl', Object.values(ssl), (s) => s.ssl));
   fields.push(
     group('requests', processing ? [total, processing, discarded] : [total, discarded]),
-    entries('responses', 'code', 'counter', 'Responses by status code.', (s) => responseEntries(s.sums, responses, s.claims)),
+    entries('responses', 'code', 'counter', 'Responses by status code.', (s, _ctx, emit) => responseEntries(s.sums, responses, s.claims, emit)),
     group('data', [received, sent]),
   );
   const declared: Group<HttpZoneSource> = group('', fields);

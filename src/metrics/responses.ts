@@ -36,32 +36,32 @@ export function responseIndex(code: number, claims: AtomicCells): number {
   return XXX;
 }
 
-// One list and its pairs, refilled by each call: a render lists ten thousand objects'
-// responses, and readers of entries take them before the next call (shape.ts).
-const listed: Array<[string, number]> = [];
-const pairs: Array<[string, number]> = [];
-function put(n: number, code: string, count: number): void {
-  const pair = (pairs[n] ??= ['', 0]);
-  pair[0] = code;
-  pair[1] = count;
-  listed.push(pair);
-}
+// Claimed counters of one object, to merge into the common ones' order (rarely any).
+const claimedCodes: number[] = [];
+const claimedCounts: number[] = [];
 
-/** Non-zero counts as [code, count], codes ascending, `xxx` last. */
-export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells): Array<[string, number]> {
-  listed.length = 0;
-  for (let i = 0; i < COMMON.length; i++) if (sums[first + i] > 0) put(listed.length, COMMON_NAMES[i], sums[first + i]);
-  let claimed = false;
+/** Calls `emit` for each non-zero count, codes ascending, `xxx` last. */
+export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells, emit: (code: string, count: number) => void): void {
   // A claimed counter is counted only after its code was claimed: the claims (shared
   // memory of their own, a cache miss away) need reading only for counters above 0.
+  claimedCodes.length = 0;
+  claimedCounts.length = 0;
   for (let c = 0; c < CLAIMED; c++) {
-    if (sums[first + COMMON.length + c] > 0) {
-      put(listed.length, String(claims.load(c)), sums[first + COMMON.length + c]);
-      claimed = true;
+    const count = sums[first + COMMON.length + c];
+    if (count > 0) {
+      const code = claims.load(c);
+      let at = claimedCodes.length;
+      while (at > 0 && claimedCodes[at - 1] > code) at--;
+      claimedCodes.splice(at, 0, code);
+      claimedCounts.splice(at, 0, count);
     }
   }
-  // Claimed codes can fall between common ones: keep the order a reader expects.
-  if (claimed) listed.sort((a, b) => Number(a[0]) - Number(b[0]));
-  if (sums[first + XXX] > 0) put(listed.length, 'xxx', sums[first + XXX]);
-  return listed;
+  // Claimed codes fall between common ones: keep the order a reader expects.
+  let next = 0;
+  for (let i = 0; i < COMMON.length; i++) {
+    while (next < claimedCodes.length && claimedCodes[next] < COMMON[i]) emit(String(claimedCodes[next]), claimedCounts[next++]);
+    if (sums[first + i] > 0) emit(COMMON_NAMES[i], sums[first + i]);
+  }
+  while (next < claimedCodes.length) emit(String(claimedCodes[next]), claimedCounts[next++]);
+  if (sums[first + XXX] > 0) emit('xxx', sums[first + XXX]);
 }

@@ -2,7 +2,7 @@
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
 import { closing, JsonWriter, prefix } from './json.js';
-import { renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import { entryList, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -114,7 +114,7 @@ export class FieldNode<S> implements StatusNode {
     const f = this.field;
     if (f.kind === 'leaf') return NO_MEMBERS;
     if (f.kind === 'entries')
-      return f.entries(this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
+      return entryList(f, this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
     const out: Array<[string, StatusNode]> = [];
     for (const child of f.fields) {
       const node = new FieldNode(child, this.source);
@@ -212,18 +212,22 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
     // An entries field has few distinct keys (status codes): a small map of its own keeps
     // them in cache, where the shared map of every name ever written would miss.
     const keys = new Map<string, Uint8Array>();
+    // One emit function for every call: the writer and the count are its state.
+    let out: JsonWriter;
+    let n = 0;
+    const emit = (name: string, value: number) => {
+      let k = keys.get(name);
+      if (!k) keys.set(name, (k = prefix(name, depth + 1, false, pretty)));
+      // The first key is the same bytes without the comma.
+      out.bytes(k, n++ === 0 ? 1 : 0);
+      out.scalar(value);
+    };
     return (source, w, ctx) => {
-      const list = field.entries(source, ctx);
+      out = w;
+      n = 0;
       w.open();
-      for (let i = 0; i < list.length; i++) {
-        const name = list[i][0];
-        let k = keys.get(name);
-        if (!k) keys.set(name, (k = prefix(name, depth + 1, false, pretty)));
-        // The first key is the same bytes without the comma.
-        w.bytes(k, i === 0 ? 1 : 0);
-        w.scalar(list[i][1]);
-      }
-      w.close(depth, list.length === 0);
+      field.entries(source, ctx, emit);
+      w.close(depth, n === 0);
     };
   }
   // Every constant the writer needs (value functions, nested writers) is bound once as a
@@ -253,7 +257,10 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
   const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; d = w.view; p = w.pos;`;
   let code = `let b = w.buf, d = w.view, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
   field.fields.forEach((child, i) => {
-    if (child.kind === 'leaf') {
+    if (child.kind === 'leaf' && child.encoded) {
+      code += `const e${i} = ${arg(child.encoded)}(s);\nconst v${i} = e${i} === undefined ? ${arg(child.value)}(s, c) : undefined;\n`;
+      code += `if (e${i} !== undefined || v${i} !== undefined) {\n${key(child.name)}${sync(`if (e${i} !== undefined) w.bytes(e${i}); else w.scalar(v${i})`)}\nf = false;\n}\n`;
+    } else if (child.kind === 'leaf') {
       const value = child.time
         ? sync(`if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})`)
         : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; d = w.view; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
@@ -280,7 +287,7 @@ export function fieldJson<S>(field: Field<S>, source: S, ctx: RenderContext): Js
     }
     case 'entries': {
       const out: { [key: string]: Json } = {};
-      for (const [key, value] of field.entries(source, ctx)) out[key] = value;
+      field.entries(source, ctx, (key, value) => (out[key] = value));
       return out;
     }
     case 'group': {

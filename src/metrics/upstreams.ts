@@ -31,6 +31,8 @@ interface PeerSource extends Counted {
   readonly claims?: AtomicCells;
   /** The shared state cell, read once for the whole peer. */
   readonly state: number;
+  /** `server` as JSON, kept with the upstream's storage (see cachedStorage). */
+  readonly serverJson?: Uint8Array;
 }
 
 /** A moving average: its per-worker value and its per-worker sample count. */
@@ -109,7 +111,7 @@ function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: numb
   );
 
   const fields: Array<Field<PeerSource>> = [
-    leaf('server', 'The server parameter as configured.', (s) => s.peer.server),
+    { ...leaf<PeerSource>('server', 'The server parameter as configured.', (s) => s.peer.server), encoded: (s) => s.serverJson },
     leaf('service', 'Service name of the server directive.', (s) => s.peer.service),
     leaf('slow_start', 'Configured slow start, in seconds.', (s) => s.peer.slowStart ?? 0),
     leaf('backup', 'Whether the peer is a backup server.', (s) => !!s.peer.backup, 'gauge'),
@@ -123,7 +125,7 @@ function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: numb
   ];
   if (protocol === 'http')
     fields.push(
-      entries('responses', 'code', 'counter', 'Responses from the peer by status code.', (s) => responseEntries(s.sums, l.responses, s.claims!)),
+      entries('responses', 'code', 'counter', 'Responses from the peer by status code.', (s, _ctx, emit) => responseEntries(s.sums, l.responses, s.claims!, emit)),
     );
   fields.push(group('data', [l.received, l.sent]), group('health', health));
   if (protocol === 'http') fields.push(leaf('sid', 'Configured id of the server in its upstream.', (s) => s.peer.sid));
@@ -319,6 +321,8 @@ function sumsFor(peers: number, length: number): Float64Array[] {
 interface UpstreamStorage {
   readonly peers: PeerStorage[];
   readonly block: GaugeBlock;
+  /** Each peer's `server` encoded as JSON once. */
+  readonly servers: Uint8Array[];
 }
 const storageOf = new WeakMap<UpstreamConfig, UpstreamStorage>();
 function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig): UpstreamStorage {
@@ -327,6 +331,7 @@ function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig): U
     s = {
       peers: u.peers.map((p) => peerStorage(status, protocol, u, peerName(p))),
       block: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size),
+      servers: u.peers.map((p) => Buffer.from(JSON.stringify(p.server))),
     };
     storageOf.set(u, s);
   }
@@ -378,6 +383,7 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
         source.cells = s.cells;
         source.claims = s.claims;
         source.state = peerStates[index];
+        source.serverJson = storage.servers[index];
         return source;
       },
     },

@@ -3,6 +3,7 @@
 import t from 'tap';
 import { Status } from '../../src/metrics/status.js';
 import { uniqueName } from '../helpers.js';
+import { serverZones } from '../../src/metrics/http-zones.js';
 import { apiOf } from './api.js';
 
 t.test('every branch, in the order of the spec', async (t) => {
@@ -64,4 +65,24 @@ t.test('a released JSON body is reused by the next render, an unreleased one is 
   t.not((again.body as Uint8Array).buffer, (reused.body as Uint8Array).buffer, 'a buffer in use is not handed out twice');
   t.same(JSON.parse(Buffer.from(reused.body as Uint8Array).toString()), JSON.parse(firstText), 'the reused render is whole');
   t.same(JSON.parse(Buffer.from(kept.body as Uint8Array).toString()), JSON.parse(firstText));
+});
+
+// Uncommon codes take claimed counters; the JSON lists every code in ascending order
+// whichever kind of counter holds it, `xxx` last; the 17th uncommon code goes to `xxx`.
+t.test('responses: claimed codes merge into the common ones in order, overflow in xxx', async (t) => {
+  const status = Status.create({ http: { serverZones: [{ name: 'site' }, { name: 'many' }] } }, { workers: 1, writer: true, instance: uniqueName('codes') });
+  t.teardown(() => status.remove());
+  const site = serverZones.recorder(status, 'site');
+  for (const code of [599, 250, 200, 418, 102, 700, 404, 250]) site.responseSent(code, 1, 1);
+  const api = apiOf(status);
+  const responses = api.get('/status/http/server_zones/site/responses').body;
+  t.same(Object.entries(responses), [['102', 1], ['200', 1], ['250', 2], ['404', 1], ['418', 1], ['599', 1], ['xxx', 1]]);
+  t.match(api.text('/status/http/server_zones/site/'), /responses_250 2\nresponses_404 1\n/, 'the text format in the same order');
+
+  const many = serverZones.recorder(status, 'many');
+  const uncommon = Array.from({ length: 17 }, (_, i) => 521 + i); // 521-537: none is common
+  for (const code of [...uncommon].reverse()) many.responseSent(code, 1, 1); // 521 comes last
+  const counts = api.get('/status/http/server_zones/many/responses').body;
+  t.same(Object.keys(counts), [...uncommon.slice(1).map(String).sort(), 'xxx'], 'sixteen claimed codes, ascending, then xxx');
+  t.equal(counts.xxx, 1, 'the first code recorded after all sixteen were claimed is counted in xxx');
 });

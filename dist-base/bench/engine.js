@@ -1,0 +1,394 @@
+// npm run bench -- engine: what one "full request record" costs with zonal's counters,
+// next to a plain Float64Array (the floor), Atomics (the obvious shared-memory way) and
+// prom-client (what a Node server typically uses), and how the record rate scales from
+// one worker process to two writing the same zone.
+//
+// A full request record is 12 counter updates: for the server zone and the location
+// zone each, requests +1, responses[code] +1, received +bytes, sent +bytes; for the
+// upstream peer, selected +1, responses[code] +1, received +bytes, sent +bytes.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import client from 'prom-client';
+import { Zone, WORKER_SLOT_ENV } from '../src/engine/index.js';
+import { fail, finish, fmt, median, medianNs, nowNs, table } from './report.js';
+// ---- The record, shared by every implementation -------------------------------------
+// Six codes, so that consecutive records hit different counters.
+const CODES = [200, 204, 301, 304, 404, 502];
+// Block layout: requests (or selected) first, one counter per code, then the bytes.
+const TOTAL = 0;
+const FIRST_CODE = 1;
+const RECEIVED = FIRST_CODE + CODES.length;
+const SENT = RECEIVED + 1;
+const K = SENT + 1;
+// code → counter index, as a server would map a status it has just sent.
+const CODE_INDEX = new Int32Array(600);
+CODES.forEach((code, i) => (CODE_INDEX[code] = FIRST_CODE + i));
+const CODE_OF = Int32Array.from(CODES);
+// Status and sizes derived from the loop index, so V8 cannot fold any of them into a
+// constant. These are tiny and V8 inlines them into each loop alike.
+function indexOfCode(i) {
+    return CODE_INDEX[CODE_OF[i % CODES.length]];
+}
+function receivedBytes(i) {
+    return Math.imul(i, 40503) & 0xffff;
+}
+function sentBytes(i) {
+    return Math.imul(i ^ 0x5bd1, 31337) & 0xffff;
+}
+/** What a loop of n records must have added to each block, counter by counter. */
+const expectedCache = new Map();
+function expectedFor(n) {
+    let sums = expectedCache.get(n);
+    if (sums)
+        return sums;
+    sums = new Float64Array(K);
+    for (let i = 0; i < n; i++) {
+        sums[TOTAL] += 1;
+        sums[indexOfCode(i)] += 1;
+        sums[RECEIVED] += receivedBytes(i);
+        sums[SENT] += sentBytes(i);
+    }
+    expectedCache.set(n, sums);
+    return sums;
+}
+/** Expected sums after `runs` loops of n records each. */
+function expectedAfter(n, runs) {
+    return expectedFor(n).map((x) => x * runs);
+}
+/** Exits 1 unless every counter of every block holds what the loops added. `wrap`
+ * maps an expected sum to what a counter of limited width can hold. */
+function verify(impl, actual, expected, wrap = (x) => x) {
+    for (const part of ['server', 'location', 'upstream'])
+        for (let i = 0; i < K; i++)
+            if (actual[part][i] !== wrap(expected[i]))
+                fail(`${impl}: ${part} counter ${i} is ${actual[part][i]}, the loop added ${wrap(expected[i])}`);
+}
+// ---- The implementations: one loop each, identical in shape -------------------------
+// Each loop is its own function so that V8 optimises (and, if it must, deoptimises)
+// each one on its own type feedback.
+function recordZonal(b, n) {
+    const { server, location, upstream } = b;
+    for (let i = 0; i < n; i++) {
+        const code = indexOfCode(i);
+        const rx = receivedBytes(i);
+        const tx = sentBytes(i);
+        server.add(TOTAL);
+        server.add(code);
+        server.add(RECEIVED, rx);
+        server.add(SENT, tx);
+        location.add(TOTAL);
+        location.add(code);
+        location.add(RECEIVED, rx);
+        location.add(SENT, tx);
+        upstream.add(TOTAL);
+        upstream.add(code);
+        upstream.add(RECEIVED, rx);
+        upstream.add(SENT, tx);
+    }
+}
+function recordPlain(b, n) {
+    const { server, location, upstream } = b;
+    for (let i = 0; i < n; i++) {
+        const code = indexOfCode(i);
+        const rx = receivedBytes(i);
+        const tx = sentBytes(i);
+        server[TOTAL] += 1;
+        server[code] += 1;
+        server[RECEIVED] += rx;
+        server[SENT] += tx;
+        location[TOTAL] += 1;
+        location[code] += 1;
+        location[RECEIVED] += rx;
+        location[SENT] += tx;
+        upstream[TOTAL] += 1;
+        upstream[code] += 1;
+        upstream[RECEIVED] += rx;
+        upstream[SENT] += tx;
+    }
+}
+// Int32Array, the cheapest width Atomics.add takes: a BigInt64Array would add a BigInt
+// allocation per byte count and measure BigInt rather than atomics. The byte sums wrap
+// at 2^32, which the verification allows for.
+function recordAtomics(b, n) {
+    const { server, location, upstream } = b;
+    for (let i = 0; i < n; i++) {
+        const code = indexOfCode(i);
+        const rx = receivedBytes(i);
+        const tx = sentBytes(i);
+        Atomics.add(server, TOTAL, 1);
+        Atomics.add(server, code, 1);
+        Atomics.add(server, RECEIVED, rx);
+        Atomics.add(server, SENT, tx);
+        Atomics.add(location, TOTAL, 1);
+        Atomics.add(location, code, 1);
+        Atomics.add(location, RECEIVED, rx);
+        Atomics.add(location, SENT, tx);
+        Atomics.add(upstream, TOTAL, 1);
+        Atomics.add(upstream, code, 1);
+        Atomics.add(upstream, RECEIVED, rx);
+        Atomics.add(upstream, SENT, tx);
+    }
+}
+function recordPromClient(b, n) {
+    const { server, location, upstream } = b;
+    for (let i = 0; i < n; i++) {
+        const code = indexOfCode(i);
+        const rx = receivedBytes(i);
+        const tx = sentBytes(i);
+        server.requests.inc();
+        server.responses[code - FIRST_CODE].inc();
+        server.received.inc(rx);
+        server.sent.inc(tx);
+        location.requests.inc();
+        location.responses[code - FIRST_CODE].inc();
+        location.received.inc(rx);
+        location.sent.inc(tx);
+        upstream.requests.inc();
+        upstream.responses[code - FIRST_CODE].inc();
+        upstream.received.inc(rx);
+        upstream.sent.inc(tx);
+    }
+}
+// ---- Setting each one up, and reading its totals back -------------------------------
+function zonalBlocks(zone) {
+    return {
+        server: zone.counters('server:site', K),
+        location: zone.counters('location:site/api', K),
+        upstream: zone.counters('upstream:backend/10.0.0.1:8080', K),
+    };
+}
+function zonalTotals(b) {
+    return { server: b.server.values(), location: b.location.values(), upstream: b.upstream.values() };
+}
+function plainBlocks() {
+    return { server: new Float64Array(K), location: new Float64Array(K), upstream: new Float64Array(K) };
+}
+function atomicBlocks() {
+    const shared = () => new Int32Array(new SharedArrayBuffer(K * 4));
+    return { server: shared(), location: shared(), upstream: shared() };
+}
+const ZONE_LABELS = ['zone'];
+const PEER_LABELS = ['upstream', 'peer'];
+/** Counters named and labelled as a Prometheus exporter of the same figures would. */
+function promClientBlocks(registry) {
+    const counter = (name, labelNames) => new client.Counter({ name, help: name, labelNames, registers: [registry] });
+    const zone = {
+        requests: counter('zonal_zone_requests_total', ZONE_LABELS),
+        responses: counter('zonal_zone_responses_total', [...ZONE_LABELS, 'code']),
+        received: counter('zonal_zone_received_bytes_total', ZONE_LABELS),
+        sent: counter('zonal_zone_sent_bytes_total', ZONE_LABELS),
+    };
+    const peer = {
+        requests: counter('zonal_upstream_selected_total', PEER_LABELS),
+        responses: counter('zonal_upstream_responses_total', [...PEER_LABELS, 'code']),
+        received: counter('zonal_upstream_received_bytes_total', PEER_LABELS),
+        sent: counter('zonal_upstream_sent_bytes_total', PEER_LABELS),
+    };
+    const bind = (metrics, labels) => ({
+        requests: metrics.requests.labels(labels),
+        responses: CODES.map((code) => metrics.responses.labels({ ...labels, code: String(code) })),
+        received: metrics.received.labels(labels),
+        sent: metrics.sent.labels(labels),
+    });
+    return {
+        server: bind(zone, { zone: 'site' }),
+        location: bind(zone, { zone: 'site/api' }),
+        upstream: bind(peer, { upstream: 'backend', peer: '10.0.0.1:8080' }),
+    };
+}
+/** The registry's own view of the counters, the way a scrape would read them. */
+async function promClientTotals(registry) {
+    const metrics = await registry.getMetricsAsJSON();
+    const read = (prefix, match) => {
+        const sums = new Float64Array(K);
+        const value = (suffix, extra = {}) => {
+            const metric = metrics.find((m) => m.name === `${prefix}_${suffix}`);
+            const want = { ...match, ...extra };
+            const found = metric?.values.find((v) => Object.entries(want).every(([k, x]) => v.labels[k] === x));
+            return found?.value ?? Number.NaN;
+        };
+        sums[TOTAL] = value(prefix === 'zonal_zone' ? 'requests_total' : 'selected_total');
+        CODES.forEach((code, i) => (sums[FIRST_CODE + i] = value('responses_total', { code: String(code) })));
+        sums[RECEIVED] = value('received_bytes_total');
+        sums[SENT] = value('sent_bytes_total');
+        return sums;
+    };
+    return {
+        server: read('zonal_zone', { zone: 'site' }),
+        location: read('zonal_zone', { zone: 'site/api' }),
+        upstream: read('zonal_upstream', { upstream: 'backend', peer: '10.0.0.1:8080' }),
+    };
+}
+// ---- Single-process cost per record -------------------------------------------------
+const ROUNDS = 7;
+const WARMUP = 2;
+// Every loop run, warm-up or timed, adds to the counters that are verified afterwards.
+const RUNS = ROUNDS + WARMUP;
+// Records per timed round: enough for tens of milliseconds or more per round, few enough
+// that the slow implementations do not take the whole time budget.
+const RECORDS = { zonal: 10_000_000, plain: 10_000_000, atomics: 2_000_000, promclient: 200_000 };
+/** Median ns per record of `loop` over the timed rounds. */
+function nsPerRecord(n, loop) {
+    return medianNs(() => loop(n), ROUNDS, WARMUP) / n;
+}
+function measureZonal(zone) {
+    const blocks = zonalBlocks(zone);
+    const ns = nsPerRecord(RECORDS.zonal, (n) => recordZonal(blocks, n));
+    verify('zonal', zonalTotals(blocks), expectedAfter(RECORDS.zonal, RUNS));
+    return ns;
+}
+function measurePlain() {
+    const blocks = plainBlocks();
+    const ns = nsPerRecord(RECORDS.plain, (n) => recordPlain(blocks, n));
+    verify('plain', blocks, expectedAfter(RECORDS.plain, RUNS));
+    return ns;
+}
+function measureAtomics() {
+    const blocks = atomicBlocks();
+    const ns = nsPerRecord(RECORDS.atomics, (n) => recordAtomics(blocks, n));
+    verify('atomics', blocks, expectedAfter(RECORDS.atomics, RUNS), (x) => x | 0);
+    return ns;
+}
+async function measurePromClient() {
+    const registry = new client.Registry();
+    const blocks = promClientBlocks(registry);
+    const ns = nsPerRecord(RECORDS.promclient, (n) => recordPromClient(blocks, n));
+    verify('prom-client', await promClientTotals(registry), expectedAfter(RECORDS.promclient, RUNS));
+    return ns;
+}
+// ---- Scaling across worker processes ------------------------------------------------
+// Records per worker per round: a few hundred milliseconds, long enough that the fraction
+// of a millisecond between the two workers' starts does not matter.
+const WORKER_RECORDS = 30_000_000;
+const WORKER_WARMUP = 5_000_000;
+const SCALING_ROUNDS = 5;
+/** The child side: attach, warm up on its own shard, then run a loop per 'go'. */
+function worker() {
+    const blocks = zonalBlocks(Zone.attach('bench-engine-scale'));
+    const send = (m) => process.send(m);
+    recordZonal(blocks, WORKER_WARMUP);
+    process.on('message', (m) => {
+        if (m.type === 'exit')
+            return process.disconnect();
+        const start = nowNs();
+        recordZonal(blocks, m.n);
+        send({ type: 'done', records: m.n, ns: nowNs() - start });
+    });
+    // Without the parent there is nobody to report to.
+    process.on('disconnect', () => process.exit(0));
+    send({ type: 'ready', records: WORKER_WARMUP });
+}
+function nextMessage(child) {
+    return new Promise((resolve, reject) => {
+        const onExit = (code) => reject(new Error(`worker ${child.pid} exited with ${code} before answering`));
+        child.once('exit', onExit);
+        child.once('message', (m) => {
+            child.off('exit', onExit);
+            resolve(m);
+        });
+    });
+}
+/** Starts the workers at once (each already warm and waiting) and returns the records
+ * per second they achieved together: all records over the longest elapsed time. */
+async function runTogether(children, n, reported) {
+    const answers = children.map(nextMessage);
+    for (const child of children)
+        child.send({ type: 'go', n });
+    const done = await Promise.all(answers);
+    let records = 0;
+    let ns = 0;
+    done.forEach((m, i) => {
+        if (m.type !== 'done')
+            fail(`worker ${i} answered ${m.type} to go`);
+        reported.push(m.records);
+        records += m.records;
+        ns = Math.max(ns, m.ns);
+    });
+    return (records / ns) * 1e9;
+}
+async function measureScaling() {
+    // A zone of its own: the parent's zone has a shard claimed by the parent already.
+    const zone = Zone.create('bench-engine-scale', { size: 1 << 20, workers: 2, writer: false });
+    const blocks = zonalBlocks(zone);
+    const script = fileURLToPath(import.meta.url);
+    const children = [0, 1].map((slot) => fork(script, ['worker'], { env: { ...process.env, [WORKER_SLOT_ENV]: String(slot) } }));
+    const reported = [];
+    for (const m of await Promise.all(children.map(nextMessage))) {
+        if (m.type !== 'ready')
+            fail(`worker answered ${m.type} instead of ready`);
+        reported.push(m.records);
+    }
+    const one = [];
+    const two = [];
+    for (let round = 0; round < SCALING_ROUNDS; round++) {
+        // Alternating which goes first spreads slow spells of the machine over both.
+        if (round % 2 === 0) {
+            one.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, reported));
+            two.push(await runTogether(children, WORKER_RECORDS, reported));
+        }
+        else {
+            two.push(await runTogether(children, WORKER_RECORDS, reported));
+            one.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, reported));
+        }
+    }
+    await Promise.all(children.map(stop));
+    const records = reported.reduce((a, b) => a + b, 0);
+    const totals = zonalTotals(blocks);
+    if (totals.server[TOTAL] !== records)
+        fail(`scaling: the zone counted ${totals.server[TOTAL]} requests, the workers reported ${records}`);
+    // Each worker warmed up once; each round ran one worker, then both.
+    const timed = expectedAfter(WORKER_RECORDS, 3 * SCALING_ROUNDS);
+    const expected = expectedAfter(WORKER_WARMUP, children.length).map((x, i) => x + timed[i]);
+    verify('zonal across workers', totals, expected);
+    zone.remove();
+    return { one: median(one), two: median(two) };
+}
+function stop(child) {
+    return new Promise((resolve) => {
+        if (child.exitCode !== null)
+            return resolve();
+        child.once('exit', () => resolve());
+        child.send({ type: 'exit' });
+    });
+}
+// ---- Report ---------------------------------------------------------------------------
+async function main() {
+    const zone = Zone.create('bench-engine', { size: 1 << 20, workers: 2 });
+    const plain = measurePlain();
+    const zonal = measureZonal(zone);
+    const atomics = measureAtomics();
+    const promclient = await measurePromClient();
+    const scaling = await measureScaling();
+    const ratio = scaling.two / scaling.one;
+    table(`Cost of one full request record (12 counter updates), median of ${ROUNDS} rounds`, ['implementation', 'ns/record', 'x plain', 'records/round'], [
+        ['plain Float64Array', plain, plain / plain, RECORDS.plain],
+        ['zonal CounterBlock', zonal, zonal / plain, RECORDS.zonal],
+        ['Atomics.add Int32Array', atomics, atomics / plain, RECORDS.atomics],
+        ['prom-client 15', promclient, promclient / plain, RECORDS.promclient],
+    ]);
+    table(`zonal record rate across worker processes, median of ${SCALING_ROUNDS} rounds`, ['workers', 'records/s', 'x 1 worker'], [
+        [1, Math.round(scaling.one), 1],
+        [2, Math.round(scaling.two), ratio],
+    ]);
+    const met = (ok) => (ok ? 'met' : 'MISSED');
+    table('Targets (shown, not asserted)', ['target', 'measured', 'status'], [
+        ['record_ns_zonal <= 2 x record_ns_plain', `${fmt(zonal / plain)} x`, met(zonal <= 2 * plain)],
+        ['record_ns_promclient / record_ns_zonal >= 20', `${fmt(promclient / zonal)} x`, met(promclient / zonal >= 20)],
+        ['scaling_2_workers >= 1.8', `${fmt(ratio)} x`, met(ratio >= 1.8)],
+    ]);
+    zone.remove();
+    finish('engine', {
+        record_ns_zonal: zonal,
+        record_ns_plain: plain,
+        record_ns_atomics: atomics,
+        record_ns_promclient: promclient,
+        scaling_2_workers: ratio,
+        records_per_s_1_worker: scaling.one,
+        records_per_s_2_workers: scaling.two,
+    });
+}
+if (process.argv[2] === 'worker')
+    worker();
+else
+    await main();
+//# sourceMappingURL=engine.js.map

@@ -1,0 +1,68 @@
+// Shared by every benchmark: timing, readable tables for people, and one JSON line for
+// machines. The JSON object is always the last line of output so that a script can take
+// `tail -n 1` without parsing the tables.
+/** Wall-clock nanoseconds as a Number: exact for about 104 days, plenty for a run. */
+export function nowNs() {
+    return Number(process.hrtime.bigint());
+}
+/** Nanoseconds one call of `run` takes. */
+export function timeNs(run) {
+    const start = process.hrtime.bigint();
+    run();
+    return Number(process.hrtime.bigint() - start);
+}
+export function median(values) {
+    if (values.length === 0)
+        throw new RangeError('median of no values');
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+/** Median nanoseconds of `rounds` timed calls of `run`, after `warmup` untimed ones that
+ * give V8 the chance to optimise it. The median, not the mean: on a shared machine one
+ * round that loses its core to another process says nothing about the code. */
+export function medianNs(run, rounds, warmup = 2) {
+    for (let i = 0; i < warmup; i++)
+        run();
+    const times = [];
+    for (let i = 0; i < rounds; i++)
+        times.push(timeNs(run));
+    return median(times);
+}
+/** Rounds to 2 decimals, which is all the precision a noisy benchmark has. */
+export function round2(x) {
+    return Math.round(x * 100) / 100;
+}
+/** Formats a number for a table: thousands separated; whole numbers without decimals,
+ * others with exactly `digits`, so that a column's decimal points line up. */
+export function fmt(x, digits = 2) {
+    const decimals = Number.isInteger(x) ? 0 : digits;
+    return x.toLocaleString('en-US', { maximumFractionDigits: decimals, minimumFractionDigits: decimals });
+}
+/** Prints a titled table with aligned columns: numbers right-aligned, text left. */
+export function table(title, columns, rows) {
+    const text = rows.map((row) => row.map((c) => (typeof c === 'number' ? fmt(c) : c)));
+    const widths = columns.map((c, i) => Math.max(c.length, ...text.map((row) => (row[i] ?? '').length)));
+    const numeric = columns.map((_, i) => rows.length > 0 && rows.every((row) => typeof row[i] === 'number'));
+    const line = (cells) => cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+    console.log(`\n${title}`);
+    console.log(line(columns));
+    console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+    for (const row of text)
+        console.log(line(row));
+}
+/** Prints the machine-readable result as the last line of output. Numbers are rounded
+ * to 2 decimals; call this once, after everything else has been printed. */
+export function finish(name, results) {
+    const rounded = {};
+    for (const [key, value] of Object.entries(results))
+        rounded[key] = round2(value);
+    console.log(JSON.stringify({ bench: name, results: rounded }));
+}
+/** Prints the message to stderr and ends the run as a failure: for a benchmark whose
+ * measured code turned out to be wrong, whose figures would then be meaningless. */
+export function fail(message) {
+    console.error(`FAILED: ${message}`);
+    process.exit(1);
+}
+//# sourceMappingURL=report.js.map

@@ -1,0 +1,35 @@
+export interface ApiRequest {
+    /** Upper-case HTTP method. */
+    readonly method: string;
+    /** The request URI's path, as received (still percent-encoded), without the query. */
+    readonly path: string;
+    /** The raw query string, without '?'. */
+    readonly query: string;
+    /** The request body, for methods that have one (PUT, PATCH of /config). */
+    readonly body?: Buffer;
+    /** The local address that accepted the connection (`/status/server/address`). */
+    readonly address: string;
+    /** The Host header, for `$host` in `api` paths. */
+    readonly host?: string;
+}
+export interface ApiResponse {
+    status: number;
+    headers: Record<string, string>;
+    /** UTF-8 text or its bytes; empty for HEAD (headers as for GET, Content-Length included). */
+    body: string | Uint8Array;
+    /** Called by a transport once the body is written out: its memory may then serve the
+     * next response (a full tree is megabytes, and fresh memory costs a page fault per 4
+     * KiB). Whoever never calls it only forgoes the reuse. */
+    release?: () => void;
+}
+/** Where the API is mounted, as an `api` directive in a location says. */
+export interface ApiMount {
+    /** The location: a prefix (`/stats/`), an exact match (`= /status`) or a regex. */
+    readonly location: string | RegExp;
+    /** `exact` for `location = ...`. */
+    readonly exact?: boolean;
+    /** The `api` directive's path, with variables: `/status/http/server_zones/`, `/status/http/$1_zones/$2`. */
+    readonly api: string;
+    /** `api_config_files on` in this location. */
+    readonly configFiles?: boolean;
+}

@@ -1,0 +1,3 @@
+// The API's contract with its transports: a request in, a response out, nothing else.
+export {};
+//# sourceMappingURL=types.js.map

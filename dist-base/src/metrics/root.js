@@ -1,0 +1,57 @@
+// The status tree as data: each branch is a path and the family that serves it. The
+// root and /status/http, /status/stream show the branches the configuration has, in this
+// order. Adding a family is adding a line here.
+import { cachesNode } from './caches.js';
+import { slabZones } from './catalog.js';
+import { connectionsNode } from './connections.js';
+import { locationZones, serverZones } from './http-zones.js';
+import { httpLimitConns, httpLimitReqs, streamLimitConns } from './limits.js';
+import { resolversNode } from './resolvers.js';
+import { serverNode } from './server.js';
+import { slabsNode } from './slabs.js';
+import { upstreamsNode } from './upstreams.js';
+import { streamZonesNode } from './stream-zones.js';
+import { ObjectNode } from './tree.js';
+const some = (list) => !!list && list.length > 0;
+export const branches = [
+    { path: ['server'], present: () => true, node: serverNode },
+    { path: ['connections'], present: () => true, node: connectionsNode },
+    { path: ['slabs'], present: (c) => slabZones(c, 1).length > 0, node: slabsNode },
+    { path: ['http', 'server_zones'], present: (c) => some(c.http?.serverZones), node: serverZones.node },
+    { path: ['http', 'location_zones'], present: (c) => some(c.http?.locationZones), node: locationZones.node },
+    { path: ['http', 'caches'], present: (c) => some(c.http?.caches), node: cachesNode },
+    { path: ['http', 'limit_conns'], present: (c) => some(c.http?.limitConns), node: httpLimitConns.node },
+    { path: ['http', 'limit_reqs'], present: (c) => some(c.http?.limitReqs), node: httpLimitReqs.node },
+    { path: ['http', 'upstreams'], present: (c) => some(c.http?.upstreams), node: upstreamsNode('http') },
+    { path: ['stream', 'server_zones'], present: (c) => some(c.stream?.serverZones), node: streamZonesNode },
+    { path: ['stream', 'limit_conns'], present: (c) => some(c.stream?.limitConns), node: streamLimitConns.node },
+    { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
+    { path: ['resolvers'], present: (c) => some(c.resolvers), node: resolversNode },
+];
+/** The object at `prefix`: the branches below it that the catalog has, in order. */
+function objectAt(status, prefix) {
+    const below = branches.filter((b) => prefix.every((p, i) => b.path[i] === p) && b.path.length > prefix.length);
+    const list = () => {
+        const catalog = status.catalog();
+        const out = [];
+        for (const b of below) {
+            const name = b.path[prefix.length];
+            if (out.some(([n]) => n === name) || !b.present(catalog))
+                continue;
+            out.push([name, b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name])]);
+        }
+        return out;
+    };
+    const find = (name) => {
+        const catalog = status.catalog();
+        const b = below.find((x) => x.path[prefix.length] === name && x.present(catalog));
+        if (!b)
+            return undefined;
+        return b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name]);
+    };
+    return new ObjectNode(list, find);
+}
+export function statusRoot(status) {
+    return objectAt(status, []);
+}
+//# sourceMappingURL=root.js.map

@@ -1,0 +1,89 @@
+import { sslCounters } from './http-zones.js';
+import { group, Layout } from './shape.js';
+import { STATUS_ZONE } from './status.js';
+import { zoneCollection } from './tree.js';
+const layout = new Layout();
+const ssl = sslCounters(layout);
+const connections = {
+    total: layout.counter('total', 'Client connections.'),
+    processing: layout.gauge('processing', 'Client connections being processed now.'),
+    discarded: layout.counter('discarded', 'Connections completed without creating a session.'),
+};
+const sessions = {
+    success: layout.counter('success', 'Sessions completed with code 200.'),
+    invalid: layout.counter('invalid', 'Sessions completed with code 400 (client data could not be parsed).'),
+    forbidden: layout.counter('forbidden', 'Sessions completed with code 403 (access forbidden).'),
+    internal_error: layout.counter('internal_error', 'Sessions completed with code 500 (internal error).'),
+    bad_gateway: layout.counter('bad_gateway', 'Sessions completed with code 502 (no upstream server selected or reached).'),
+    service_unavailable: layout.counter('service_unavailable', 'Sessions completed with code 503 (limited by connections).'),
+};
+const data = {
+    received: layout.counter('received', 'Bytes received from clients.'),
+    sent: layout.counter('sent', 'Bytes sent to clients.'),
+};
+export const streamZoneFields = group('', [
+    group('ssl', Object.values(ssl), (s) => s.ssl),
+    group('connections', Object.values(connections)),
+    group('sessions', Object.values(sessions)),
+    group('data', Object.values(data)),
+]);
+const BY_STATUS = {
+    200: sessions.success.index,
+    400: sessions.invalid.index,
+    403: sessions.forbidden.index,
+    500: sessions.internal_error.index,
+    502: sessions.bad_gateway.index,
+    503: sessions.service_unavailable.index,
+};
+const key = (name) => `stream/server_zones/${name}`;
+const block = (status, name) => status.gauges(STATUS_ZONE, key(name), layout.size);
+/** What a worker calls as the zone's connections and sessions happen. */
+export class StreamZone {
+    constructor(block) {
+        this.block = block;
+    }
+    connectionStarted() {
+        this.block.add(connections.total.index);
+        this.block.add(connections.processing.index);
+    }
+    /** The session ended with `code`, and the bytes the client sent and received. A code
+     * that is none of the six is not counted under `sessions` (there is no key for it);
+     * its bytes are. */
+    sessionEnded(code, bytesReceived, bytesSent) {
+        const b = this.block;
+        const i = BY_STATUS[code];
+        if (i !== undefined)
+            b.add(i);
+        b.add(data.received.index, bytesReceived);
+        b.add(data.sent.index, bytesSent);
+        b.sub(connections.processing.index);
+    }
+    /** The connection ended before a session was created. */
+    connectionDiscarded(bytesReceived, bytesSent) {
+        const b = this.block;
+        b.add(connections.discarded.index);
+        b.add(data.received.index, bytesReceived);
+        b.add(data.sent.index, bytesSent);
+        b.sub(connections.processing.index);
+    }
+    /** Counted only where the zone's server listens with SSL (shown only there). */
+    sslHandshaked(reused) {
+        this.block.add(ssl.handshaked.index);
+        if (reused)
+            this.block.add(ssl.reuses.index);
+    }
+    sslTimedOut() {
+        this.block.add(ssl.timedout.index);
+    }
+    sslFailed() {
+        this.block.add(ssl.failed.index);
+    }
+}
+export function streamZone(status, name) {
+    return new StreamZone(block(status, name));
+}
+export function streamZonesNode(status) {
+    return zoneCollection(() => status.catalog().stream?.serverZones ?? [], streamZoneFields, (z) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl }));
+}
+export const streamServerZones = { fields: streamZoneFields, recorder: streamZone, node: streamZonesNode };
+//# sourceMappingURL=stream-zones.js.map

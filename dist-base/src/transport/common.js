@@ -1,0 +1,110 @@
+// What both transports share: the body cap, the answers a transport gives on its own (no
+// API mount matched, the handler failed), and the checks that turn a handler's
+// ApiResponse into something safe to put on the wire.
+import { STATUS_CODES } from 'node:http';
+import { apiError, pathNotFound } from '../api/errors.js';
+/** The largest request body the API accepts. */
+export const BODY_LIMIT = 64 * 1024;
+/**
+ * Bytes of a request body a transport keeps: one more than the limit, so the API sees that
+ * a body is too large (`body.length > BODY_LIMIT`) and answers 413 itself. The transport
+ * answers as soon as it has this many bytes and discards the rest of the body, so the
+ * connection stays usable.
+ */
+export const BODY_CAP = BODY_LIMIT + 1;
+/** Headers a transport computes itself: a handler's values for them are not copied. */
+const OWN_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'date', 'keep-alive']);
+/** The answer when no API mount matched the path: the API's own PathNotFound. */
+export function notFound(req) {
+    return pathNotFound(req.path, req.method === 'HEAD');
+}
+/** The answer when the handler threw or returned something that is not a response. */
+export function internalError(method) {
+    return apiError(500, 'InternalError', 'The request could not be processed because of an internal error.', method === 'HEAD');
+}
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * Checks a handler's answer and prepares it for the wire; throws when it cannot be written
+ * (not an object, status outside 200-599 (a 1xx is no final answer), a header that would break the response), which
+ * the transport turns into a 500 like any other handler failure.
+ */
+export function toWire(method, res) {
+    if (res === null || typeof res !== 'object')
+        throw new TypeError(`handler returned ${typeof res}, not a response`);
+    const { status } = res;
+    if (!Number.isInteger(status) || status < 200 || status > 599)
+        throw new RangeError(`bad status ${String(status)}`);
+    const body = typeof res.body === 'string' || res.body instanceof Uint8Array ? res.body : '';
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    const headers = [];
+    let declaredLength;
+    for (const [name, raw] of Object.entries(res.headers ?? {})) {
+        const value = String(raw);
+        if (!TOKEN.test(name) || !FIELD_VALUE.test(value))
+            throw new TypeError(`bad header ${JSON.stringify(name)}`);
+        const lower = name.toLowerCase();
+        if (lower === 'content-length') {
+            if (!/^\d+$/.test(value))
+                throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);
+            declaredLength = Number(value);
+        }
+        if (!OWN_HEADERS.has(lower))
+            headers.push([name, value]);
+    }
+    const head = method === 'HEAD';
+    return {
+        status,
+        statusLine: `${status} ${STATUS_CODES[status] ?? 'Unknown'}`,
+        headers,
+        contentLength: head ? (declaredLength ?? length) : length,
+        body: head ? '' : body,
+        release: typeof res.release === 'function' ? res.release : undefined,
+    };
+}
+/**
+ * Calls the handler and prepares its answer; never throws. `undefined` when no API mount
+ * matched. A handler that throws, or answers something unwritable, gives a 500
+ * InternalError and is reported through `onError`.
+ */
+export function answer(handler, req, onError) {
+    try {
+        const res = handler(req);
+        return res === undefined ? undefined : toWire(req.method, res);
+    }
+    catch (err) {
+        try {
+            onError(err);
+        }
+        catch {
+            // a failing error reporter must not take the answer with it
+        }
+        return toWire(req.method, internalError(req.method));
+    }
+}
+/** The default error reporter: a process warning, which never throws. */
+export function reportError(err) {
+    const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    process.emitWarning(`zonal API handler failed: ${text}`, 'ZonalApiWarning');
+}
+/**
+ * Splits a request target into raw path and raw query (no '?'), both still
+ * percent-encoded, nothing decoded or removed. An absolute-form target (`http://host/path`,
+ * which node:http passes on as it came) keeps only its path.
+ */
+export function splitTarget(target) {
+    let rest = target;
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(rest);
+    if (scheme)
+        rest = rest.slice(scheme[0].length) || '/';
+    const q = rest.indexOf('?');
+    return q < 0 ? { path: rest, query: '' } : { path: rest.slice(0, q), query: rest.slice(q + 1) };
+}
+/** A local address as the API reports it: IPv4-mapped IPv6 (`::ffff:127.0.0.1`) as IPv4. */
+export function localAddress(address) {
+    if (!address)
+        return '';
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    return mapped ? mapped[1] : address;
+}
+//# sourceMappingURL=common.js.map
