@@ -37,31 +37,33 @@ export function responseIndex(code: number, claims: AtomicCells): number {
 }
 
 // Claimed counters of one object, to merge into the common ones' order (rarely any).
-const claimedCodes: number[] = [];
-const claimedCounts: number[] = [];
+const claimedCodes = new Int32Array(CLAIMED);
+const claimedCounts = new Float64Array(CLAIMED);
 
 /** Calls `emit` for each non-zero count, codes ascending, `xxx` last. */
 export function responseEntries(sums: Float64Array, first: number, claims: AtomicCells, emit: (code: string, count: number) => void): void {
   // A claimed counter is counted only after its code was claimed: the claims (shared
   // memory of their own, a cache miss away) need reading only for counters above 0.
-  claimedCodes.length = 0;
-  claimedCounts.length = 0;
+  let claimed = 0;
   for (let c = 0; c < CLAIMED; c++) {
     const count = sums[first + COMMON.length + c];
     if (count > 0) {
       const code = claims.load(c);
-      let at = claimedCodes.length;
-      while (at > 0 && claimedCodes[at - 1] > code) at--;
-      claimedCodes.splice(at, 0, code);
-      claimedCounts.splice(at, 0, count);
+      let at = claimed++;
+      for (; at > 0 && claimedCodes[at - 1] > code; at--) {
+        claimedCodes[at] = claimedCodes[at - 1];
+        claimedCounts[at] = claimedCounts[at - 1];
+      }
+      claimedCodes[at] = code;
+      claimedCounts[at] = count;
     }
   }
   // Claimed codes fall between common ones: keep the order a reader expects.
   let next = 0;
   for (let i = 0; i < COMMON.length; i++) {
-    while (next < claimedCodes.length && claimedCodes[next] < COMMON[i]) emit(String(claimedCodes[next]), claimedCounts[next++]);
+    for (; next < claimed && claimedCodes[next] < COMMON[i]; next++) emit(String(claimedCodes[next]), claimedCounts[next]);
     if (sums[first + i] > 0) emit(COMMON_NAMES[i], sums[first + i]);
   }
-  while (next < claimedCodes.length) emit(String(claimedCodes[next]), claimedCounts[next++]);
+  for (; next < claimed; next++) emit(String(claimedCodes[next]), claimedCounts[next]);
   if (sums[first + XXX] > 0) emit('xxx', sums[first + XXX]);
 }
