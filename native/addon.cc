@@ -293,7 +293,17 @@ class Zone : public Napi::ObjectWrap<Zone> {
     uint64_t off = RecordArg(info, s);
     if (info.Length() < 2 || !info[1].IsTypedArray()) throw Napi::TypeError::New(env, "record content must be a Uint8Array");
     auto data = info[1].As<Napi::Uint8Array>();
-    return Napi::Boolean::New(env, Guarded(env, [&] { return RecordWrite(s, off, data.Data(), data.ByteLength()); }));
+    int64_t expected = -1;
+    if (info.Length() > 2 && !info[2].IsUndefined()) {
+      if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "the expected generation must be a number");
+      const double g = info[2].As<Napi::Number>().DoubleValue();
+      if (!(g >= 0 && g <= 2147483647.0 && g == static_cast<double>(static_cast<int64_t>(g))))
+        throw Napi::RangeError::New(env, "the expected generation must be a whole number from 0 to 2^31 - 1");
+      expected = static_cast<int64_t>(g);
+    }
+    // 1 written, 0 no room, -1 the generation moved on (only with an expected generation).
+    const RecordWriteResult result = Guarded(env, [&] { return RecordWrite(s, off, data.Data(), data.ByteLength(), expected); });
+    return Napi::Number::New(env, result == RecordWriteResult::Written ? 1 : result == RecordWriteResult::NoRoom ? 0 : -1);
   }
 
   Napi::Value ReadRecord(const Napi::CallbackInfo& info) {

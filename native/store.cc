@@ -112,11 +112,14 @@ void DirList(Segment& s, const std::function<void(const std::string&, const Entr
     }
 }
 
-bool RecordWrite(Segment& s, uint64_t record, const uint8_t* data, uint64_t length) {
+RecordWriteResult RecordWrite(Segment& s, uint64_t record, const uint8_t* data, uint64_t length, int64_t expected) {
   Guard lock(s);
   RecordHeader* r = s.at<RecordHeader>(record);
+  // Under the mutex the sequence is even (a dead writer's half publication was rolled
+  // back when the mutex was taken): generation = seq / 2.
+  if (expected >= 0 && (r->seq.load(std::memory_order_relaxed) >> 1) != static_cast<uint64_t>(expected)) return RecordWriteResult::Conflict;
   const uint64_t block = SlabAlloc(s, sizeof(uint64_t) + length);
-  if (!block) return false;
+  if (!block) return RecordWriteResult::NoRoom;
   *s.at<uint64_t>(block) = length;
   memcpy(s.at<uint8_t>(block + sizeof(uint64_t)), data, length);
   const uint32_t seq = r->seq.load(std::memory_order_relaxed);
@@ -128,7 +131,7 @@ bool RecordWrite(Segment& s, uint64_t record, const uint8_t* data, uint64_t leng
   s.PutSeq(r->seq, seq + 2);
   // Readers that still copy the old block see seq move and retry.
   if (old) SlabFree(s, old);
-  return true;
+  return RecordWriteResult::Written;
 }
 
 std::string RecordRead(Segment& s, uint64_t record) {

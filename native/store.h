@@ -25,7 +25,10 @@ void DirList(Segment& s, const std::function<void(const std::string&, const Entr
 
 // Publishes a new content of the record at `record` (a RecordHeader); false when the
 // zone has no room for it, in which case the old content stays.
-bool RecordWrite(Segment& s, uint64_t record, const uint8_t* data, uint64_t length);
+// Publishes new content. With `expected` >= 0, only if the record's generation (writes so
+// far) is still `expected`: a compare-and-swap for read-modify-write updates.
+enum class RecordWriteResult { Written, NoRoom, Conflict };
+RecordWriteResult RecordWrite(Segment& s, uint64_t record, const uint8_t* data, uint64_t length, int64_t expected = -1);
 // A consistent copy of the record's content: never a mix of two writes.
 std::string RecordRead(Segment& s, uint64_t record);
 

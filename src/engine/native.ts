@@ -45,7 +45,8 @@ export interface NativeZone {
   find(key: string): [number, number, EntryKind] | null;
   drop(key: string): boolean;
   entries(): Array<[string, EntryKind, number, number]>;
-  writeRecord(offset: number, content: Uint8Array): boolean;
+  /** 1 written, 0 no room, -1 the generation was not `expected` (nothing written). */
+  writeRecord(offset: number, content: Uint8Array, expected?: number): number;
   readRecord(offset: number): Buffer;
   claim(slot?: number): number;
   release(slot: number): void;

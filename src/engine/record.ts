@@ -32,7 +32,14 @@ export class SeqRecord {
 
   /** Publishes new content; false when the zone has no room (the old content stays). */
   write(content: Uint8Array): boolean {
-    return this.native.writeRecord(this.offset, content);
+    return this.native.writeRecord(this.offset, content) === 1;
+  }
+
+  /** Publishes new content only if the record is still at `generation` (no other write
+   * came in between): 'written', 'no-room' (the old content stays) or 'conflict'. */
+  writeIf(content: Uint8Array, generation: number): 'written' | 'no-room' | 'conflict' {
+    const r = this.native.writeRecord(this.offset, content, generation);
+    return r === 1 ? 'written' : r === 0 ? 'no-room' : 'conflict';
   }
 
   read(): Buffer {

@@ -65,6 +65,11 @@ export interface UpstreamConfig {
   probes?: boolean;
   /** Smoothing factor, in percent, of header_time and response_time (default 90). */
   responseTimeFactor?: number;
+  /** The balancing method (round robin when absent): it decides which peer parameters
+   * /config accepts (`backup` not with random, hash or ip_hash). */
+  method?: 'round_robin' | 'least_conn' | 'least_time' | 'random' | 'hash' | 'ip_hash';
+  /** A state file (NGINX Plus's `state`): the peers /config made, kept across restarts. */
+  state?: string;
 }
 
 export interface HttpConfig {

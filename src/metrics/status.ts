@@ -6,6 +6,7 @@ import { AtomicCells, CounterBlock, GaugeBlock, SeqRecord, Zone } from '../engin
 import { slabZones, type Catalog, type StatusConfig } from './catalog.js';
 import { JsonWriter } from './json.js';
 import { statusRoot } from './root.js';
+import { publishUpstreams } from './upstreams.js';
 
 /** The status zone's name. Configured zone names cannot clash with it: '~' is not one
  * of their characters in any configuration zonal reads. */
@@ -37,6 +38,7 @@ export class Status {
   private readonly configFilesRecord: SeqRecord;
   private readonly zones = new Map<string, Zone>();
   private readonly blocks = new Map<string, CounterBlock | GaugeBlock | AtomicCells>();
+  private readonly records = new Map<string, SeqRecord>();
 
   private constructor(zone: Zone) {
     this.zone = zone;
@@ -108,6 +110,7 @@ export class Status {
     if (!this.catalogRecord.writeJSON(catalog)) throw new Error('the status zone has no room for the catalog');
     if (configFiles && !this.configFilesRecord.writeJSON(configFiles))
       throw new Error('the status zone has no room for the configuration files');
+    publishUpstreams(this);
   }
 
   /** A zone of the instance by name (`~status` or a configured one), attached once. */
@@ -128,6 +131,19 @@ export class Status {
 
   gauges(zone: string, key: string, length: number): GaugeBlock {
     return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).gauges(key, length)) as GaugeBlock;
+  }
+
+  /** A record of a zone, made once per process. */
+  record(zone: string, key: string): SeqRecord {
+    let r = this.records.get(`${zone}\0${key}`);
+    if (!r) this.records.set(`${zone}\0${key}`, (r = this.zoneNamed(zone).record(key)));
+    return r;
+  }
+
+  /** Frees a block of a zone and forgets it (a removed peer's, long after its removal). */
+  drop(zone: string, key: string): void {
+    this.blocks.delete(`${zone}\0${key}`);
+    this.zoneNamed(zone).drop(key);
   }
 
   cells(zone: string, key: string, length: number): AtomicCells {

@@ -9,7 +9,8 @@
 // starting from its first sample; the API shows the workers' averages weighted by how
 // many samples each took, rounded to whole milliseconds.
 import type { AtomicCells, GaugeBlock } from '../engine/index.js';
-import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import { peerName, type UpstreamConfig } from './catalog.js';
+import { peerKey, peerSet, publishPeers, updatePeers, zoneOf, type PeerEntry, type PeerSet, type UpdateResult } from './peers.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, leaf, time, Layout, type Counted, type Field, type Group, type RenderContext, type Scalar } from './shape.js';
 import type { Status } from './status.js';
@@ -24,7 +25,7 @@ const STATE_NAMES = ['up', 'unavailable', 'unhealthy', 'checking', 'recovering']
 const STATE_NUMBERS: Record<string, number> = { up: 1, down: 2, unavailable: 3, recovering: 4, unhealthy: 5, checking: 6 };
 
 interface PeerSource extends Counted {
-  readonly peer: PeerConfig;
+  readonly peer: PeerEntry;
   readonly upstream: UpstreamConfig;
   readonly block: GaugeBlock;
   readonly cells: AtomicCells;
@@ -152,8 +153,6 @@ const queue = {
 };
 const queueFields = group<UpstreamSource>('queue', Object.values(queue), (s) => !!s.upstream.queue);
 
-const zoneOf = (u: UpstreamConfig) => u.zone ?? u.name;
-const peerKey = (name: string) => `peer/${name}`;
 const UPSTREAM_KEY = 'upstream';
 
 function upstreams(status: Status, protocol: Protocol): UpstreamConfig[] {
@@ -286,14 +285,46 @@ interface PeerStorage {
   readonly claims?: AtomicCells;
 }
 
-function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, name: string): PeerStorage {
+function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, id: number): PeerStorage {
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
-    block: status.gauges(zone, peerKey(name), spec.size),
-    cells: status.cells(zone, `${peerKey(name)}/state`, 1),
-    claims: protocol === 'http' ? status.cells(zone, `${peerKey(name)}/codes`, CLAIMED) : undefined,
+    block: status.gauges(zone, peerKey(id), spec.size),
+    cells: status.cells(zone, `${peerKey(id)}/state`, 1),
+    claims: protocol === 'http' ? status.cells(zone, `${peerKey(id)}/codes`, CLAIMED) : undefined,
   };
+}
+
+const protocolOf = (status: Status, u: UpstreamConfig): Protocol => (status.catalog().http?.upstreams?.includes(u) ? 'http' : 'stream');
+
+/** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */
+function peerMemory(status: Status, protocol: Protocol) {
+  return {
+    allocate: (u: UpstreamConfig, id: number) => void peerStorage(status, protocol, u, id),
+    free: (u: UpstreamConfig, id: number) => {
+      for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`]) status.drop(zoneOf(u), key);
+    },
+  };
+}
+
+/** Publishes every upstream's first peer set (at start) or its configured one (reload). */
+export function publishUpstreams(status: Status): void {
+  const c = status.catalog();
+  for (const protocol of ['http', 'stream'] as const)
+    for (const u of (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? []) {
+      const memory = peerMemory(status, protocol);
+      publishPeers(status, u, memory.allocate, memory.free);
+    }
+}
+
+/** Changes an upstream's live peer set (see peers.ts): what /config calls. */
+export function changePeers<E>(
+  status: Status,
+  u: UpstreamConfig,
+  change: Parameters<typeof updatePeers<E>>[2],
+  name?: string,
+): UpdateResult<E> {
+  return updatePeers(status, u, change, peerMemory(status, protocolOf(status, u)), name);
 }
 
 // Peers written one after another in a render share one source object and one array
@@ -324,24 +355,25 @@ interface UpstreamStorage {
   /** Each peer's `server` encoded as JSON once. */
   readonly servers: Uint8Array[];
 }
-const storageOf = new WeakMap<UpstreamConfig, UpstreamStorage>();
-function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig): UpstreamStorage {
-  let s = storageOf.get(u);
+const storageOf = new WeakMap<PeerSet, UpstreamStorage>();
+function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig, set: PeerSet): UpstreamStorage {
+  let s = storageOf.get(set);
   if (!s) {
     s = {
-      peers: u.peers.map((p) => peerStorage(status, protocol, u, peerName(p))),
+      peers: set.peers.map((p) => peerStorage(status, protocol, u, p.id)),
       block: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size),
-      servers: u.peers.map((p) => Buffer.from(JSON.stringify(p.server))),
+      servers: set.peers.map((p) => Buffer.from(JSON.stringify(p.server))),
     };
-    storageOf.set(u, s);
+    storageOf.set(set, s);
   }
   return s;
 }
 
 export function peer(status: Status, protocol: Protocol, upstream: string, name: string): Peer {
   const u = find(status, protocol, upstream);
-  if (!u.peers.some((p) => peerName(p) === name)) throw new Error(`upstream "${upstream}" has no peer "${name}"`);
-  const { block, cells, claims } = peerStorage(status, protocol, u, name);
+  const entry = peerSet(status, u).peers.find((p) => peerName(p) === name);
+  if (!entry) throw new Error(`upstream "${upstream}" has no peer "${name}"`);
+  const { block, cells, claims } = peerStorage(status, protocol, u, entry.id);
   return new Peer(block, cells, claims, (protocol === 'http' ? http : stream).l, (u.responseTimeFactor ?? 90) / 100);
 }
 
@@ -352,13 +384,15 @@ export function upstream(status: Status, protocol: Protocol, name: string): Upst
 
 function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): StatusNode {
   const spec = protocol === 'http' ? http : stream;
-  const storage = cachedStorage(status, protocol, u);
+  // One set for the whole node: an update published while it is written shows next time.
+  const set = peerSet(status, u);
+  const storage = cachedStorage(status, protocol, u, set);
   const peers = collection(
     'peer',
-    () => u.peers,
-    (p: PeerConfig) => peerName(p),
-    (p: PeerConfig, transient: boolean): StatusNode => {
-      const s = storage.peers[u.peers.indexOf(p)];
+    () => set.peers,
+    (p: PeerEntry) => peerName(p),
+    (p: PeerEntry, transient: boolean): StatusNode => {
+      const s = storage.peers[set.peers.indexOf(p)];
       const sums = s.block.values(transient ? scratchFor(spec.size) : undefined);
       return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims, state: s.cells.load(0) });
     },
@@ -367,13 +401,13 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
       // All the peers' sums first, in one pass over their memory: interleaved with
       // writing the JSON, these reads wait on memory one peer at a time.
       prepare: () => {
-        const all = sumsFor(u.peers.length, spec.size);
+        const all = sumsFor(set.peers.length, spec.size);
         for (let i = 0; i < storage.peers.length; i++) {
           all[i] = storage.peers[i].block.values(all[i]);
           peerStates[i] = storage.peers[i].cells.load(0);
         }
       },
-      fill: (p: PeerConfig, index: number): PeerSource => {
+      fill: (p: PeerEntry, index: number): PeerSource => {
         const s = storage.peers[index];
         const source = reused;
         source.sums = peerSums[index];

@@ -1,0 +1,225 @@
+// The live peer set of each upstream: what /config changes and what /status and the
+// balancers read. It is a seqlocked record in the upstream's own zone, so that
+// - a reader learns whether it changed with one atomic load, and never sees half of an
+//   update (the record is replaced whole);
+// - writers in different workers are serialised by a compare-and-swap on the record's
+//   generation: an update computed from an older set is computed again;
+// - a writer killed in the middle leaves the old set (the zone's undo log rolls the
+//   publication back).
+//
+// Each peer carries an id, unique in its upstream for the life of the zone: its counter
+// blocks are keyed by it, so a peer removed and added again starts from zero. Removed
+// peers' blocks are freed only RETIRE_MS later, once requests still using them are over.
+import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
+import { ZoneFullError } from '../engine/index.js';
+import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import type { Status } from './status.js';
+
+/** A peer of the live set: its configuration (only what was set explicitly) and its id. */
+export interface PeerEntry extends PeerConfig {
+  readonly id: number;
+}
+
+export interface PeerSet {
+  readonly peers: readonly PeerEntry[];
+  /** The id the next new peer takes. */
+  readonly nextId: number;
+  /** Removed peers whose blocks are not freed yet, and when they were removed. */
+  readonly retired: ReadonlyArray<{ readonly id: number; readonly at: number }>;
+}
+
+const RECORD_KEY = 'peers';
+/** How long a removed peer's memory stays: longer than a request to it takes. */
+export const RETIRE_MS = 60_000;
+const ATTEMPTS = 1000;
+
+export const zoneOf = (u: UpstreamConfig): string => u.zone ?? u.name;
+export const peerKey = (id: number): string => `peer/${id}`;
+
+/** The upstream's live set, decoded again only when it changed. */
+export function peerSet(status: Status, u: UpstreamConfig): PeerSet {
+  const set = status.record(zoneOf(u), RECORD_KEY).readJSON<PeerSet>();
+  if (!set) throw new Error(`upstream "${u.name}" has no peer set yet`);
+  return set;
+}
+
+/** Changes of the set since `generation`: one atomic load. */
+export function peerGeneration(status: Status, u: UpstreamConfig): number {
+  return status.record(zoneOf(u), RECORD_KEY).generation;
+}
+
+/** Makes a new peer's memory before it is published; throws ZoneFullError. */
+export type Allocate = (u: UpstreamConfig, id: number) => void;
+/** Frees a removed peer's memory. */
+export type Free = (u: UpstreamConfig, id: number) => void;
+
+export type UpdateResult<E> = { ok: true; created: boolean; set: PeerSet } | { ok: false; error: E } | { ok: false; error: 'no-room' };
+
+/**
+ * Replaces the upstream's peers with what `change` makes of the current ones (by name;
+ * a name already there keeps its id and its counters). `change` may return an error
+ * instead, and may run more than once: when another worker's update came first, it runs
+ * again on the newer set. `created` says whether `name` (if given) is new.
+ */
+export function updatePeers<E>(
+  status: Status,
+  u: UpstreamConfig,
+  change: (peers: readonly PeerEntry[]) => PeerConfig[] | { error: E },
+  memory: { allocate: Allocate; free: Free },
+  name?: string,
+): UpdateResult<E> {
+  const record = status.record(zoneOf(u), RECORD_KEY);
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    // The generation first: content read after it is at least as new, and a newer one
+    // makes the write below fail and this loop run again.
+    const generation = record.generation;
+    const current = peerSet(status, u);
+    const next = change(current.peers);
+    if (!Array.isArray(next)) return { ok: false, error: next.error };
+    const now = Date.now();
+    const ids = new Map(current.peers.map((p) => [peerName(p), p.id]));
+    let nextId = current.nextId;
+    const peers: PeerEntry[] = [];
+    try {
+      for (const p of next) {
+        const id = ids.get(peerName(p)) ?? nextId++;
+        if (id >= current.nextId) memory.allocate(u, id);
+        peers.push({ ...p, id });
+      }
+    } catch (err) {
+      // Blocks made for ids no one has published stay for the next writer, who takes
+      // the same ids: nothing leaks.
+      if (err instanceof ZoneFullError) return { ok: false, error: 'no-room' };
+      throw err;
+    }
+    const kept = new Set(peers.map((p) => p.id));
+    const removed = current.peers.filter((p) => !kept.has(p.id)).map((p) => ({ id: p.id, at: now }));
+    const expired = current.retired.filter((r) => now - r.at >= RETIRE_MS);
+    const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => now - r.at < RETIRE_MS), ...removed] };
+    const written = record.writeIf(Buffer.from(JSON.stringify(set)), generation);
+    if (written === 'conflict') continue;
+    if (written === 'no-room') return { ok: false, error: 'no-room' };
+    for (const r of expired) memory.free(u, r.id);
+    if (u.state) writeStateFile(u.state, peers);
+    return { ok: true, created: name !== undefined && !ids.has(name), set };
+  }
+  throw new Error(`upstream "${u.name}": ${ATTEMPTS} concurrent updates in a row came first`);
+}
+
+/** The first set of an upstream, at start or reload: the state file's peers when it has
+ * one, else the configured ones. Peers of the same name keep their ids. */
+export function publishPeers(status: Status, u: UpstreamConfig, allocate: Allocate, free: Free): void {
+  const record = status.record(zoneOf(u), RECORD_KEY);
+  const configured = (u.state && readStateFile(u.state)) || u.peers;
+  if (!record.readJSON()) {
+    const set: PeerSet = { peers: configured.map((p, id) => ({ ...p, id })), nextId: configured.length, retired: [] };
+    for (const p of set.peers) allocate(u, p.id);
+    if (!record.writeJSON(set)) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
+    return;
+  }
+  const result = updatePeers(status, u, () => configured.map((p) => ({ ...p })), { allocate, free });
+  if (!result.ok) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
+}
+
+// ---- The state file -------------------------------------------------------------------
+// As NGINX Plus's `state` directive: the upstream's peers as `server` lines, rewritten
+// after each change (a temporary file renamed over it, so a crash leaves the old or the
+// new file) and read instead of the configured servers at start and reload.
+
+/** Parameters as the `server` directive spells them, in the order they are written. */
+const STATE_PARAMS: ReadonlyArray<{ key: keyof PeerConfig; word: string; kind: 'number' | 'time' | 'flag' | 'text' }> = [
+  { key: 'weight', word: 'weight', kind: 'number' },
+  { key: 'maxConns', word: 'max_conns', kind: 'number' },
+  { key: 'maxFails', word: 'max_fails', kind: 'number' },
+  { key: 'failTimeout', word: 'fail_timeout', kind: 'time' },
+  { key: 'slowStart', word: 'slow_start', kind: 'time' },
+  { key: 'sid', word: 'sid', kind: 'text' },
+  { key: 'backup', word: 'backup', kind: 'flag' },
+  { key: 'down', word: 'down', kind: 'flag' },
+];
+
+export function stateFileText(peers: readonly PeerConfig[]): string {
+  const lines = peers.map((p) => {
+    const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
+    for (const { key, word, kind } of STATE_PARAMS) {
+      const v = p[key];
+      if (v === undefined || v === false) continue;
+      if (kind === 'flag') words.push(word);
+      else if (kind === 'time') words.push(`${word}=${Math.round(Number(v) * 1000)}ms`);
+      else words.push(`${word}=${String(v)}`);
+    }
+    return words.join(' ') + ';\n';
+  });
+  return lines.join('');
+}
+
+function writeStateFile(path: string, peers: readonly PeerConfig[]): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, stateFileText(peers));
+    renameSync(temporary, path);
+  } catch (err) {
+    try {
+      if (existsSync(temporary)) unlinkSync(temporary);
+    } catch {
+      // nothing more to clean
+    }
+    process.emitWarning(`the state file ${path} was not written: ${(err as Error).message}`);
+  }
+}
+
+/** The peers of a state file; undefined when there is none yet. Throws on a bad file. */
+export function readStateFile(path: string): PeerConfig[] | undefined {
+  if (!existsSync(path)) return undefined;
+  return parseStateFile(readFileSync(path, 'utf8'), path);
+}
+
+export function parseStateFile(text: string, path = 'state file'): PeerConfig[] {
+  const peers: PeerConfig[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/#.*$/, '').trim();
+    if (!line) return;
+    const bad = (why: string) => new Error(`${path}:${i + 1}: ${why}`);
+    if (!line.endsWith(';')) throw bad('a line ends with ";"');
+    const [directive, address, ...params] = line.slice(0, -1).trim().split(/\s+/);
+    if (directive !== 'server' || !address) throw bad('expected "server <address> [parameters];"');
+    const at = address.indexOf('@');
+    const peer: { -readonly [K in keyof PeerConfig]: PeerConfig[K] } = at > 0 ? { server: address.slice(at + 1), service: address.slice(0, at) } : { server: address };
+    for (const param of params) {
+      const eq = param.indexOf('=');
+      const word = eq < 0 ? param : param.slice(0, eq);
+      const value = eq < 0 ? undefined : param.slice(eq + 1);
+      const spec = STATE_PARAMS.find((s) => s.word === word);
+      if (!spec || (spec.kind === 'flag') !== (value === undefined)) throw bad(`unknown parameter "${param}"`);
+      if (spec.kind === 'flag') (peer as Record<string, unknown>)[spec.key] = true;
+      else if (spec.kind === 'text') (peer as Record<string, unknown>)[spec.key] = value;
+      else {
+        const n = spec.kind === 'time' ? parseTime(value!, true) : /^\d+$/.test(value!) ? Number(value) : undefined;
+        if (n === undefined) throw bad(`bad value in "${param}"`);
+        (peer as Record<string, unknown>)[spec.key] = n;
+      }
+    }
+    peers.push(peer);
+  });
+  return peers;
+}
+
+const TIME_UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, M: 2592000, y: 31536000 };
+
+/**
+ * An nginx time (`10s`, `1m30s`, `500ms`, a bare number of seconds) in seconds;
+ * undefined when malformed. Milliseconds only when `ms` is allowed (slow_start), as
+ * nginx allows them only for values kept to the millisecond.
+ */
+export function parseTime(text: string, ms: boolean): number | undefined {
+  if (/^\d+$/.test(text)) return Number(text);
+  const parts = /^(?:\d+(?:ms|[smhdwMy]))+$/.test(text) ? text.match(/\d+(?:ms|[smhdwMy])/g)! : undefined;
+  if (!parts) return undefined;
+  let total = 0;
+  for (const part of parts) {
+    const [, digits, unit] = /^(\d+)(ms|[smhdwMy])$/.exec(part)!;
+    if (unit === 'ms' && !ms) return undefined;
+    total += Number(digits) * TIME_UNITS[unit];
+  }
+  return Math.round(total * 1000) / 1000;
+}
