@@ -4,7 +4,8 @@
 import type { Status } from '../metrics/status.js';
 import { statusRoot } from '../metrics/root.js';
 import type { RenderContext } from '../metrics/shape.js';
-import { ObjectNode, type StatusNode } from '../metrics/tree.js';
+import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
+import { configJson, handleConfig } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
 import { mapRequest } from './mapping.js';
@@ -45,10 +46,16 @@ export function resolve(root: StatusNode, segments: readonly string[], ctx: Rend
 }
 
 export function createApi(options: ApiOptions): ApiHandler {
-  const mounts = options.mounts ?? [{ location: '/status/', api: '/status/' }];
+  const mounts = options.mounts ?? [
+    { location: '/status/', api: '/status/' },
+    { location: '/config/', api: '/config/' },
+  ];
   const status = options.status;
-  // The API root: `/` lists the trees there are; /config joins it with the /config API.
-  const root = new ObjectNode(() => [['status', statusRoot(status)]]);
+  // The API root: `/` lists the trees there are.
+  const root = new ObjectNode(() => [
+    ['status', statusRoot(status)],
+    ['config', new JsonNode(() => configJson(status))],
+  ]);
 
   return (request) => {
     const query = new URLSearchParams(request.query);
@@ -64,6 +71,8 @@ export function createApi(options: ApiOptions): ApiHandler {
       now: Date.now(),
     };
     const segments = mapped.path.split('/').filter(Boolean);
+    if (segments[0] === 'config')
+      return handleConfig(status, { method: request.method, segments: segments.slice(1), path: mapped.path, query, body: request.body });
     let trail: Step[] | undefined;
     try {
       trail = resolve(root, segments, ctx);

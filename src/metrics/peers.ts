@@ -145,7 +145,7 @@ export function stateFileText(peers: readonly PeerConfig[]): string {
       const v = p[key];
       if (v === undefined || v === false) continue;
       if (kind === 'flag') words.push(word);
-      else if (kind === 'time') words.push(`${word}=${Math.round(Number(v) * 1000)}ms`);
+      else if (kind === 'time') words.push(Number.isInteger(v) ? `${word}=${String(v)}s` : `${word}=${Math.round(Number(v) * 1000)}ms`);
       else words.push(`${word}=${String(v)}`);
     }
     return words.join(' ') + ';\n';

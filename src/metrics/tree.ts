@@ -179,6 +179,30 @@ export class ValueNode implements StatusNode {
   }
 }
 
+/** A value that is JSON already (the /config tree under the API root). */
+export class JsonNode implements StatusNode {
+  readonly kind = 'object';
+  constructor(private readonly value: () => Json) {}
+  members(): Array<[string, StatusNode]> {
+    const v = this.value();
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.entries(v).map(([k, x]) => [k, new JsonNode(() => x)]) : NO_MEMBERS;
+  }
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    for (const [name, node] of this.members()) fn(name, node);
+  }
+  child(name: string): StatusNode | undefined {
+    return this.members().find(([n]) => n === name)?.[1];
+  }
+  json(): Json {
+    return this.value();
+  }
+  write(w: JsonWriter, depth: number): boolean {
+    const text = w.pretty ? JSON.stringify(this.value(), null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(this.value());
+    w.text(text);
+    return true;
+  }
+}
+
 /** fieldJson's twin that writes JSON bytes: the same declarations, compiled (below). */
 export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: number, ctx: RenderContext): boolean {
   if (field.kind === 'leaf') {

@@ -1,0 +1,373 @@
+// /config: the upstreams' peers, read and changed at run time. GET shows what is set
+// (with `defaults=on`, every parameter); PUT replaces, PATCH merges (RFC 7386), DELETE
+// resets. A write is checked whole before anything changes, then published as one
+// compare-and-swap of the upstream's peer set (metrics/peers.ts): every worker sees it
+// on its next read, and a rejected request changes nothing.
+//
+// Writes are taken from an upstream down. Above it (/config, /config/http,
+// /config/http/upstreams) an update would span several zones, which one publication
+// cannot make atomic: those paths are read-only (405).
+import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
+import { peerName } from '../metrics/catalog.js';
+import { parseTime, peerSet, type PeerEntry } from '../metrics/peers.js';
+import type { Json as TreeJson } from '../metrics/shape.js';
+import type { Status } from '../metrics/status.js';
+import { changePeers, type Protocol } from '../metrics/upstreams.js';
+import { apiError, jsonResponse, methodNotAllowed, pathNotFound } from './errors.js';
+import type { ApiResponse } from './types.js';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Params = { -readonly [K in keyof PeerConfig]?: PeerConfig[K] };
+
+const MAX = 2147483647;
+/** Bodies above this are refused whole (the transports stop reading at one byte more). */
+export const CONFIG_BODY_LIMIT = 64 * 1024;
+const READ_ONLY = 'GET, HEAD';
+const WRITABLE = 'GET, HEAD, PUT, PATCH, DELETE';
+
+// ---- Parameters: one declaration each --------------------------------------------------
+
+interface Param {
+  /** The JSON name, as the server directive's parameter. */
+  readonly name: string;
+  readonly key: keyof PeerConfig;
+  readonly default: number | boolean | string;
+  readonly http?: true;
+  /** The value as stored, or a description of what is accepted. */
+  parse(v: Json): number | boolean | string | { expected: string };
+}
+
+const whole = (min: number) => (v: Json) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= MAX ? v : { expected: `a whole number from ${min} to ${MAX}` };
+
+/** Seconds as a number, or an nginx time string; to the millisecond only when `ms`. */
+const time = (ms: boolean) => (v: Json) => {
+  const expected = { expected: `a number of seconds from 0 to ${MAX}${ms ? ' (to the millisecond)' : ''} or a time such as "10s" or "1m"${ms ? ' or "500ms"' : ''}` };
+  let seconds: number | undefined;
+  if (typeof v === 'number') seconds = v;
+  else if (typeof v === 'string') seconds = parseTime(v, ms);
+  if (seconds === undefined || !Number.isFinite(seconds) || seconds < 0 || seconds > MAX) return expected;
+  const scaled = ms ? seconds * 1000 : seconds;
+  return Math.abs(scaled - Math.round(scaled)) < 1e-9 ? Math.round(scaled) / (ms ? 1000 : 1) : expected;
+};
+
+export const PARAMS: readonly Param[] = [
+  { name: 'weight', key: 'weight', default: 1, parse: whole(1) },
+  { name: 'max_conns', key: 'maxConns', default: 0, parse: whole(0) },
+  { name: 'max_fails', key: 'maxFails', default: 1, parse: whole(0) },
+  { name: 'fail_timeout', key: 'failTimeout', default: 10, parse: time(false) },
+  { name: 'slow_start', key: 'slowStart', default: 0, parse: time(true) },
+  { name: 'backup', key: 'backup', default: false, parse: (v) => (typeof v === 'boolean' ? v : { expected: 'true or false' }) },
+  { name: 'down', key: 'down', default: false, parse: (v) => (typeof v === 'boolean' ? v : { expected: 'true or false' }) },
+  {
+    name: 'sid',
+    key: 'sid',
+    default: '',
+    http: true,
+    parse: (v) => (typeof v === 'string' && /^[\x21-\x7e]{0,255}$/.test(v) ? v : { expected: 'a string of up to 255 printable characters without spaces' }),
+  },
+];
+
+/** Methods whose peers cannot be backups (nginx: hash, ip_hash and random balancers). */
+const NO_BACKUP = new Set(['hash', 'ip_hash', 'random']);
+
+function paramsOf(protocol: Protocol): readonly Param[] {
+  return protocol === 'http' ? PARAMS : PARAMS.filter((p) => !p.http);
+}
+
+// ---- Reading ------------------------------------------------------------------------
+
+function peerJson(p: PeerConfig, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {};
+  for (const param of paramsOf(protocol)) {
+    const v = p[param.key];
+    if (v !== undefined) out[param.name] = v as Json;
+    else if (defaults) out[param.name] = param.default;
+  }
+  return out;
+}
+
+function serversJson(status: Status, u: UpstreamConfig, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {};
+  for (const p of peerSet(status, u).peers) out[peerName(p)] = peerJson(p, protocol, defaults);
+  return out;
+}
+
+function upstreamsOf(status: Status, protocol: Protocol): UpstreamConfig[] {
+  const c = status.catalog();
+  return (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [];
+}
+
+/** The protocols with configurable upstreams, in the tree's order. */
+function protocols(status: Status): Protocol[] {
+  return (['http', 'stream'] as const).filter((p) => upstreamsOf(status, p).length > 0);
+}
+
+/** The whole /config tree as JSON: what GET / shows under `config` (it holds no null). */
+export function configJson(status: Status, defaults = false): TreeJson {
+  const out: { [key: string]: Json } = {};
+  for (const protocol of protocols(status)) {
+    const ups: { [key: string]: Json } = {};
+    for (const u of upstreamsOf(status, protocol)) ups[u.name] = { servers: serversJson(status, u, protocol, defaults) };
+    out[protocol] = { upstreams: ups };
+  }
+  return out as TreeJson;
+}
+
+// ---- Requests -----------------------------------------------------------------------
+
+export interface ConfigRequest {
+  readonly method: string;
+  /** Segments after `config`, percent-decoded. */
+  readonly segments: readonly string[];
+  /** The API path, for messages. */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly body?: Uint8Array;
+}
+
+/** What a path names: how deep it goes and what it found on the way. */
+interface Target {
+  /** Segments after `config`. */
+  depth: number;
+  protocol?: Protocol;
+  upstream?: UpstreamConfig;
+  /** `servers` was reached. */
+  servers?: boolean;
+  name?: string;
+  param?: Param;
+}
+
+export function handleConfig(status: Status, req: ConfigRequest): ApiResponse {
+  const head = req.method === 'HEAD';
+  const pretty = req.query.get('pretty') !== 'off';
+  const defaults = req.query.get('defaults') === 'on';
+  const t = target(status, req.segments);
+  if (!t) return pathNotFound(req.path, head);
+  const writable = !!t.upstream;
+  if (req.method === 'GET' || head) {
+    const value = read(status, t, defaults);
+    return value === undefined ? pathNotFound(req.path, head) : jsonResponse(200, value, pretty, head);
+  }
+  if (!['PUT', 'PATCH', 'DELETE'].includes(req.method) || !writable)
+    return methodNotAllowed(req.method, req.path, writable ? WRITABLE : READ_ONLY);
+  let body: Json | undefined;
+  if (req.method !== 'DELETE') {
+    const parsed = parseBody(req.body);
+    if ('response' in parsed) return parsed.response;
+    body = parsed.value;
+  }
+  return write(status, t, req, body);
+}
+
+function target(status: Status, s: readonly string[]): Target | undefined {
+  const t: Target = { depth: s.length };
+  if (s.length === 0) return t;
+  if (s[0] !== 'http' && s[0] !== 'stream') return undefined;
+  t.protocol = s[0];
+  if (!protocols(status).includes(t.protocol)) return undefined;
+  if (s.length === 1) return t;
+  if (s[1] !== 'upstreams') return undefined;
+  if (s.length === 2) return t;
+  t.upstream = upstreamsOf(status, t.protocol).find((u) => u.name === s[2]);
+  if (!t.upstream) return undefined;
+  if (s.length === 3) return t;
+  if (s[3] !== 'servers') return undefined;
+  t.servers = true;
+  if (s.length === 4) return t;
+  t.name = s[4];
+  if (s.length === 5) return t;
+  t.param = paramsOf(t.protocol).find((p) => p.name === s[5]);
+  if (!t.param || s.length > 6) return undefined;
+  return t;
+}
+
+function read(status: Status, t: Target, defaults: boolean): Json | undefined {
+  if (!t.protocol) return configJson(status, defaults) as Json;
+  if (!t.upstream) {
+    const ups: { [key: string]: Json } = {};
+    for (const u of upstreamsOf(status, t.protocol)) ups[u.name] = { servers: serversJson(status, u, t.protocol, defaults) };
+    return t.depth === 1 ? { upstreams: ups } : ups;
+  }
+  const servers = serversJson(status, t.upstream, t.protocol, defaults);
+  if (!t.servers) return { servers };
+  if (t.name === undefined) return servers;
+  const peer = servers[t.name] as { [key: string]: Json } | undefined;
+  if (!peer) return undefined;
+  if (!t.param) return peer;
+  return peer[t.param.name] ?? t.param.default;
+}
+
+function parseBody(body: Uint8Array | undefined): { value: Json } | { response: ApiResponse } {
+  if (!body || body.length === 0) return { response: apiError(400, 'JsonError', 'The request has no JSON body.') };
+  if (body.length > CONFIG_BODY_LIMIT)
+    return { response: apiError(413, 'TooLarge', `The request body is larger than ${CONFIG_BODY_LIMIT} bytes.`) };
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    return { response: apiError(400, 'JsonError', 'The request body is not valid UTF-8.') };
+  }
+  try {
+    return { value: JSON.parse(text) as Json };
+  } catch (e) {
+    return { response: apiError(400, 'JsonError', `The request body is not valid JSON: ${(e as Error).message}.`) };
+  }
+}
+
+const isObject = (v: Json | undefined): v is { [key: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+class FormatError {
+  constructor(readonly description: string) {}
+}
+
+/** A peer's parameters after a PUT (`base` empty) or a PATCH (`base` the current ones). */
+function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch: Json, merge: boolean, existing: PeerConfig | undefined): Params {
+  if (!isObject(patch)) throw new FormatError('A server is a JSON object of its parameters.');
+  const out: Params = merge ? { ...base } : {};
+  for (const [field, value] of Object.entries(patch)) {
+    const param = paramsOf(protocol).find((p) => p.name === field);
+    if (!param) throw new FormatError(`The "${field}" field is unknown.`);
+    setParam(out, param, value, merge, u);
+  }
+  if (existing && !!out.backup !== !!existing.backup) throw new FormatError('The "backup" field can be set only when the server is created.');
+  return out;
+}
+
+function setParam(out: Params, param: Param, value: Json, merge: boolean, u: UpstreamConfig): void {
+  if (value === null && merge) {
+    delete out[param.key];
+    return;
+  }
+  const parsed = param.parse(value);
+  if (typeof parsed === 'object') throw new FormatError(`The "${param.name}" field must be ${parsed.expected}.`);
+  if (param.name === 'backup' && parsed === true && NO_BACKUP.has(u.method ?? ''))
+    throw new FormatError(`The "backup" field is not supported by the "${u.method}" balancing method of upstream "${u.name}".`);
+  (out as Record<string, unknown>)[param.key] = parsed;
+}
+
+/** `[<service>@]<host>[:<port>]`: an IPv4 address, a bracketed IPv6 address or a domain name. */
+export function parseServerName(name: string): { server: string; service?: string } | undefined {
+  const at = name.indexOf('@');
+  const service = at >= 0 ? name.slice(0, at) : undefined;
+  const address = at >= 0 ? name.slice(at + 1) : name;
+  if (service !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/.test(service)) return undefined;
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::(\d{1,5}))?$/.exec(address);
+  if (!m) return undefined;
+  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return undefined;
+  if (m[1].startsWith('[') && !isIPv6(m[1].slice(1, -1))) return undefined;
+  if (/^[\d.]+$/.test(m[1]) && !/^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/.test(m[1])) return undefined;
+  return service === undefined ? { server: address } : { server: address, service };
+}
+
+function isIPv6(text: string): boolean {
+  const halves = text.split('::');
+  if (halves.length > 2) return false;
+  const groups = halves.flatMap((h) => (h ? h.split(':') : []));
+  const ok = groups.every((g) => /^[0-9A-Fa-f]{1,4}$/.test(g));
+  return ok && (halves.length === 2 ? groups.length <= 7 : groups.length === 8);
+}
+
+/** A new peer's configuration from its name and parameters. */
+function newPeer(name: string, params: Params): PeerConfig {
+  const parsed = parseServerName(name);
+  if (!parsed) throw new FormatError(`The server name "${name}" is not [<service>@]<host>[:<port>].`);
+  return { ...params, ...parsed, ...(parsed.service ? { name } : {}) };
+}
+
+const stripId = ({ id: _id, ...p }: PeerEntry): PeerConfig => p;
+const paramsOfPeer = (p: PeerConfig): Params => {
+  const out: Params = {};
+  for (const param of PARAMS) if (p[param.key] !== undefined) (out as Record<string, unknown>)[param.key] = p[param.key];
+  return out;
+};
+const withParams = (p: PeerConfig, params: Params): PeerConfig => {
+  const { server, service, name } = p;
+  return { ...params, server, ...(service !== undefined ? { service } : {}), ...(name !== undefined ? { name } : {}) };
+};
+
+/** The servers of an upstream after a PUT or PATCH of its `servers` object. */
+function applyServers(protocol: Protocol, u: UpstreamConfig, peers: readonly PeerEntry[], body: Json, merge: boolean): PeerConfig[] {
+  if (!isObject(body)) throw new FormatError('"servers" is a JSON object of servers by name.');
+  const byName = new Map(peers.map((p) => [peerName(p), stripId(p)]));
+  const out = merge ? new Map(byName) : new Map<string, PeerConfig>();
+  for (const [name, value] of Object.entries(body)) {
+    const existing = byName.get(name);
+    if (value === null && merge) {
+      out.delete(name);
+      continue;
+    }
+    const params = applyParams(protocol, u, existing && merge ? paramsOfPeer(existing) : {}, value, merge, existing);
+    out.set(name, existing ? withParams(existing, params) : newPeer(name, params));
+  }
+  return [...out.values()];
+}
+
+function write(status: Status, t: Target, req: ConfigRequest, body: Json | undefined): ApiResponse {
+  const u = t.upstream!;
+  const protocol = t.protocol!;
+  const merge = req.method === 'PATCH';
+  const del = req.method === 'DELETE';
+  let missing = false;
+  const change = (peers: readonly PeerEntry[]): PeerConfig[] | { error: FormatError } => {
+    missing = false;
+    try {
+      const list = peers.map(stripId);
+      if (!t.servers) {
+        // The upstream: `servers` is its one member.
+        if (del) return [];
+        if (!isObject(body)) throw new FormatError('An upstream is a JSON object with a "servers" member.');
+        for (const field of Object.keys(body)) if (field !== 'servers') throw new FormatError(`The "${field}" field is unknown.`);
+        if (!('servers' in body)) return merge ? list : [];
+        if (body.servers === null && merge) return [];
+        return applyServers(protocol, u, peers, body.servers, merge);
+      }
+      if (t.name === undefined) return del ? [] : applyServers(protocol, u, peers, body!, merge);
+      const at = list.findIndex((p) => peerName(p) === t.name);
+      const existing = at >= 0 ? list[at] : undefined;
+      if (!t.param) {
+        if (del) {
+          if (!existing) missing = true;
+          return list.filter((_, i) => i !== at);
+        }
+        const params = applyParams(protocol, u, existing && merge ? paramsOfPeer(existing) : {}, body!, merge, existing);
+        if (!existing) return [...list, newPeer(t.name, params)];
+        list[at] = withParams(existing, params);
+        return list;
+      }
+      if (!existing) {
+        missing = true;
+        return list;
+      }
+      const params = paramsOfPeer(existing);
+      if (del || (merge && body === null)) delete params[t.param.key];
+      else setParam(params, t.param, body!, false, u);
+      if (t.param.name === 'backup' && !!params.backup !== !!existing.backup)
+        throw new FormatError('The "backup" field can be set only when the server is created.');
+      list[at] = withParams(existing, params);
+      return list;
+    } catch (e) {
+      if (e instanceof FormatError) return { error: e };
+      throw e;
+    }
+  };
+  // A parameter path or a DELETE of a server needs the server: look before writing.
+  const before = peerSet(status, u).peers;
+  if ((t.param || (del && t.name !== undefined)) && !before.some((p) => peerName(p) === t.name)) return pathNotFound(req.path);
+  const result = changePeers(status, u, change, t.name);
+  if (!result.ok) {
+    if (result.error === 'no-room')
+      return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+    return apiError(400, 'FormatError', (result.error as FormatError).description);
+  }
+  if (missing) return pathNotFound(req.path);
+  if (del) return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false);
+  if (result.created && t.name !== undefined && !t.param)
+    return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created.` }, true, false);
+  return jsonResponse(
+    200,
+    { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` },
+    true,
+    false,
+  );
+}
