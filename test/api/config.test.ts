@@ -244,11 +244,14 @@ t.test('state file: written atomically after each change, read at start', async 
     t.equal(readFileSync(state, 'utf8'), 'server 127.0.0.1:8081 max_fails=0 sid=one;\nserver 127.0.0.1:8090 weight=3 fail_timeout=30s slow_start=1500ms down;\n');
     status.remove();
   }
-  const { get } = setup(t, config);
-  t.same(get(`${B}/servers`), {
+  const restarted = setup(t, config);
+  const kept = {
     '127.0.0.1:8081': { max_fails: 0, sid: 'one' },
     '127.0.0.1:8090': { weight: 3, fail_timeout: 30, slow_start: 1.5, down: true },
-  }, 'a restart takes the state file over the configured servers');
+  };
+  t.same(restarted.get(`${B}/servers`), kept, 'a restart takes the state file over the configured servers');
+  restarted.status.reload(config);
+  t.same(restarted.get(`${B}/servers`), kept, 'and so does a reload');
   t.same(parseStateFile(stateFileText([{ server: '10.0.0.1:80', service: 'http', backup: true, maxConns: 4 }])), [
     { server: '10.0.0.1:80', service: 'http', maxConns: 4, backup: true },
   ]);
