@@ -180,7 +180,7 @@ t.test('conformance', async (t) => {
         t.same(Object.keys(JSON.parse((await get('/status/http/')).body)), ['server_zones', 'location_zones', 'upstreams']);
         t.same(Object.keys(JSON.parse((await get('/status/http/server_zones')).body)), ['site', 'secure']);
         t.same(Object.keys(JSON.parse((await get('/status/stream')).body)), ['upstreams']);
-        t.same(Object.keys(JSON.parse((await get('/')).body)), ['status'], 'the API root');
+        t.same(Object.keys(JSON.parse((await get('/')).body)), ['status', 'config'], 'the API root lists both trees');
         t.equal((await get('//status//connections//')).status, 200, 'repeated slashes are one');
       });
 
