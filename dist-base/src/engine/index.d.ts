@@ -1,7 +1,0 @@
-export { Zone, ZoneFullError, removeZone } from './zone.js';
-export type { CreateZoneOptions, AttachZoneOptions, SlabStats } from './zone.js';
-export { CounterBlock, GaugeBlock } from './counters.js';
-export { AtomicCells } from './cells.js';
-export { SeqRecord } from './record.js';
-export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
-export { addon } from './native.js';

@@ -1,9 +1,0 @@
-// zonal's engine: shared-memory zones with a slab allocator, sharded counters, atomic
-// cells and seqlocked records, for processes that share them by name.
-export { Zone, ZoneFullError, removeZone } from './zone.js';
-export { CounterBlock, GaugeBlock } from './counters.js';
-export { AtomicCells } from './cells.js';
-export { SeqRecord } from './record.js';
-export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
-export { addon } from './native.js';
-//# sourceMappingURL=index.js.map
