@@ -13,6 +13,10 @@ export interface ApiRequest {
   readonly address: string;
   /** The Host header, for `$host` in `api` paths. */
   readonly host?: string;
+  /** The client's address, for access rules (`allow`, `deny`) in front of the API. */
+  readonly remoteAddress?: string;
+  /** The Authorization header, for basic auth in front of the API. */
+  readonly authorization?: string;
 }
 
 export interface ApiResponse {

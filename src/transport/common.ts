@@ -9,6 +9,10 @@ import type { ApiRequest, ApiResponse } from '../api/types.js';
 /** The API (`createApi`): synchronous; `undefined` when no API mount matches the path. */
 export type { ApiHandler };
 
+/** What a transport serves: the API, or something in front of it that may wait (basic
+ * auth checks a bcrypt hash off the event loop) before it answers or hands over. */
+export type TransportHandler = (request: ApiRequest) => ApiResponse | undefined | PromiseLike<ApiResponse | undefined>;
+
 /** The largest request body the API accepts. */
 export const BODY_LIMIT = 64 * 1024;
 /**
@@ -94,13 +98,40 @@ export function answer(handler: ApiHandler, req: ApiRequest, onError: (err: unkn
     const res = handler(req);
     return res === undefined ? undefined : toWire(req.method, res);
   } catch (err) {
-    try {
-      onError(err);
-    } catch {
-      // a failing error reporter must not take the answer with it
-    }
-    return toWire(req.method, internalError(req.method));
+    return failed(req, err, onError);
   }
+}
+
+/** answer() for a handler that may return a promise: a promise only when it did. */
+export function answerLater(
+  handler: TransportHandler,
+  req: ApiRequest,
+  onError: (err: unknown) => void,
+): WireResponse | undefined | Promise<WireResponse | undefined> {
+  let res: ReturnType<TransportHandler>;
+  try {
+    res = handler(req);
+  } catch (err) {
+    return failed(req, err, onError);
+  }
+  if (res === undefined || !isPromiseLike(res)) return answer(() => res as ApiResponse | undefined, req, onError);
+  return Promise.resolve(res).then(
+    (value) => answer(() => value, req, onError),
+    (err) => failed(req, err, onError),
+  );
+}
+
+function isPromiseLike(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as PromiseLike<unknown>)?.then === 'function';
+}
+
+function failed(req: ApiRequest, err: unknown, onError: (err: unknown) => void): WireResponse {
+  try {
+    onError(err);
+  } catch {
+    // a failing error reporter must not take the answer with it
+  }
+  return toWire(req.method, internalError(req.method));
 }
 
 /** The default error reporter: a process warning, which never throws. */

@@ -48,6 +48,8 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
       query,
       address: localAddress(req.socket.localAddress),
       ...(req.headers.host ? { host: req.headers.host } : {}),
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      remoteAddress: localAddress(req.socket.remoteAddress),
     };
 
     // Returns false when passed on to next.

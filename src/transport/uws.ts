@@ -19,9 +19,9 @@
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
 import type { ApiRequest } from '../api/types.js';
-import { answer, BODY_CAP, notFound, reportError, toWire, type ApiHandler, type WireResponse } from './common.js';
+import { answerLater, BODY_CAP, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
 
-export type { ApiHandler } from './common.js';
+export type { ApiHandler, TransportHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
 
 // A CommonJS package whose exports are a native module: loaded through require, so ESM
@@ -33,7 +33,8 @@ export interface ServeApiOptions {
   host: string;
   /** Port; 0 picks a free one. */
   port: number;
-  handler: ApiHandler;
+  /** The API, or a handler in front of it (access rules, basic auth) that may answer later. */
+  handler: TransportHandler;
   /** Called with whatever the handler threw; default: a process warning. */
   onError?: (err: unknown) => void;
 }
@@ -57,6 +58,8 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const hostHeader = req.getHeader('host');
+    const authorization = req.getHeader('authorization');
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     let aborted = false;
     let answered = false;
     const chunks: Buffer[] = [];
@@ -75,10 +78,17 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         address,
         ...(size > 0 ? { body: Buffer.concat(chunks, size) } : {}),
         ...(hostHeader ? { host: hostHeader } : {}),
+        ...(authorization ? { authorization } : {}),
+        remoteAddress,
       };
       chunks.length = 0;
-      const wire = answer(handler, apiReq, onError) ?? toWire(method, notFound(apiReq));
-      if (!aborted) write(res, wire, method === 'HEAD');
+      const wire = answerLater(handler, apiReq, onError);
+      if (wire instanceof Promise) {
+        // The response may only be written inside a cork once this callback has returned.
+        void wire.then((w) => {
+          if (!aborted) write(res, w ?? toWire(method, notFound(apiReq)), method === 'HEAD');
+        });
+      } else if (!aborted) write(res, wire ?? toWire(method, notFound(apiReq)), method === 'HEAD');
     };
 
     res.onData((chunk, isLast) => {
