@@ -50,7 +50,7 @@ export class Connections {
 }
 
 export function connections(status: Status): Connections {
-  return new Connections(status.gauges(STATUS_ZONE, KEY, layout.size));
+  return new Connections(status.gauges(STATUS_ZONE, KEY, layout.size, layout.gauges));
 }
 
 export function connectionsNode(status: Status): StatusNode {

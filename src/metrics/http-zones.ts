@@ -44,12 +44,12 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
   );
   const declared: Group<HttpZoneSource> = group('', fields);
   const key = (name: string) => `http/${kind}/${name}`;
-  const block = (status: Status, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
+  const block = (status: Status, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name), layout.size, own);
   const claims = (status: Status, name: string) => status.cells(STATUS_ZONE, `${key(name)}/codes`, CLAIMED);
 
   return {
     fields: declared,
-    recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name), claims(status, name)),
+    recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name, layout.gauges), claims(status, name)),
     node: (status: Status) =>
       zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : (status.catalog().http?.locationZones ?? []).map((name) => ({ name }))),

@@ -130,6 +130,9 @@ export interface Counted {
 export class Layout<S extends Counted> {
   /** Counters the block holds. */
   size = 0;
+  /** Indices of the gauges: what a process that takes over a worker slot sets to zero,
+   * since the connections and requests its predecessor counted there went with it. */
+  readonly gauges: number[] = [];
 
   counter(name: string, help: string): Leaf<S> & { readonly index: number } {
     const index = this.size++;
@@ -138,6 +141,7 @@ export class Layout<S extends Counted> {
 
   gauge(name: string, help: string): Leaf<S> & { readonly index: number } {
     const index = this.size++;
+    this.gauges.push(index);
     return { kind: 'leaf', name, metric: 'gauge', help, index, value: (s) => s.sums[index] };
   }
 

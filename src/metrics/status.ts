@@ -39,6 +39,8 @@ export class Status {
   private readonly zones = new Map<string, Zone>();
   private readonly blocks = new Map<string, CounterBlock | GaugeBlock | AtomicCells>();
   private readonly records = new Map<string, SeqRecord>();
+  /** Gauge blocks whose gauges this process has taken over (see gauges()). */
+  private readonly owned = new Set<string>();
 
   private constructor(zone: Zone) {
     this.zone = zone;
@@ -129,8 +131,16 @@ export class Status {
     return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).counters(key, length)) as CounterBlock;
   }
 
-  gauges(zone: string, key: string, length: number): GaugeBlock {
-    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).gauges(key, length)) as GaugeBlock;
+  /** A gauge block of a zone, made once per process. A recorder passes its gauges'
+   * indices as `own`: the first time, they are set to zero in this process's shard, which
+   * may hold what a worker killed in the same slot had in flight. */
+  gauges(zone: string, key: string, length: number, own?: readonly number[]): GaugeBlock {
+    const block = this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).gauges(key, length)) as GaugeBlock;
+    if (own && block.slot >= 0 && !this.owned.has(`${zone}\0${key}`)) {
+      this.owned.add(`${zone}\0${key}`);
+      for (const i of own) block.set(i, 0);
+    }
+    return block;
   }
 
   /** A record of a zone, made once per process. */
