@@ -1,0 +1,33 @@
+// What runs before a location's content: `allow`/`deny`, then basic auth, as nginx's
+// access phase orders them. 0 lets the request through; 403 and 401 are the answers.
+import type { Inherited } from '../config/model.js';
+import { accessChecker } from './access.js';
+import { BasicAuth } from './auth.js';
+
+export type Verdict = 0 | 401 | 403;
+
+export class Guard {
+  private readonly allowed?: (remoteAddress: string) => boolean;
+  private readonly auth?: BasicAuth;
+
+  constructor(settings: Inherited) {
+    if (settings.access.length > 0) this.allowed = accessChecker(settings.access);
+    if (settings.authBasic) this.auth = new BasicAuth(settings.authBasic);
+  }
+
+  /** Whether anything is checked: a request in an open location skips the guard. */
+  get open(): boolean {
+    return !this.allowed && !this.auth;
+  }
+
+  check(remoteAddress: string, authorization: string | undefined): Verdict | Promise<Verdict> {
+    if (this.allowed && !this.allowed(remoteAddress)) return 403;
+    if (!this.auth) return 0;
+    return this.auth.check(authorization).then((ok) => (ok ? 0 : 401));
+  }
+
+  /** The WWW-Authenticate value of a 401. */
+  challenge(): string {
+    return this.auth?.challenge() ?? 'Basic';
+  }
+}

@@ -1,0 +1,84 @@
+// A virtual server at run time: its zone, its guard and `return`, and for each of its
+// locations what answers there. The workers' node:http plane and the primary's admin
+// listeners both build their servers from this.
+import { createApi, type ApiHandler } from '../../api/index.js';
+import type { ApiMount } from '../../api/types.js';
+import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
+import type { Status } from '../../metrics/status.js';
+import type { LocationConfig, VirtualServerConfig } from '../config/model.js';
+import { Guard } from './guard.js';
+import { LocationIndex } from './locations.js';
+import { Return } from './pages.js';
+
+export interface Place {
+  /** The location zone (absent: `status_zone off`, none set, or not recording). */
+  readonly zone?: HttpZone;
+  readonly guard: Guard;
+  readonly return?: Return;
+  readonly api?: ApiHandler;
+  /** Static files. */
+  readonly root?: string;
+}
+
+export interface SiteOptions {
+  readonly status: Status;
+  /** Whether its traffic is counted: admin listeners' is not. */
+  readonly record: boolean;
+  /** Zone recorders shared by the servers and locations of one process. */
+  readonly recorders?: Map<string, HttpZone>;
+}
+
+export class Site {
+  readonly config: VirtualServerConfig;
+  readonly zone?: HttpZone;
+  /** What answers a request no location matches, and a server-level `return`. */
+  readonly place: Place;
+  private readonly index: LocationIndex;
+  private readonly places = new Map<LocationConfig, Place>();
+
+  constructor(config: VirtualServerConfig, options: SiteOptions) {
+    this.config = config;
+    const recorders = options.recorders ?? new Map<string, HttpZone>();
+    const record = (kind: 'server' | 'location', name: string | undefined): HttpZone | undefined => {
+      if (!options.record || !name) return undefined;
+      const key = `${kind}\0${name}`;
+      let r = recorders.get(key);
+      if (!r) recorders.set(key, (r = (kind === 'server' ? serverZones : locationZones).recorder(options.status, name)));
+      return r;
+    };
+    this.zone = record('server', config.statusZone);
+    this.place = { guard: new Guard(config), ...(config.return ? { return: new Return(config.return) } : {}), ...(config.root ? { root: config.root } : {}) };
+    this.index = new LocationIndex(config.locations);
+    const visit = (locations: readonly LocationConfig[]) => {
+      for (const l of locations) {
+        this.places.set(l, {
+          zone: record('location', l.statusZone),
+          guard: new Guard(l),
+          ...(l.return ? { return: new Return(l.return) } : {}),
+          ...(l.api ? { api: createApi({ status: options.status, mounts: [mountOf(l)] }) } : {}),
+          ...(l.root ? { root: l.root } : {}),
+        });
+        visit(l.locations);
+      }
+    };
+    visit(config.locations);
+  }
+
+  /** The place that answers `uri`: a location's, or the server's own when none matches. */
+  find(uri: string): Place {
+    if (this.place.return) return this.place;
+    const match = this.index.match(uri);
+    return match ? this.places.get(match.location)! : this.place;
+  }
+}
+
+/** The API mount of an `api` location: the location itself, so that the API maps the
+ * URI as nginx would replace the location's part of it. */
+function mountOf(l: LocationConfig): ApiMount {
+  return {
+    location: l.regex ?? l.path,
+    ...(l.modifier === '=' ? { exact: true } : {}),
+    api: l.api!,
+    ...(l.apiConfigFiles ? { configFiles: true } : {}),
+  };
+}

@@ -1,0 +1,79 @@
+// `root`: static files, as nginx's static module serves them. GET and HEAD only; a
+// directory is answered by its index.html when the URI ends with '/', and redirected to
+// the URI with '/' otherwise.
+import { createReadStream, type Stats } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, join } from 'node:path';
+import { pipeline } from 'node:stream';
+import { sendPage } from './pages.js';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html',
+  '.htm': 'text/html',
+  '.css': 'text/css',
+  '.js': 'application/javascript',
+  '.mjs': 'application/javascript',
+  '.json': 'application/json',
+  '.txt': 'text/plain',
+  '.xml': 'text/xml',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.ico': 'image/x-icon',
+  '.webp': 'image/webp',
+  '.woff2': 'font/woff2',
+  '.pdf': 'application/pdf',
+  '.wasm': 'application/wasm',
+};
+/** nginx's `default_type` in its stock configuration. */
+const DEFAULT_TYPE = 'application/octet-stream';
+
+async function statOrUndefined(path: string): Promise<Stats | { error: string }> {
+  try {
+    return await stat(path);
+  } catch (e) {
+    return { error: (e as NodeJS.ErrnoException).code ?? 'EIO' };
+  }
+}
+
+/** Serves `uri` (decoded, normalised: no `..`) from `root`. */
+export async function serveStatic(root: string, uri: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const head = req.method === 'HEAD';
+  if (req.method !== 'GET' && !head) {
+    sendPage(res, 405, false, { Allow: 'GET, HEAD' });
+    return;
+  }
+  let path = join(root, uri);
+  let info = await statOrUndefined(path);
+  if (!('error' in info) && info.isDirectory()) {
+    if (!uri.endsWith('/')) {
+      const location = uri + '/' + (req.url?.includes('?') ? req.url.slice(req.url.indexOf('?')) : '');
+      sendPage(res, 301, head, { Location: location });
+      return;
+    }
+    path = join(path, 'index.html');
+    info = await statOrUndefined(path);
+    // nginx answers a directory without an index (and without autoindex) with 403.
+    if ('error' in info && info.error === 'ENOENT') info = { error: 'EACCES' };
+  }
+  if (res.destroyed) return;
+  if ('error' in info || !info.isFile()) {
+    const code = 'error' in info && (info.error === 'EACCES' || info.error === 'EPERM') ? 403 : 404;
+    sendPage(res, code, head);
+    return;
+  }
+  res.writeHead(200, {
+    'Content-Type': TYPES[extname(path).toLowerCase()] ?? DEFAULT_TYPE,
+    'Content-Length': info.size,
+    'Last-Modified': info.mtime.toUTCString(),
+  });
+  if (head) {
+    res.end();
+    return;
+  }
+  // pipeline ends the response, or destroys it (and the file) when either side fails.
+  pipeline(createReadStream(path), res, () => {});
+}
