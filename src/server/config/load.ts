@@ -1,0 +1,49 @@
+// The configuration reader's entry point: `zonal -t`, the primary at start and reload,
+// and every worker (from the primary's snapshot) call loadConfig.
+import os from 'node:os';
+import path from 'node:path';
+import { diskSource, readConfig, snapshotSource } from './include.js';
+import type { Checker, MainLevel } from './levels.js';
+import type { ConfigError, ServerConfig } from './model.js';
+import { resolveHttp } from './resolve.js';
+import { walk } from './walk.js';
+
+export interface LoadOptions {
+  /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
+   * primary's snapshot. `include` globs then match against the snapshot's keys. No disk access at all. */
+  files?: Record<string, string>;
+  /** CPUs for `worker_processes auto` (default os.availableParallelism()). */
+  cpus?: number;
+}
+
+/** Reads and checks a configuration: `config` only when there is no error at all. Every
+ * error found is reported, except that a file with a syntax error stops there and then
+ * only syntax and read errors are reported (a truncated tree would only add false ones). */
+export function loadConfig(file: string, options: LoadOptions = {}): { config?: ServerConfig; errors: ConfigError[] } {
+  const main = path.resolve(file);
+  const errors: ConfigError[] = [];
+  const source = options.files ? snapshotSource(options.files) : diskSource;
+  const { directives, files } = readConfig(main, source, errors);
+  if (errors.length) return { errors };
+
+  const checker: Checker = {
+    disk: !options.files,
+    cpus: options.cpus ?? os.availableParallelism(),
+    error: (at, message) => void errors.push({ file: at.file, line: at.line, message }),
+    walk: (list, level) => walk(list, level, checker),
+  };
+  const level: MainLevel = { kind: 'main', seen: new Set() };
+  walk(directives, level, checker);
+  const http = level.http && resolveHttp(level.http, checker);
+  if (errors.length) return { errors };
+  return {
+    config: { file: main, workerProcesses: level.workerProcesses ?? 1, ...(http ? { http } : {}), files },
+    errors,
+  };
+}
+
+/** nginx's wording: `zonal: [emerg] unknown directive "foo" in /abs/path/zonal.conf:12`;
+ * a file that cannot be opened at all has no line to name. */
+export function formatConfigError(e: ConfigError): string {
+  return `zonal: [emerg] ${e.message}${e.line > 0 ? ` in ${e.file}:${e.line}` : ''}`;
+}

@@ -1,0 +1,55 @@
+// Checks that need a whole server, or every server of the http block: what one `listen`
+// cannot know alone.
+import type { ListenConfig } from './model.js';
+import type { Checker, ServerLevel } from './levels.js';
+import { listenAddress } from './values.js';
+
+export function checkServer(server: ServerLevel, c: Checker): void {
+  const { listens } = server;
+  // nginx would listen on *:80; zonal wants every server to say where it listens.
+  if (!listens.length) c.error(server.directive.origin, 'no "listen" directive in server');
+  if (listens.some((l) => l.admin)) {
+    for (const l of listens) {
+      if (!l.admin) c.error(l.origin, `all listens of an admin server must be "admin": "${listenAddress(l)}" is not`);
+      if (l.ssl) c.error(l.origin, `the "ssl" parameter is not allowed on an admin listen`);
+    }
+    return;
+  }
+  const ssl = listens.find((l) => l.ssl);
+  if (!ssl) return;
+  if (server.sslCertificate === undefined) c.error(ssl.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
+  else if (server.sslCertificateKey === undefined) c.error(ssl.origin, `no "ssl_certificate_key" is defined for certificate "${server.sslCertificate}"`);
+}
+
+const wildcard = (host: string) => host === '0.0.0.0' || host === '::';
+const family = (host: string) => (host.includes(':') ? 6 : 4);
+
+/** Two listens bind the same socket, or one's wildcard takes the other's port. */
+const overlap = (a: ListenConfig, b: ListenConfig) =>
+  a.port === b.port && family(a.host) === family(b.host) && (a.host === b.host || wildcard(a.host) || wildcard(b.host));
+
+/** One address is one socket: its `ssl`, its admin-ness and its default server are the
+ * address's, not a server's, so all servers listening on it must agree. */
+export function checkServerAddresses(servers: readonly ServerLevel[], c: Checker): void {
+  const seen: { listen: ListenConfig; server: ServerLevel }[] = [];
+  const defaults = new Map<string, ListenConfig>();
+  for (const server of servers) {
+    for (const l of server.listens) {
+      const address = listenAddress(l);
+      const same = seen.filter((s) => listenAddress(s.listen) === address);
+      if (same.some((s) => s.server === server)) {
+        c.error(l.origin, `a duplicate listen ${address}`);
+        continue;
+      }
+      if (l.defaultServer) {
+        if (defaults.has(address)) c.error(l.origin, `a duplicate default server for ${address}`);
+        else defaults.set(address, l);
+      }
+      if (same.some((s) => s.listen.ssl !== l.ssl)) c.error(l.origin, `conflicting "ssl" parameter for ${address}: "ssl" on it in one server and not in another`);
+      // The admin listener is another process's socket: even a wildcard cannot share its port.
+      const other = seen.find((s) => s.server !== server && s.listen.admin !== l.admin && overlap(s.listen, l));
+      if (other) c.error(l.origin, `conflicting "admin" parameter for ${address}: ${listenAddress(other.listen)} is ${other.listen.admin ? '' : 'not '}admin`);
+      seen.push({ listen: l, server });
+    }
+  }
+}

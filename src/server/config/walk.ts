@@ -1,0 +1,40 @@
+// The checks every directive gets from its table entry, in nginx's words and order:
+// known, allowed here, block or `;`, argument count, not duplicate. Then its own `apply`.
+import { directives } from './directives.js';
+import type { AnyLevel, Checker } from './levels.js';
+import type { Directive } from './syntax.js';
+
+export function walk(list: readonly Directive[], level: AnyLevel, c: Checker): void {
+  for (const d of list) {
+    const spec = Object.hasOwn(directives, d.name) ? directives[d.name] : undefined;
+    if (!spec) {
+      c.error(d.origin, `unknown directive "${d.name}"`);
+      continue;
+    }
+    if (!spec.contexts.includes(level.kind)) {
+      c.error(d.origin, `"${d.name}" directive is not allowed here`);
+      continue;
+    }
+    if (spec.block && !d.block) {
+      c.error(d.origin, `directive "${d.name}" has no opening "{"`);
+      continue;
+    }
+    if (!spec.block && d.block) {
+      c.error(d.origin, `directive "${d.name}" is not terminated by ";"`);
+      continue;
+    }
+    const [least, most] = spec.args;
+    if (d.args.length < least || d.args.length > most) {
+      c.error(d.origin, `invalid number of arguments in "${d.name}" directive`);
+      continue;
+    }
+    if (!spec.multiple) {
+      if (level.seen.has(d.name)) {
+        c.error(d.origin, `"${d.name}" directive is duplicate`);
+        continue;
+      }
+      level.seen.add(d.name);
+    }
+    spec.apply(d, level, c);
+  }
+}
