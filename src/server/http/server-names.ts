@@ -2,6 +2,7 @@
 // (ngx_http_find_virtual_server): exact name, longest leading wildcard, longest trailing
 // wildcard, first regex, then the address's default server.
 import type { SecureContext } from 'node:tls';
+import { compileRegex } from '../config/regex.js';
 import type { ListenConfig, VirtualServerConfig } from '../config/model.js';
 
 export type ListenAddress = Pick<ListenConfig, 'host' | 'port'>;
@@ -131,10 +132,10 @@ function hasUpperCase(s: string): boolean {
 }
 
 /** nginx compiles a server_name regex caseless when it holds an uppercase letter (hosts are
- * lowercased, so it could never match otherwise), and PCRE spells named groups `(?P<n>`. */
+ * lowercased, so it could never match otherwise); compileRegex reads PCRE's spellings, as
+ * the configuration check does. */
 function nameRegex(source: string): RegExp {
-  const js = source.replace(/\(\?P</g, '(?<');
-  return new RegExp(js, /[A-Z]/.test(source) ? 'i' : '');
+  return compileRegex(source, /[A-Z]/.test(source));
 }
 
 function sameAddress(listen: ListenAddress, address: ListenAddress): boolean {
