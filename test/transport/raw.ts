@@ -29,6 +29,11 @@ export class RawClient {
     socket.on('error', () => {});
   }
 
+  /** A client over a socket already connecting (one with its own options: localAddress). */
+  static wrap(socket: Socket): RawClient {
+    return new RawClient(socket);
+  }
+
   static connect(port: number, host = '127.0.0.1', ms = 5000): Promise<RawClient> {
     return new Promise((resolve, reject) => {
       const socket = connect(port, host);

@@ -1,0 +1,91 @@
+// Admin listeners (`listen ... admin`): served by uWebSockets.js in the primary through
+// the API transport. Their servers hold only API locations, `return`, access rules and
+// basic auth, and, like Envoy's admin interface, their traffic is counted nowhere.
+import type { ApiRequest, ApiResponse } from '../api/types.js';
+import { apiError, pathNotFound } from '../api/errors.js';
+import type { Status } from '../metrics/status.js';
+import { serveApi, type ApiServer } from '../transport/uws.js';
+import type { ServerConfig, VirtualServerConfig } from './config/model.js';
+import type { Verdict } from './http/guard.js';
+import { ServerNames } from './http/server-names.js';
+import { Site, type Place } from './http/site.js';
+import { normalizeUri } from './http/uri.js';
+
+type Handler = (req: ApiRequest) => ApiResponse | undefined | Promise<ApiResponse | undefined>;
+
+interface Listener {
+  server: ApiServer;
+  /** Swapped on reload: the listening socket stays. */
+  handler: Handler;
+}
+
+export class AdminListeners {
+  private readonly listeners = new Map<string, Listener>();
+
+  constructor(private readonly status: Status) {}
+
+  /** Serves the configuration's admin servers: addresses it keeps get the new servers,
+   * new ones are opened, those it no longer has are closed. */
+  async apply(config: ServerConfig): Promise<void> {
+    const wanted = new Map<string, { host: string; port: number; servers: VirtualServerConfig[] }>();
+    for (const server of config.http?.servers ?? []) {
+      if (!server.admin) continue;
+      for (const l of server.listens) {
+        const key = `${l.host}:${l.port}`;
+        let entry = wanted.get(key);
+        if (!entry) wanted.set(key, (entry = { host: l.host, port: l.port, servers: [] }));
+        if (!entry.servers.includes(server)) entry.servers.push(server);
+      }
+    }
+    for (const [key, listener] of this.listeners)
+      if (!wanted.has(key)) {
+        listener.server.close();
+        this.listeners.delete(key);
+      }
+    for (const [key, { host, port, servers }] of wanted) {
+      const handler = this.handler(servers, { host, port });
+      const existing = this.listeners.get(key);
+      if (existing) existing.handler = handler;
+      else {
+        const listener: Listener = { handler, server: undefined as unknown as ApiServer };
+        listener.server = await serveApi({ host, port, handler: (req) => listener.handler(req) });
+        this.listeners.set(key, listener);
+      }
+    }
+  }
+
+  close(): void {
+    for (const l of this.listeners.values()) l.server.close();
+    this.listeners.clear();
+  }
+
+  private handler(servers: VirtualServerConfig[], address: { host: string; port: number }): Handler {
+    const names = new ServerNames(servers, address);
+    const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false })]));
+    return (req) => {
+      const site = sites.get(names.select(req.host))!;
+      const uri = normalizeUri(req.path);
+      const head = req.method === 'HEAD';
+      if (uri === undefined) return apiError(400, 'BadRequest', `The request path "${req.path}" is not valid.`, head);
+      const place = site.find(uri);
+      if (place.guard.open) return content(place, req, head);
+      const verdict = place.guard.check(req.remoteAddress ?? '', req.authorization);
+      return typeof verdict === 'number' ? guarded(verdict, place, req, head) : verdict.then((v) => guarded(v, place, req, head));
+    };
+  }
+}
+
+function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
+  if (verdict === 403) return apiError(403, 'Forbidden', 'Access to the requested API element is forbidden.', head);
+  if (verdict === 401)
+    return apiError(401, 'Unauthorized', 'Valid credentials are required for the requested API element.', head, {
+      'WWW-Authenticate': place.guard.challenge(),
+    });
+  return content(place, req, head);
+}
+
+function content(place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
+  if (place.return) return place.return.response(head);
+  if (place.api) return place.api(req) ?? pathNotFound(req.path, head);
+  return pathNotFound(req.path, head);
+}

@@ -1,0 +1,14 @@
+// What the primary and its workers say to each other over node:cluster's channel.
+
+export type FromPrimary =
+  /** The configuration: the main file and the text of every file it read. */
+  | { type: 'start'; file: string; files: Record<string, string>; ticketKeys: string }
+  /** Stop accepting, finish what is in flight, exit. */
+  | { type: 'drain' };
+
+export type ToPrimary =
+  /** The worker listens for messages: cluster's own 'online' comes before the worker's
+   * module runs, and a message sent then would be lost. */
+  | { type: 'waiting' }
+  | { type: 'ready' }
+  | { type: 'failed'; message: string };

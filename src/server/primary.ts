@@ -1,0 +1,213 @@
+// The zonal server's primary process: it reads the configuration, creates the zones,
+// forks the workers (node:cluster) and keeps them running, serves the admin listeners,
+// reloads on SIGHUP and stops on SIGTERM or SIGINT.
+//
+// Worker slots: each worker writes its own shard of every counter block. The zones have
+// twice as many slots as workers (at least as many as CPUs, twice), so that a reload's
+// new workers can start while the old ones drain; a restarted worker takes the slot of
+// the one it replaces, so the totals go on from where they were.
+import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { WORKER_SLOT_ENV } from '../engine/index.js';
+import { addon } from '../engine/native.js';
+import { Status } from '../metrics/status.js';
+import { AdminListeners } from './admin.js';
+import { statusConfigOf } from './catalog.js';
+import { formatConfigError, loadConfig } from './config/load.js';
+import type { ServerConfig } from './config/model.js';
+import type { FromPrimary, ToPrimary } from './messages.js';
+
+/** How long draining workers may take before they are killed. */
+const DRAIN_MS = 30_000;
+/** A worker that dies sooner than this after its start is restarted after this delay. */
+const RESTART_DELAY_MS = 1000;
+
+interface WorkerRecord {
+  readonly worker: Worker;
+  readonly slot: number;
+  readonly generation: number;
+  readonly started: number;
+  state: 'starting' | 'ready' | 'draining';
+}
+
+export type Log = (level: 'notice' | 'warn' | 'error' | 'emerg', message: string) => void;
+
+export const stderrLog: Log = (level, message) => process.stderr.write(`zonal: [${level}] ${message}\n`);
+
+export class Primary {
+  private readonly workers = new Set<WorkerRecord>();
+  private readonly freeSlots: number[];
+  private readonly ticketKeys = randomBytes(48).toString('base64');
+  private readonly admin: AdminListeners;
+  private generation = 0;
+  private stopping = false;
+  private reloading = false;
+  private reloadAgain = false;
+
+  private constructor(
+    private readonly file: string,
+    private config: ServerConfig,
+    private readonly status: Status,
+    private readonly log: Log,
+  ) {
+    this.freeSlots = Array.from({ length: status.zone.workerSlots }, (_, i) => i);
+    this.admin = new AdminListeners(status);
+  }
+
+  /** Reads the configuration, creates the zones, starts the workers and admin listeners. */
+  static async start(file: string, log: Log = stderrLog): Promise<Primary> {
+    const { config, errors } = loadConfig(file);
+    if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
+    const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()));
+    const status = Status.create(statusConfigOf(config), { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) });
+    const primary = new Primary(file, config, status, log);
+    // Each worker accepts on the shared listening socket itself: no hand-off through the
+    // primary for every connection.
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
+    try {
+      await primary.admin.apply(config);
+      await Promise.all(Array.from({ length: config.workerProcesses }, () => primary.spawn(primary.takeSlot()!, 0)));
+    } catch (e) {
+      await primary.stop();
+      throw e;
+    }
+    log('notice', `started ${config.workerProcesses} worker${config.workerProcesses === 1 ? '' : 's'} from ${file}`);
+    return primary;
+  }
+
+  get instance(): string {
+    return this.status.instance;
+  }
+
+  /** Worker processes serving the current configuration. */
+  get pids(): number[] {
+    return [...this.workers].filter((r) => r.generation === this.generation && r.state !== 'draining').map((r) => r.worker.process.pid!);
+  }
+
+  private takeSlot(): number | undefined {
+    return this.freeSlots.shift();
+  }
+
+  /** Forks a worker in `slot`; resolves once it listens, rejects when it cannot. */
+  private spawn(slot: number, generation: number): Promise<WorkerRecord> {
+    const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(slot) });
+    const record: WorkerRecord = { worker, slot, generation, started: Date.now(), state: 'starting' };
+    this.workers.add(record);
+    const start: FromPrimary = { type: 'start', file: this.file, files: this.config.files, ticketKeys: this.ticketKeys };
+    return new Promise((resolve, reject) => {
+      let failure = 'the worker exited before it was ready';
+      worker.on('message', (m: ToPrimary) => {
+        if (m.type === 'waiting') worker.send(start);
+        else if (m.type === 'ready' && record.state === 'starting') {
+          record.state = 'ready';
+          resolve(record);
+        } else if (m.type === 'failed') failure = m.message;
+      });
+      worker.once('exit', (code, signal) => {
+        this.workers.delete(record);
+        this.freeSlots.push(slot);
+        if (record.state === 'starting') reject(new Error(failure));
+        else this.exited(record, code, signal);
+      });
+    });
+  }
+
+  /** A worker ended: one of the current configuration is replaced in its slot. */
+  private exited(record: WorkerRecord, code: number | null, signal: string | null): void {
+    if (this.stopping || record.state === 'draining' || record.generation !== this.generation) return;
+    this.log('warn', `worker ${record.worker.process.pid} exited (${signal ?? `code ${code}`}): starting another`);
+    const again = () => {
+      if (this.stopping || record.generation !== this.generation) return;
+      const i = this.freeSlots.indexOf(record.slot);
+      const slot = i >= 0 ? this.freeSlots.splice(i, 1)[0] : this.takeSlot();
+      if (slot === undefined) return;
+      this.spawn(slot, record.generation).catch((e: Error) => {
+        this.log('error', `a worker failed to start: ${e.message}`);
+        setTimeout(again, RESTART_DELAY_MS).unref();
+      });
+    };
+    if (Date.now() - record.started < RESTART_DELAY_MS) setTimeout(again, RESTART_DELAY_MS).unref();
+    else again();
+  }
+
+  /** SIGHUP: reads the configuration again; when it loads, new workers start with it and
+   * the old ones drain. A configuration that does not load changes nothing. */
+  async reload(): Promise<boolean> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return false;
+    }
+    this.reloading = true;
+    try {
+      return await this.reloadOnce();
+    } finally {
+      this.reloading = false;
+      if (this.reloadAgain && !this.stopping) {
+        this.reloadAgain = false;
+        void this.reload();
+      }
+    }
+  }
+
+  private async reloadOnce(): Promise<boolean> {
+    const { config, errors } = loadConfig(this.file);
+    if (!config) {
+      for (const e of errors) this.log('emerg', formatConfigError(e).replace(/^zonal: \[emerg\] /, ''));
+      this.log('error', 'reload refused: the running configuration stays');
+      return false;
+    }
+    if (config.workerProcesses > this.freeSlots.length) {
+      this.log(
+        'error',
+        `reload refused: ${config.workerProcesses} workers need as many free worker slots and ${this.freeSlots.length} are free ` +
+          `(the zones have ${this.status.zone.workerSlots}; workers still draining hold theirs)`,
+      );
+      return false;
+    }
+    const old = [...this.workers];
+    this.config = config;
+    this.generation++;
+    this.status.reload(statusConfigOf(config), config.files);
+    await this.admin.apply(config);
+    const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) {
+      // The new workers cannot serve (a listen address is taken...): the old ones go on.
+      this.log('error', `reload failed: ${(failed as PromiseRejectedResult).reason.message}`);
+      for (const r of started) if (r.status === 'fulfilled') this.drain(r.value);
+      this.generation--;
+      return false;
+    }
+    for (const r of old) this.drain(r);
+    this.log('notice', `reloaded: generation ${this.generation}, ${config.workerProcesses} worker${config.workerProcesses === 1 ? '' : 's'}`);
+    return true;
+  }
+
+  private drain(record: WorkerRecord): void {
+    if (record.state === 'draining') return;
+    record.state = 'draining';
+    const message: FromPrimary = { type: 'drain' };
+    if (record.worker.isConnected()) record.worker.send(message);
+    const kill = setTimeout(() => record.worker.process.kill('SIGKILL'), DRAIN_MS);
+    kill.unref();
+    record.worker.once('exit', () => clearTimeout(kill));
+  }
+
+  /** Stops gracefully: workers finish what is in flight; the zones are removed. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.admin.close();
+    const exits = [...this.workers].map((r) => new Promise<void>((resolve) => (r.worker.isDead() ? resolve() : r.worker.once('exit', () => resolve()))));
+    for (const r of this.workers) this.drain(r);
+    await Promise.all(exits);
+    this.status.remove();
+  }
+}
+
+/** The status zone: room for the catalog and every zone's counters, several reloads over. */
+function statusZoneBytes(config: ServerConfig): number {
+  return 4 * 1024 * 1024 + 8 * JSON.stringify(config.files).length;
+}

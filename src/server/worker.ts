@@ -1,0 +1,50 @@
+// A worker process of the zonal server: it receives the configuration the primary read
+// (as the files' text, parsed again here), attaches to the primary's zones, serves its
+// listen addresses and records its traffic. On "drain" (a reload or a stop) it stops
+// accepting, lets requests in flight finish, and exits.
+import { Status } from '../metrics/status.js';
+import { loadConfig, formatConfigError } from './config/load.js';
+import { HttpPlane } from './http/plane.js';
+import type { FromPrimary, ToPrimary } from './messages.js';
+
+let plane: HttpPlane | undefined;
+let draining = false;
+
+function send(message: ToPrimary): void {
+  process.send?.(message);
+}
+
+async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<void> {
+  const { config, errors } = loadConfig(message.file, { files: message.files });
+  if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
+  const status = Status.attach();
+  plane = new HttpPlane(config, { status, ticketKeys: Buffer.from(message.ticketKeys, 'base64') });
+  await plane.listen();
+}
+
+function drain(): void {
+  if (draining) return;
+  draining = true;
+  const done = () => process.exit(0);
+  if (!plane) done();
+  else void plane.drain().then(done, done);
+}
+
+process.on('message', (message: FromPrimary) => {
+  if (message.type === 'start')
+    start(message).then(
+      () => send({ type: 'ready' }),
+      (e: Error) => {
+        send({ type: 'failed', message: e.message });
+        process.exit(1);
+      },
+    );
+  else if (message.type === 'drain') drain();
+});
+// The primary coordinates reloads; a signal sent to the whole process group (Ctrl-C in a
+// terminal) stops this worker gracefully, and a lost primary too.
+process.on('SIGHUP', () => {});
+process.on('SIGINT', drain);
+process.on('SIGTERM', drain);
+process.on('disconnect', drain);
+send({ type: 'waiting' });
