@@ -97,6 +97,7 @@ const MAIN = conf(
   '        server_name secure.example.com;',
   '        ssl_certificate tls/cert.pem;',
   '        ssl_certificate_key tls/key.pem;',
+  '        ssl_handshake_timeout 10s;',
   '        return https://example.com/;',
   '    }',
   '',
@@ -199,7 +200,7 @@ t.test('a full configuration resolves as nginx merges it', async (t) => {
     ...inherited,
     listens: [{ host: '0.0.0.0', port: 8443, ssl: true, admin: false, defaultServer: false, origin: at('listen 8443 ssl') }],
     names: ['secure.example.com'],
-    ssl: { certificate: abs('tls/cert.pem'), key: abs('tls/key.pem') },
+    ssl: { certificate: abs('tls/cert.pem'), key: abs('tls/key.pem'), handshakeTimeout: 10_000 },
     admin: false,
     return: { code: 302, text: 'https://example.com/' },
     locations: [],
@@ -232,7 +233,7 @@ t.test('a full configuration resolves as nginx merges it', async (t) => {
         origin: at('location /config/'),
       }))(adminLocation),
     ],
-    origin: { file, line: 64 },
+    origin: { file, line: 65 },
   });
   t.equal(config.http?.servers.length, 3);
 });
@@ -469,6 +470,8 @@ const errorCases: ErrorCase[] = [
   { name: 'deny IPv6 /129', text: server('    deny ::1/129;'), line: 4, message: /^invalid parameter "::1\/129" in "deny" directive$/ },
   { name: 'invalid location modifier', text: server('    location ~~ /x {', '    }'), line: 4, message: /^invalid location modifier "~~"$/ },
   { name: 'invalid location regex', text: server('    location ~ "(" {', '    }'), line: 4, message: /^invalid regular expression "\(" in "location" directive/ },
+  { name: 'bad ssl_handshake_timeout', text: server('    ssl_handshake_timeout soon;'), line: 4, message: /^invalid value "soon" in "ssl_handshake_timeout" directive$/ },
+  { name: 'zero ssl_handshake_timeout', text: server('    ssl_handshake_timeout 0;'), line: 4, message: /^invalid value "0" in "ssl_handshake_timeout" directive$/ },
   { name: 'named location', text: server('    location @fallback {', '    }'), line: 4, message: /^named location "@fallback" is not supported$/ },
   // semantics
   { name: 'auth_basic without a user file', text: conf('http {', '  auth_basic "x";', '  server {', '    listen 80;', '    location / { }', '  }', '}'), line: 2, message: /^"auth_basic" has no "auth_basic_user_file" where it applies$/ },

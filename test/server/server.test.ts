@@ -37,6 +37,23 @@ http {
             deny all;
             api /status/;
         }
+        location ~ ^/zones/(\\w+)$ {
+            api /status/http/server_zones/$1;
+        }
+        location /by-arg {
+            api /status/http/location_zones/$arg_zone;
+        }
+        location /outer/ {
+            status_zone outer;
+            return 200 "outer\\n";
+            location /outer/quiet/ {
+                status_zone off;
+                return 200 "quiet\\n";
+            }
+            location /outer/inner/ {
+                return 200 "inner\\n";
+            }
+        }
         location /secure/ {
             auth_basic "zonal test";
             auth_basic_user_file users;
@@ -49,6 +66,7 @@ http {
         status_zone tls;
         ssl_certificate cert.pem;
         ssl_certificate_key key.pem;
+        ssl_handshake_timeout 300ms;
         location / {
             return 200 "secure\\n";
         }
@@ -222,6 +240,37 @@ t.test('TLS: handshakes, session reuse across workers, failures', async (t) => {
   t.equal(after.zones.tls.requests.total - before.zones.tls.requests.total, 2);
   t.equal(after.zones.tls.responses['200'] - (before.zones.tls.responses['200'] ?? 0), 2);
   t.equal(after.connections.dropped - before.connections.dropped, 1, 'the failed handshake is a dropped connection');
+});
+
+t.test('a handshake that stalls times out: ssl.timedout, and a dropped connection', async (t) => {
+  const before = await snapshot();
+  const idle = await RawClient.connect(secure);
+  await idle.waitClosed(5000);
+  const after = await settled((s) => s.zones.tls.ssl.timedout - before.zones.tls.ssl.timedout === 1 && s.connections.dropped - before.connections.dropped === 1);
+  t.equal(after.zones.tls.ssl.timedout - before.zones.tls.ssl.timedout, 1, 'timedout 1');
+  t.equal(after.zones.tls.ssl.failed - before.zones.tls.ssl.failed, 0, 'not counted as failed too');
+  t.equal(after.connections.dropped - before.connections.dropped, 1, 'dropped 1');
+});
+
+t.test('api paths with variables: regex captures and $arg_', async (t) => {
+  const zone = await getJson(`http://127.0.0.1:${site}/zones/site`);
+  t.equal(zone.status, 200);
+  t.same(Object.keys(zone.body), ['requests', 'responses', 'data'], '$1 named the server zone');
+  const byArg = await getJson(`http://127.0.0.1:${site}/by-arg?zone=root`);
+  t.equal(byArg.status, 200);
+  t.same(Object.keys(byArg.body), ['requests', 'responses', 'data'], '$arg_zone named the location zone');
+  const missing = await getJson(`http://127.0.0.1:${site}/zones/nope`);
+  t.equal(missing.status, 404);
+  t.equal(missing.body.error, 'PathNotFound');
+});
+
+t.test('status_zone in nested locations: inherited, and off', async (t) => {
+  const before = await snapshot();
+  for (const [path, text] of [['/outer/x', 'outer\n'], ['/outer/inner/x', 'inner\n'], ['/outer/quiet/x', 'quiet\n']])
+    t.equal(await fetch(`http://127.0.0.1:${site}${path}`).then((r) => r.text()), text, path);
+  const after = await settled((s) => s.zones.site.requests.total - before.zones.site.requests.total === 3 && s.locations.outer.requests.total - (before.locations.outer?.requests.total ?? 0) === 2);
+  t.equal(after.zones.site.requests.total - before.zones.site.requests.total, 3, 'all three in the server zone');
+  t.equal(after.locations.outer.requests.total - (before.locations.outer?.requests.total ?? 0), 2, 'outer and inner in the outer zone; quiet in none');
 });
 
 t.test('access control in front of API locations: 403 and 401 in JSON', async (t) => {

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Checker, Context, AnyLevel, InheritableLevel, LocationLevel, ServerLevel } from './levels.js';
+import { parseTime } from '../../metrics/peers.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
@@ -216,6 +217,18 @@ export const directives: Readonly<Record<string, DirectiveSpec>> = {
     apply(d, server, c) {
       server.sslCertificateKey = resolvePath(d, d.args[0]);
       checkReadable(server.sslCertificateKey, d, c);
+    },
+  }),
+
+  // How long a TLS handshake may take (nginx 1.25's directive, default 60s): a client that
+  // stalls it is counted in `ssl.timedout`.
+  ssl_handshake_timeout: define({
+    contexts: ['server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      const seconds = parseTime(d.args[0], true);
+      if (seconds === undefined || seconds <= 0) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else server.sslHandshakeTimeout = seconds * 1000;
     },
   }),
 

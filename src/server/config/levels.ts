@@ -42,6 +42,8 @@ export interface ServerLevel extends InheritableLevel {
   statusZone?: string;
   sslCertificate?: string;
   sslCertificateKey?: string;
+  /** Milliseconds. */
+  sslHandshakeTimeout?: number;
   return?: At<ReturnConfig>;
   readonly locations: LocationLevel[];
 }

@@ -78,8 +78,8 @@ export interface VirtualServerConfig extends Inherited {
   readonly names: readonly string[];
   /** The server zone of the server's requests. */
   readonly statusZone?: string;
-  /** Absolute paths; present when a listen has `ssl`. */
-  readonly ssl?: { readonly certificate: string; readonly key: string };
+  /** Present when a listen has `ssl`: absolute paths, and `ssl_handshake_timeout` in ms. */
+  readonly ssl?: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number };
   /** Its listens are admin listens (all of them or none: mixing is an error). */
   readonly admin: boolean;
   /** A server-level `return`: answers every request before locations are searched. */

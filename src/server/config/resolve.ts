@@ -3,6 +3,9 @@
 import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ServerLevel } from './levels.js';
 import type { AccessRule, HttpBlockConfig, Inherited, LocationConfig, VirtualServerConfig } from './model.js';
 
+/** nginx's default `ssl_handshake_timeout`. */
+const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
+
 /** The inherited settings at one level, realm and user file still apart: nginx merges
  * them separately, so a location may add the file to a realm set outside. */
 interface Merged {
@@ -53,7 +56,7 @@ class Resolver {
     const merged = merge(outer, s);
     const ssl =
       s.listens.some((l) => l.ssl) && s.sslCertificate !== undefined && s.sslCertificateKey !== undefined
-        ? { certificate: s.sslCertificate, key: s.sslCertificateKey }
+        ? { certificate: s.sslCertificate, key: s.sslCertificateKey, handshakeTimeout: s.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS }
         : undefined;
     return {
       ...this.settle(merged),

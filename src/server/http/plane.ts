@@ -114,6 +114,7 @@ export class HttpPlane {
     const server = createHttpsServer({
       cert: readFileSync(fallback.ssl!.certificate),
       key: readFileSync(fallback.ssl!.key),
+      handshakeTimeout: fallback.ssl!.handshakeTimeout,
       ...(this.options.ticketKeys ? { ticketKeys: this.options.ticketKeys } : {}),
       SNICallback: (servername, cb) => {
         try {
@@ -159,11 +160,13 @@ export class HttpPlane {
   /** What node:http does by default, and the connection marked as closed by the server. */
   private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
     const conn = this.states.get(socket);
-    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable) {
+    // No state: a TLS socket whose handshake failed (node:https passes tlsClientError on
+    // here), with nothing to answer in.
+    if (!conn || err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable) {
       socket.destroy();
       return;
     }
-    if (conn && conn.inflight === 0) conn.closedByServer = true;
+    if (conn.inflight === 0) conn.closedByServer = true;
     const code = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const body = errorPage(code);
     socket.end(`HTTP/1.1 ${code} ${code === 408 ? 'Request Timeout' : code === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: text/html\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
