@@ -37,6 +37,16 @@ interface Conn {
   written: number;
 }
 
+/** Where a connection's accounting is kept: on its socket (for TLS, on both sockets). */
+const CONN = Symbol('zonal.conn');
+type Counted = Socket & { [CONN]?: Conn };
+
+/** socket.bytesWritten without its cost: the getter copies the write queue into a new
+ * array on every call; this is the same sum (checked for TCP and TLS sockets). */
+function bytesWritten(socket: Socket): number {
+  return (socket as Socket & { _bytesDispatched: number })._bytesDispatched + socket.writableLength;
+}
+
 export interface PlaneOptions {
   readonly status: Status;
   /** TLS session ticket keys shared by all workers, so that a session resumes in any. */
@@ -63,7 +73,6 @@ export class HttpPlane {
   private readonly conns: Connections;
   private readonly servers: Server[] = [];
   private readonly live = new Set<Conn>();
-  private readonly states = new WeakMap<Socket, Conn>();
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly apis = new WeakMap<Place, ApiListener>();
@@ -89,7 +98,10 @@ export class HttpPlane {
       const names = new ServerNames(servers, listen);
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
       const server = listen.ssl ? this.httpsServer(names) : createHttpServer();
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => this.request(req, res, sites.get(names.select(req.headers.host))!));
+      // nginx looks up server names only when there is a choice: reading the Host header
+      // makes node:http build the headers object.
+      const only = servers.length === 1 ? this.site(servers[0]) : undefined;
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => this.request(req, res, only ?? sites.get(names.select(req.headers.host))!));
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
@@ -118,21 +130,21 @@ export class HttpPlane {
       ...(this.options.ticketKeys ? { ticketKeys: this.options.ticketKeys } : {}),
       SNICallback: (servername, cb) => {
         try {
-          cb(null, contextOf(names.select(servername)));
+          cb(null, contextOf(names.selectServername(servername)));
         } catch (e) {
           cb(e as Error, undefined);
         }
       },
     });
     // The zone a handshake counts in: the server its SNI names, else the default one.
-    const zoneOf = (socket: TLSSocket) => this.site(names.select((socket as TLSSocket & { servername?: string | false }).servername || undefined)).zone;
+    const zoneOf = (socket: TLSSocket) => this.site(names.selectServername((socket as TLSSocket & { servername?: string | false }).servername || undefined)).zone;
+    const raw = (socket: TLSSocket) => ((socket as TLSSocket & { _parent?: Socket })._parent ?? socket) as Counted;
     server.on('secureConnection', (socket: TLSSocket) => {
-      const conn = this.states.get((socket as TLSSocket & { _parent?: Socket })._parent ?? socket);
-      if (conn) this.states.set(socket, conn);
+      (socket as Counted)[CONN] = raw(socket)[CONN];
       zoneOf(socket)?.sslHandshaked(socket.isSessionReused());
     });
     server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
-      const conn = this.states.get((socket as TLSSocket & { _parent?: Socket })._parent ?? socket);
+      const conn = raw(socket)[CONN];
       if (conn) conn.closedByServer = true;
       const zone = zoneOf(socket);
       if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') zone?.sslTimedOut();
@@ -141,9 +153,9 @@ export class HttpPlane {
     return server;
   }
 
-  private accept(socket: Socket): void {
+  private accept(socket: Counted): void {
     const conn: Conn = { requests: 0, inflight: 0, idle: false, closedByServer: false, read: 0, written: 0 };
-    this.states.set(socket, conn);
+    socket[CONN] = conn;
     this.live.add(conn);
     this.conns.accepted();
     socket.once('close', () => {
@@ -158,8 +170,8 @@ export class HttpPlane {
   }
 
   /** What node:http does by default, and the connection marked as closed by the server. */
-  private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    const conn = this.states.get(socket);
+  private clientError(err: NodeJS.ErrnoException, socket: Counted): void {
+    const conn = socket[CONN];
     // No state: a TLS socket whose handshake failed (node:https passes tlsClientError on
     // here), with nothing to answer in.
     if (!conn || err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable) {
@@ -175,7 +187,7 @@ export class HttpPlane {
 
   private request(req: IncomingMessage, res: ServerResponse, site: Site): void {
     const socket = req.socket;
-    const conn = this.states.get(socket);
+    const conn = (socket as Counted)[CONN];
     if (conn) {
       if (conn.idle) {
         conn.idle = false;
@@ -185,18 +197,28 @@ export class HttpPlane {
       conn.inflight++;
     }
     if (this.draining) res.shouldKeepAlive = false;
-    site.zone?.requestStarted();
+    const zone = site.zone;
+    zone?.requestStarted();
+    const head = req.method === 'HEAD';
     const uri = normalizeUri(req.url ?? '/');
-    const place = uri === undefined ? undefined : site.find(uri);
-    place?.zone?.requestStarted();
-    res.once('close', () => this.done(socket, conn, res, site.zone, place?.zone));
-    if (uri === undefined || !place) {
-      sendPage(res, 400, req.method === 'HEAD');
+    if (uri === undefined) {
+      sendPage(res, 400, head);
+      this.answered(socket, conn, res, zone, undefined);
       return;
     }
+    const place = site.find(uri);
+    const location = place.zone;
+    location?.requestStarted();
+    // A `return` in an open place is answered now, in full: counted now, with no listener.
+    if (place.return && place.guard.open) {
+      place.return.send(res, head);
+      this.answered(socket, conn, res, zone, location);
+      return;
+    }
+    res.once('close', () => this.closed(socket, conn, res, zone, location));
     if (place.guard.open) this.content(req, res, uri, place);
     else {
-      const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization);
+      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place);
       else verdict.then((v) => this.guarded(v, req, res, uri, place), () => this.guarded(403, req, res, uri, place));
     }
@@ -240,30 +262,52 @@ export class HttpPlane {
     } else sendPage(res, 404, req.method === 'HEAD');
   }
 
-  /** A response ended: written out, or cut short by the connection closing. */
-  private done(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
+  /** A response given in full at once: its bytes are all written or queued now. */
+  private answered(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
+    const sent = res.writableEnded && !socket.destroyed;
+    this.account(socket, conn, res, zone, location, sent, sent && res.shouldKeepAlive);
+  }
+
+  /** A response that took its time ended: written out, or cut short by the connection
+   * closing first. */
+  private closed(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
+    const sent = res.writableFinished;
+    this.account(socket, conn, res, zone, location, sent, sent && !socket.destroyed && !socket.writableEnded);
+    if (sent && this.draining && conn?.inflight === 0 && !socket.destroyed) socket.end();
+  }
+
+  /** Counts a response (or its absence) in its zones, and the connection as idle when it
+   * stays open for the next request. */
+  private account(
+    socket: Socket,
+    conn: Conn | undefined,
+    res: ServerResponse,
+    zone: HttpZone | undefined,
+    location: HttpZone | undefined,
+    sent: boolean,
+    keepAlive: boolean,
+  ): void {
     let received = 0;
-    let sent = 0;
+    let written = 0;
     if (conn) {
-      received = socket.bytesRead - conn.read;
-      sent = socket.bytesWritten - conn.written;
-      conn.read = socket.bytesRead;
-      conn.written = socket.bytesWritten;
+      const read = socket.bytesRead;
+      const wrote = bytesWritten(socket);
+      received = read - conn.read;
+      written = wrote - conn.written;
+      conn.read = read;
+      conn.written = wrote;
       conn.inflight--;
     }
-    if (res.writableFinished) {
-      zone?.responseSent(res.statusCode, received, sent);
-      location?.responseSent(res.statusCode, received, sent);
-      if (conn && conn.inflight === 0 && !socket.destroyed && !socket.writableEnded) {
-        if (this.draining) socket.end();
-        else {
-          conn.idle = true;
-          this.conns.idle();
-        }
+    if (sent) {
+      zone?.responseSent(res.statusCode, received, written);
+      location?.responseSent(res.statusCode, received, written);
+      if (conn && conn.inflight === 0 && keepAlive && !this.draining) {
+        conn.idle = true;
+        this.conns.idle();
       }
     } else {
-      zone?.requestDiscarded(received, sent);
-      location?.requestDiscarded(received, sent);
+      zone?.requestDiscarded(received, written);
+      location?.requestDiscarded(received, written);
     }
   }
 
