@@ -353,7 +353,7 @@ t.test('SIGHUP reloads: generation, load_time, counters kept; a bad configuratio
   const server0 = await api('server');
   const before = await snapshot();
   const workers = zonal.workers();
-  t.ok(await zonal.reload(config('location = /new { return 204; }')), 'reloaded');
+  t.ok(await zonal.reload(config('location = /new { status_zone fresh; return 204; }')), 'reloaded');
   const server1 = await api('server');
   t.equal(server1.generation, server0.generation + 1, 'generation + 1');
   t.ok(Date.parse(server1.load_time) >= Date.parse(server0.load_time), 'load_time of the reload');
@@ -362,6 +362,9 @@ t.test('SIGHUP reloads: generation, load_time, counters kept; a bad configuratio
   t.equal(res.status, 204, 'the new configuration serves');
   const after = await settled((s) => s.zones.site.requests.total === before.zones.site.requests.total + 1);
   t.equal(after.zones.site.requests.total, before.zones.site.requests.total + 1, 'the zone kept its counters');
+  t.notOk('fresh' in before.locations, 'the new location zone was not there before');
+  t.equal(after.locations.fresh?.requests.total, 1, 'the zone the reload added counts from zero');
+  t.equal(after.locations.root.requests.total, before.locations.root.requests.total, 'the others keep theirs');
 
   t.notOk(await zonal.reload(config('location /broken { return; }')), 'refused');
   t.match(zonal.log, /reload refused/);
