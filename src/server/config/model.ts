@@ -52,6 +52,74 @@ export interface Inherited {
   readonly authBasic?: BasicAuthConfig;
 }
 
+/** `proxy_next_upstream` conditions. */
+export type NextUpstreamCondition = 'error' | 'timeout' | 'http_502' | 'http_503' | 'http_504';
+
+/** A location's proxying: `proxy_pass` and the `proxy_*` settings in effect there. */
+export interface ProxyConfig {
+  /** The upstream's name: a configured `upstream`, or, for `proxy_pass http://<address>`,
+   * an implicit one of that address (as nginx makes), named `<host>:<port>`. */
+  readonly upstream: string;
+  /** The URI part of `proxy_pass` (`http://u/api/` -> `/api/`); absent: the request's
+   * URI is passed as it came. */
+  readonly uri?: string;
+  /** `proxy_set_header` in order, inherited as nginx does (a level with any replaces
+   * the outer list); values may hold variables. An empty value removes the header. */
+  readonly setHeaders: ReadonlyArray<{ readonly name: string; readonly value: string }>;
+  /** Milliseconds (defaults: 60 s each, as nginx). */
+  readonly connectTimeout: number;
+  readonly readTimeout: number;
+  /** Default `error timeout`; empty for `off`. */
+  readonly nextUpstream: readonly NextUpstreamCondition[];
+  /** 0: no limit. */
+  readonly nextUpstreamTries: number;
+}
+
+export interface PeerParams {
+  /** The `server` parameter as written: `127.0.0.1:8081`, `localhost:8081`. */
+  readonly server: string;
+  /** Canonical `<ip>:<port>` (IPv6 as `[::1]:8081`): the peer's name in the API. */
+  readonly address: string;
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+  /** 0: no limit. */
+  readonly maxConns: number;
+  readonly maxFails: number;
+  /** Milliseconds. */
+  readonly failTimeout: number;
+  readonly backup: boolean;
+  readonly down: boolean;
+  /** Milliseconds; 0: none. */
+  readonly slowStart: number;
+  readonly sid?: string;
+  readonly origin: Origin;
+}
+
+export type BalancingMethod =
+  | { readonly kind: 'round_robin' }
+  | { readonly kind: 'least_conn' }
+  | { readonly kind: 'random'; readonly two: boolean }
+  | { readonly kind: 'hash'; readonly key: string; readonly consistent: boolean }
+  | { readonly kind: 'ip_hash' };
+
+export interface UpstreamBlockConfig {
+  readonly name: string;
+  /** `zone <name> <size>`; without it, a zone named after the upstream, sized for its peers. */
+  readonly zone?: { readonly name: string; readonly size: number };
+  readonly servers: readonly PeerParams[];
+  readonly method: BalancingMethod;
+  /** `keepalive N`: idle connections each worker keeps per upstream; 0: none. */
+  readonly keepalive: number;
+  /** `queue N timeout=T` (timeout in ms, default 60 s). */
+  readonly queue?: { readonly size: number; readonly timeout: number };
+  /** Percent (default 90). */
+  readonly responseTimeFactor: number;
+  /** Made for a `proxy_pass http://<address>`: no `upstream` block. */
+  readonly implicit: boolean;
+  readonly origin: Origin;
+}
+
 export interface LocationConfig extends Inherited {
   /** `''` prefix, `=` exact, `^~` prefix that stops the regex search, `~` and `~*` regexes. */
   readonly modifier: '' | '=' | '^~' | '~' | '~*';
@@ -66,6 +134,8 @@ export interface LocationConfig extends Inherited {
   readonly return?: ReturnConfig;
   /** `api <path>`: the API element path, with variables. Not inherited. */
   readonly api?: string;
+  /** `proxy_pass`: not inherited (as nginx), its `proxy_*` settings are. */
+  readonly proxy?: ProxyConfig;
   readonly apiConfigFiles: boolean;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
@@ -90,6 +160,8 @@ export interface VirtualServerConfig extends Inherited {
 
 export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
+  /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
+  readonly upstreams: readonly UpstreamBlockConfig[];
 }
 
 export interface ServerConfig {

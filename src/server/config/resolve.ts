@@ -49,7 +49,7 @@ class Resolver {
 
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge({ access: [] }, http);
-    return { servers: http.servers.map((s) => this.server(s, top)) };
+    return { servers: http.servers.map((s) => this.server(s, top)), upstreams: [] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
