@@ -1,0 +1,712 @@
+// npm run bench -- proxy [--rounds N] [--seconds S] (by default 10 rounds of 2 s each side):
+// what a request proxied through the zonal server costs, with metrics on (a server zone,
+// a location zone and an upstream peer recording every request), next to the two things
+// a user would run instead, all in front of the same loopback backend:
+// - plain: a node:http server forwarding each request with undici, as one writes it
+//   without zonal: a node:cluster primary and one worker accepting on the shared socket
+//   itself (SCHED_NONE, as zonal's primary sets), a `Pool` with undici's defaults (keep-
+//   alive, as many connections as requests in flight), hop-by-hop headers left out both
+//   ways, the response body piped to the client;
+// - zonal: `worker_processes 1`, `upstream backend { server ...; keepalive 32; }` and
+//   `proxy_pass http://backend` in a location with a status zone;
+// - nginx: Debian's package (installed here with apt-get when it is missing and this runs
+//   as root; without it the run goes on and reports rps_nginx as null), a master and one
+//   worker, the same upstream with `keepalive 32`, HTTP/1.1 and no `Connection` header to
+//   the backend so that its connections are kept, access log off. nginx's limit of 1000
+//   requests per keep-alive connection (client side and upstream side) is lifted, as
+//   node:http and undici have none: every side keeps its connections for the whole round.
+// The backend is one node:http process answering 200 with `Content-Type: text/plain`,
+// `Content-Length: 6` and `hello\n`; it keeps idle connections 65 s (nginx's upstream
+// keepalive_timeout is 60 s, undici follows the backend's Keep-Alive hint), so that each
+// proxy finds its connections still open after the other sides' rounds.
+//
+// Every server runs as a child process of this one for the whole run; autocannon runs
+// here, on loopback, 50 connections, and loads one side at a time: a warm-up round each,
+// then rounds that alternate plain, zonal, nginx, plain, zonal, nginx... so that the
+// machine's drift over the run falls on all sides alike, and each side's figure is the
+// median of its rounds. overhead_pct = (rps_plain_node - rps_zonal) / rps_plain_node * 100.
+// On these 2-core machines the backend, the proxy and the load generator share the CPU:
+// that is fine, all three sides pay the same, and the CPU each process tree used is shown
+// per request (the proxy's CPU time per request is the figure the machine's noise moves
+// least; the backend's is the same work for every side).
+//
+// After the load, zonal's own API (a `/status/` location in the same server) must show
+// at least as many requests in the server zone, and forwarded to the peer, as autocannon
+// had answered by zonal: fewer would mean the metrics were not on, and the run fails.
+//
+// Every wait is bounded in tries and time; every child is stopped with SIGTERM (SIGKILL
+// after 10 s) at the end, and sent SIGTERM when this process exits in any other way; the
+// temporary directory (configurations, nginx's logs and temp paths) is removed on every
+// exit. Everything listens on 127.0.0.1 only.
+import cluster from 'node:cluster';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, get as httpGet, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { pipeline } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { fail, fmt, median, nowNs, round2, table } from './report.js';
+
+const SCRIPT = fileURLToPath(import.meta.url);
+
+/** A measured thing turned out wrong: the run fails with this message, after the
+ * children are stopped. */
+class Broken extends Error {}
+function broken(message: string): never {
+  throw new Broken(message);
+}
+/** The zonal command of this checkout (this file runs as dist/bench/proxy.js). */
+const ZONAL = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const HOST = '127.0.0.1';
+const BODY = 'hello\n';
+
+// ---- The backend (a child: `proxy.js --backend <port>`) ----------------------------------
+
+function backend(port: number): void {
+  const body = Buffer.from(BODY);
+  const headers = { 'Content-Type': 'text/plain', 'Content-Length': body.length };
+  const server = createHttpServer((req, res) => {
+    // Read whatever body came (none, for autocannon's GETs) before answering.
+    req.resume();
+    res.writeHead(200, headers);
+    res.end(body);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(port, HOST);
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// ---- The plain Node proxy (a child: `proxy.js --plain <port> <backendPort>`) -------------
+
+/** The primary: one worker, which accepts on the shared socket itself, as zonal's does.
+ * Stops on SIGTERM or SIGINT; exits 1 if its worker dies on its own. */
+function plainPrimary(): void {
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  const worker = cluster.fork();
+  let stopping = false;
+  worker.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`plain proxy: the worker exited (${signal ?? `code ${code}`})\n`);
+    process.exit(stopping ? 0 : 1);
+  });
+  const stop = () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    worker.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+/** Headers meant for one connection only (RFC 9110 7.6.1), which a proxy does not pass on,
+ * and `host`: the backend is told its own (undici sets it from the origin, as nginx sends
+ * the upstream's name by default). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** The end-to-end headers of a message: without the hop-by-hop ones and those its
+ * `Connection` header names. */
+function endToEnd(headers: IncomingHttpHeaders, also: readonly string[] = []): Record<string, string | string[]> {
+  const connection = headers.connection;
+  const named = connection ? connection.toLowerCase().split(',').map((t) => t.trim()) : [];
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.includes(name) || also.includes(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Whether a request has a body to forward: undici would send a stream it is given as a
+ * chunked body, even an empty one for a GET. */
+const hasBody = (req: IncomingMessage) => req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+
+/** The worker: node:http with its default options, forwarding through one undici Pool. */
+function plainWorker(port: number, backendPort: number): void {
+  const pool = new Pool(`http://${HOST}:${backendPort}`);
+  const server = createHttpServer((req, res) => {
+    pool
+      .request({
+        path: req.url ?? '/',
+        method: req.method as 'GET',
+        headers: endToEnd(req.headers, ['host']),
+        body: hasBody(req) ? req : undefined,
+      })
+      .then(
+        ({ statusCode, headers, body }) => {
+          res.writeHead(statusCode, endToEnd(headers));
+          pipeline(body, res, () => {});
+        },
+        () => {
+          if (res.headersSent) res.destroy();
+          else res.writeHead(502, { 'Content-Length': 0 }).end();
+        },
+      );
+  });
+  server.listen(port, HOST);
+  const stop = () => {
+    void pool.destroy();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('disconnect', stop);
+}
+
+// ---- Children ----------------------------------------------------------------------------
+
+interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  /** The end of what it wrote, shown when it fails. */
+  output: string;
+}
+
+const children: Child[] = [];
+
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+
+function start(name: string, command: string, args: string[]): Child {
+  const proc = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const child: Child = { name, process: proc, output: '' };
+  const keep = (chunk: Buffer) => (child.output = (child.output + chunk.toString('utf8')).slice(-4000));
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  // A command that cannot be started: shown by ready() as an exit.
+  proc.on('error', (e) => keep(Buffer.from(`${e.message}\n`)));
+  children.push(child);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within 10 s; resolves on its exit. */
+function stop(child: Child): Promise<void> {
+  const proc = child.process;
+  return new Promise((resolve) => {
+    if (!running(proc) || proc.pid === undefined) return resolve();
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.kill('SIGTERM');
+  });
+}
+
+// Whatever way this process ends, its servers do not outlive it. (A zonal primary, a
+// cluster primary and an nginx master stopped with SIGTERM stop their workers.)
+let tmp: string | undefined;
+process.on('exit', () => {
+  for (const c of children) if (running(c.process)) c.process.kill('SIGTERM');
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A port free on 127.0.0.1 a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One GET on a fresh connection, with a 2 s timeout. */
+function getOnce(port: number, path: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path} on port ${port} took over 2 s`)));
+    req.on('error', reject);
+  });
+}
+
+const START_TRIES = 200;
+const START_DELAY_MS = 100;
+
+/** Resolves with the first answer to GET / once the child's server answers; rejects if
+ * the child exits first or nothing answers within START_TRIES tries (about 20 s and at
+ * most 200 × 2 s when every try times out). */
+async function ready(child: Child, port: number): Promise<Answer> {
+  let last: unknown;
+  for (let i = 0; i < START_TRIES; i++) {
+    if (!running(child.process)) throw new Broken(`the ${child.name} server exited (${child.process.signalCode ?? `code ${child.process.exitCode}`}):\n${child.output}`);
+    try {
+      return await getOnce(port, '/');
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, START_DELAY_MS));
+  }
+  throw new Broken(`the ${child.name} server did not answer on port ${port} in ${START_TRIES} tries (last: ${(last as Error)?.message}):\n${child.output}`);
+}
+
+// ---- CPU of a process tree (Linux /proc, as zonal is Linux-only) ------------------------
+
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pids of a process's children: its cluster workers, or nginx's worker. */
+function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    // ppid is field 4 of the line, 2 after the name and state.
+    if (Number(statFields(Number(entry))?.[1]) === pid) out.push(Number(entry));
+  }
+  return out;
+}
+
+/** CPU seconds (user + system) processes have used so far: clock ticks of 1/100 s,
+ * utime and stime being fields 14 and 15 (12 and 13 after the name). */
+function cpuSecondsOfTree(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const f = statFields(pid);
+    if (f) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / 100;
+}
+
+// ---- nginx -----------------------------------------------------------------------------
+
+/** The nginx command: on PATH, or in the sbin folders a non-root PATH may lack. */
+function findNginx(): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
+  for (const dir of dirs) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, 'nginx'), fsConstants.X_OK);
+      return join(dir, 'nginx');
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
+}
+
+/** Runs a command to its end, for at most `seconds`; its output when it fails. */
+function runFor(command: string, args: string[], seconds: number): { ok: boolean; output: string } {
+  const r = spawnSync(command, args, {
+    encoding: 'utf8',
+    timeout: seconds * 1000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = `${r.error ? `${r.error.message}\n` : ''}${r.stdout ?? ''}${r.stderr ?? ''}`.trim().slice(-1000);
+  return { ok: r.status === 0, output };
+}
+
+/** nginx, or why there is none. Installs Debian's package when it is missing and this
+ * runs as root: from the package lists as they are, and after `apt-get update` if that
+ * fails (each step at most 60 s). */
+function nginxCommand(): { command: string; version: string; installed: boolean } | { reason: string } {
+  let command = findNginx();
+  let installed = false;
+  if (!command) {
+    if (process.getuid?.() !== 0) return { reason: 'nginx is not installed, and this is not root to install it' };
+    if (!findOnPath('apt-get')) return { reason: 'nginx is not installed, and there is no apt-get to install it' };
+    console.error('nginx is not installed: apt-get install nginx ...');
+    const install = ['install', '-y', '-qq', '--no-install-recommends', 'nginx'];
+    let r = runFor('apt-get', install, 60);
+    if (!r.ok) {
+      const update = runFor('apt-get', ['update', '-qq'], 60);
+      r = update.ok ? runFor('apt-get', install, 60) : update;
+    }
+    command = findNginx();
+    if (!r.ok || !command) return { reason: `apt-get could not install nginx: ${r.output}` };
+    installed = true;
+  }
+  const v = runFor(command, ['-v'], 10);
+  if (!v.ok) return { reason: `${command} -v failed: ${v.output}` };
+  return { command, version: v.output.replace(/^nginx version:\s*/, ''), installed };
+}
+
+function findOnPath(name: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, name), fsConstants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function nginxConfig(dir: string, port: number, backendPort: number): string {
+  return `# written by bench/proxy.ts
+worker_processes 1;
+error_log ${dir}/error.log;
+pid ${dir}/nginx.pid;
+events {}
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path ${dir}/client_body;
+    proxy_temp_path ${dir}/proxy;
+    fastcgi_temp_path ${dir}/fastcgi;
+    uwsgi_temp_path ${dir}/uwsgi;
+    scgi_temp_path ${dir}/scgi;
+    upstream backend {
+        server ${HOST}:${backendPort};
+        keepalive 32;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen ${HOST}:${port};
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`;
+}
+
+// ---- zonal -------------------------------------------------------------------------------
+
+function zonalConfig(port: number, backendPort: number): string {
+  return `# written by bench/proxy.ts
+worker_processes 1;
+http {
+    upstream backend {
+        server ${HOST}:${backendPort};
+        keepalive 32;
+    }
+    server {
+        listen ${HOST}:${port};
+        status_zone bench;
+        location / {
+            status_zone root;
+            proxy_pass http://backend;
+        }
+        location /status/ {
+            api /status/;
+        }
+    }
+}
+`;
+}
+
+/** Reads one number of zonal's status tree through its API location; undefined when
+ * the path is not found. */
+async function statusNumber(port: number, path: string): Promise<number | undefined> {
+  const a = await getOnce(port, `/status/${path}`);
+  if (a.status === 404) return undefined;
+  const value: unknown = a.status === 200 ? JSON.parse(a.body) : undefined;
+  if (typeof value !== 'number') broken(`GET /status/${path} answered ${a.status}: ${a.body.slice(0, 300)}`);
+  return value;
+}
+
+/** The peer's requests forwarded: its name `127.0.0.1:<port>` as it is in a path, or
+ * with the ':' percent-encoded. */
+async function peerSelected(port: number, backendPort: number): Promise<{ path: string; value: number }> {
+  const paths = [`${HOST}:${backendPort}`, `${HOST}%3A${backendPort}`].map((peer) => `http/upstreams/backend/peers/${peer}/selected/total`);
+  for (const path of paths) {
+    const value = await statusNumber(port, path);
+    if (value !== undefined) return { path, value };
+  }
+  const a = await getOnce(port, '/status/http/upstreams/backend/peers');
+  broken(`zonal shows no peer ${HOST}:${backendPort} in upstream backend (GET ${paths.join(' and ')}: 404); its peers: ${a.status} ${a.body.slice(0, 300)}`);
+}
+
+// ---- Load ----------------------------------------------------------------------------------
+
+// autocannon 8 has no typings; what this file uses of it.
+interface AutocannonResult {
+  /** Seconds. */
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+  /** `sent` also counts the requests in flight when the run stopped. */
+  requests: { total: number; sent: number };
+  /** Response bytes read. */
+  throughput: { total: number };
+  latency: { p50: number; p99: number };
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+const CONNECTIONS = 50;
+
+type Side = 'plain' | 'zonal' | 'nginx';
+const SIDE_NAMES: Record<Side, string> = { plain: 'plain node:http + undici', zonal: 'zonal, metrics on', nginx: 'nginx' };
+
+interface Round {
+  side: Side;
+  rps: number;
+  requests: number;
+  bytesPerResponse: number;
+  latencyP50: number;
+  latencyP99: number;
+  /** Proxy processes (primary or master + worker) CPU over the round's wall time, % of one core. */
+  proxyCpu: number;
+  /** Proxy CPU microseconds per answered request. */
+  cpuUsPerRequest: number;
+  /** The backend's CPU microseconds per answered request. */
+  backendUsPerRequest: number;
+  /** This process's (autocannon's) CPU, % of one core. */
+  generatorCpu: number;
+}
+
+interface Target {
+  side: Side;
+  port: number;
+  pids: number[];
+}
+
+async function loadRound(target: Target, backendPid: number, seconds: number): Promise<Round> {
+  const proxyBefore = cpuSecondsOfTree(target.pids);
+  const backendBefore = cpuSecondsOfTree([backendPid]);
+  const ownBefore = process.cpuUsage();
+  const start = nowNs();
+  const r = await autocannon({ url: `http://${HOST}:${target.port}/`, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+  const wall = (nowNs() - start) / 1e9;
+  const own = process.cpuUsage(ownBefore);
+  const proxy = cpuSecondsOfTree(target.pids) - proxyBefore;
+  const back = cpuSecondsOfTree([backendPid]) - backendBefore;
+  if (r.errors || r.timeouts || r.non2xx || r['2xx'] !== r.requests.total || r.requests.total === 0)
+    broken(`${target.side}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx of ${r.requests.total} requests`);
+  return {
+    side: target.side,
+    rps: r.requests.total / r.duration,
+    requests: r.requests.total,
+    bytesPerResponse: r.throughput.total / r.requests.total,
+    latencyP50: r.latency.p50,
+    latencyP99: r.latency.p99,
+    proxyCpu: (proxy / wall) * 100,
+    cpuUsPerRequest: (proxy * 1e6) / r.requests.total,
+    backendUsPerRequest: (back * 1e6) / r.requests.total,
+    generatorCpu: ((own.user + own.system) / 1e6 / wall) * 100,
+  };
+}
+
+// ---- Run -----------------------------------------------------------------------------------
+
+/** The headers a side answers with, without the date's value. */
+const headerLine = (a: Answer) =>
+  Object.entries(a.headers)
+    .map(([k, v]) => (k === 'date' ? k : `${k}: ${v}`))
+    .join(', ');
+
+function options(): { rounds: number; seconds: number; warmupSeconds: number } {
+  const args = process.argv.slice(2);
+  const value = (name: string, fallback: number) => {
+    const i = args.indexOf(name);
+    if (i < 0) return fallback;
+    const v = Number(args[i + 1]);
+    if (!Number.isInteger(v) || v < 1 || v > 60) fail(`${name} takes a whole number from 1 to 60, not "${args[i + 1]}"`);
+    return v;
+  };
+  return { rounds: value('--rounds', 10), seconds: value('--seconds', 2), warmupSeconds: 2 };
+}
+
+/** The machine-readable result, the last line of output, as report.ts's finish() prints
+ * it, but with null for a side that could not run. */
+function finishWithNulls(name: string, results: Record<string, number | null>, notes: string[]): void {
+  const rounded: Record<string, number | null> = {};
+  for (const [key, value] of Object.entries(results)) rounded[key] = value === null ? null : round2(value);
+  console.log(JSON.stringify(notes.length ? { bench: name, results: rounded, notes } : { bench: name, results: rounded }));
+}
+
+const pct = (x: number) => Math.round(x * 10) / 10;
+
+async function main(): Promise<void> {
+  const { rounds, seconds, warmupSeconds } = options();
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => process.exit(130));
+  const dir = (tmp = mkdtempSync(join(tmpdir(), 'zonal-bench-proxy-')));
+  let error: unknown;
+  try {
+    const notes: string[] = [];
+    const nginx = nginxCommand();
+    if ('reason' in nginx) {
+      notes.push(`rps_nginx is null: ${nginx.reason}`);
+      console.error(`nginx left out: ${nginx.reason}`);
+    }
+
+    const backendPort = await freePort();
+    const ports: Record<Side, number> = { plain: await freePort(), zonal: await freePort(), nginx: await freePort() };
+    const back = start('backend', process.execPath, [SCRIPT, '--backend', String(backendPort)]);
+    const backFirst = await ready(back, backendPort);
+    if (backFirst.status !== 200 || backFirst.body !== BODY) broken(`the backend answered GET / with ${backFirst.status}: ${JSON.stringify(backFirst.body.slice(0, 200))}`);
+
+    const zonalConf = join(dir, 'zonal.conf');
+    writeFileSync(zonalConf, zonalConfig(ports.zonal, backendPort));
+    const servers: Partial<Record<Side, Child>> = {
+      plain: start('plain', process.execPath, [SCRIPT, '--plain', String(ports.plain), String(backendPort)]),
+      zonal: start('zonal', process.execPath, [ZONAL, '-c', zonalConf]),
+    };
+    if (!('reason' in nginx)) {
+      const nginxDir = join(dir, 'nginx');
+      mkdirSync(nginxDir);
+      writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfig(nginxDir, ports.nginx, backendPort));
+      // -e: the error log from the start, before the configuration is read.
+      servers.nginx = start('nginx', nginx.command, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log'), '-g', 'daemon off;']);
+    }
+    const sides = (['plain', 'zonal', 'nginx'] as const).filter((s) => servers[s]);
+    const first: Partial<Record<Side, Answer>> = {};
+    await Promise.all(sides.map(async (s) => (first[s] = await ready(servers[s]!, ports[s]))));
+    for (const s of sides) {
+      const a = first[s]!;
+      if (a.status !== 200 || a.body !== BODY || a.headers['content-type'] !== 'text/plain')
+        broken(`${s} answered GET / with ${a.status}, ${a.headers['content-type']}: ${JSON.stringify(a.body.slice(0, 200))}`);
+    }
+    const targets = {} as Record<Side, Target>;
+    for (const s of sides) {
+      const pid = servers[s]!.process.pid!;
+      targets[s] = { side: s, port: ports[s], pids: [pid, ...childPids(pid)] };
+      if (targets[s].pids.length !== 2) broken(`the ${s} proxy runs ${targets[s].pids.length} processes, not a primary and a worker`);
+    }
+    const backendPid = back.process.pid!;
+
+    // Warm-up (JIT, connections to the backend, the zones' first pages), then the rounds.
+    let zonalAnswered = 1; // the GET / above
+    for (const s of sides) {
+      const r = await loadRound(targets[s], backendPid, warmupSeconds);
+      if (s === 'zonal') zonalAnswered += r.requests;
+    }
+    const timed: Round[] = [];
+    for (let i = 0; i < rounds; i++)
+      for (const s of sides) {
+        const r = await loadRound(targets[s], backendPid, seconds);
+        if (s === 'zonal') zonalAnswered += r.requests;
+        timed.push(r);
+      }
+
+    // The metrics were on: every request autocannon saw answered was counted (requests
+    // in flight when a round stopped were counted too, unanswered: hence "at least").
+    const counted = (await statusNumber(ports.zonal, 'http/server_zones/bench/requests/total')) ?? broken('zonal has no server zone bench');
+    const countedRoot = (await statusNumber(ports.zonal, 'http/location_zones/root/requests/total')) ?? broken('zonal has no location zone root');
+    const selected = await peerSelected(ports.zonal, backendPort);
+
+    const of = (s: Side) => timed.filter((r) => r.side === s);
+    const med = (s: Side, f: (r: Round) => number) => median(of(s).map(f));
+    const rps = (s: Side) => (targets[s] ? med(s, (r) => r.rps) : null);
+    const cpu = (s: Side) => (targets[s] ? med(s, (r) => r.cpuUsPerRequest) : null);
+    const rpsPlain = rps('plain')!;
+    const rpsZonal = rps('zonal')!;
+    const rpsNginx = rps('nginx');
+    const overhead = ((rpsPlain - rpsZonal) / rpsPlain) * 100;
+    // Each zonal round against the plain round just before it: drift between pairs cancels.
+    const plainRounds = of('plain');
+    const paired = median(of('zonal').map((z, i) => ((plainRounds[i].rps - z.rps) / plainRounds[i].rps) * 100));
+    const cpuPlain = cpu('plain')!;
+    const cpuZonal = cpu('zonal')!;
+    const cpuNginx = cpu('nginx');
+    const cpuOverhead = ((cpuZonal - cpuPlain) / cpuPlain) * 100;
+
+    const roundCols = sides.flatMap((s) => [`${s} req/s`]);
+    const cpuCols = sides.map((s) => `${s} CPU us/req`);
+    table(
+      `Proxied GET / under autocannon: ${CONNECTIONS} connections, pipelining 1, ${rounds} rounds of ${seconds} s each side, alternating ${sides.join(', ')}, after ${warmupSeconds} s of warm-up each`,
+      ['round', ...roundCols, 'zonal / plain', ...cpuCols],
+      Array.from({ length: rounds }, (_, i) => {
+        const row = sides.map((s) => of(s)[i]);
+        const p = of('plain')[i];
+        const z = of('zonal')[i];
+        return [i + 1, ...row.map((r) => Math.round(r.rps)), Math.round((z.rps / p.rps) * 1000) / 1000, ...row.map((r) => r.cpuUsPerRequest)];
+      }),
+    );
+    table(
+      'Medians over the rounds (CPU in % of one core; a proxy is its primary or master and its worker; the backend is one process behind every side)',
+      ['side', 'req/s', 'min', 'max', 'p50 ms', 'p99 ms', 'bytes/resp', 'proxy CPU %', 'proxy CPU us/req', 'backend CPU us/req', 'autocannon CPU %'],
+      sides.map((s) => [
+        SIDE_NAMES[s],
+        Math.round(med(s, (r) => r.rps)),
+        Math.round(Math.min(...of(s).map((r) => r.rps))),
+        Math.round(Math.max(...of(s).map((r) => r.rps))),
+        med(s, (r) => r.latencyP50),
+        med(s, (r) => r.latencyP99),
+        med(s, (r) => r.bytesPerResponse),
+        med(s, (r) => r.proxyCpu),
+        med(s, (r) => r.cpuUsPerRequest),
+        med(s, (r) => r.backendUsPerRequest),
+        med(s, (r) => r.generatorCpu),
+      ]),
+    );
+    table(
+      "First GET / of each side, on a connection of its own (the date header's value left out)",
+      ['side', 'headers'],
+      [['backend', headerLine(backFirst)], ...sides.map((s) => [s, headerLine(first[s]!)])],
+    );
+    table(
+      'nginx',
+      ['what', 'value'],
+      'reason' in nginx ? [['left out', nginx.reason]] : [['command', nginx.command], ['version', nginx.version], ['installed by this run', nginx.installed ? 'yes' : 'no']],
+    );
+    table(
+      "zonal's own count, read through its API after the load",
+      ['what', 'requests'],
+      [
+        ['answered to autocannon and the first GET', zonalAnswered],
+        ['server zone bench: requests.total', counted],
+        ['location zone root: requests.total', countedRoot],
+        [`${selected.path.replace(/\/selected\/total$/, '')}: selected.total`, selected.value],
+      ],
+    );
+    if (counted < zonalAnswered) broken(`zonal's server zone counted ${counted} requests, fewer than the ${zonalAnswered} answered: the metrics were not on`);
+    if (selected.value < zonalAnswered) broken(`zonal's peer counted ${selected.value} requests forwarded, fewer than the ${zonalAnswered} answered`);
+    const met = overhead <= 5 ? 'met' : 'MISSED';
+    table('Target (shown, not asserted)', ['target', 'measured', 'status'], [['overhead_pct <= 5', `${fmt(pct(overhead), 1)} %`, met]]);
+
+    finishWithNulls(
+      'proxy',
+      {
+        rps_zonal: Math.round(rpsZonal),
+        rps_plain_node: Math.round(rpsPlain),
+        rps_nginx: rpsNginx === null ? null : Math.round(rpsNginx),
+        overhead_pct: pct(overhead),
+        overhead_pct_paired: pct(paired),
+        zonal_vs_nginx_pct: rpsNginx === null ? null : pct(((rpsNginx - rpsZonal) / rpsNginx) * 100),
+        cpu_us_per_req_plain_node: cpuPlain,
+        cpu_us_per_req_zonal: cpuZonal,
+        cpu_us_per_req_nginx: cpuNginx,
+        cpu_overhead_pct: pct(cpuOverhead),
+        backend_cpu_us_per_req: median(timed.map((r) => r.backendUsPerRequest)),
+        rounds,
+        round_seconds: seconds,
+        requests_answered: zonalAnswered,
+        requests_counted: counted,
+        peer_selected: selected.value,
+      },
+      notes,
+    );
+  } catch (e) {
+    error = e;
+  } finally {
+    await Promise.all(children.map(stop));
+    rmSync(dir, { recursive: true, force: true });
+    tmp = undefined;
+  }
+  if (error) fail(error instanceof Broken ? error.message : ((error as Error).stack ?? String(error)));
+}
+
+if (process.argv[2] === '--backend') backend(Number(process.argv[3]));
+else if (process.argv[2] === '--plain') {
+  if (cluster.isPrimary) plainPrimary();
+  else plainWorker(Number(process.argv[3]), Number(process.argv[4]));
+} else await main();
