@@ -1,8 +1,43 @@
 // What the status tree lists for a configuration: the server zones of `status_zone` in
-// servers and the location zones of `status_zone` in locations, in order of appearance.
-// Admin servers have none: their traffic is not counted.
-import type { StatusConfig } from '../metrics/catalog.js';
-import type { LocationConfig, ServerConfig } from './config/model.js';
+// servers and the location zones of `status_zone` in locations, in order of appearance,
+// and every upstream with its peers. Admin servers have no zones: their traffic is not
+// counted.
+import type { PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
+import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
+
+/** A configured peer as /config holds one: only what differs from the defaults /config
+ * shows with `defaults=on` (src/api/config.ts PARAMS), so that GET /config shows what a
+ * peer sets, as for a peer /config made, and the status tree's own defaults fill the
+ * rest. Times are seconds there (`slow_start` to the millisecond). */
+function peerConfig(p: PeerParams): PeerConfig {
+  return {
+    server: p.server,
+    // The key peers go by; /config's own peers need none when the server is the address.
+    ...(p.address !== p.server ? { name: p.address } : {}),
+    ...(p.weight !== 1 ? { weight: p.weight } : {}),
+    ...(p.maxConns !== 0 ? { maxConns: p.maxConns } : {}),
+    ...(p.maxFails !== 1 ? { maxFails: p.maxFails } : {}),
+    ...(p.failTimeout !== 10_000 ? { failTimeout: p.failTimeout / 1000 } : {}),
+    ...(p.slowStart !== 0 ? { slowStart: p.slowStart / 1000 } : {}),
+    ...(p.backup ? { backup: true } : {}),
+    ...(p.down ? { down: true } : {}),
+    ...(p.sid !== undefined ? { sid: p.sid } : {}),
+  };
+}
+
+/** Every upstream is counted, implicit ones too (every proxied request is); a zone
+ * without a name is the upstream's, without a size the runtime's choice. */
+function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
+  return {
+    name: u.name,
+    ...(u.zone ? { zone: u.zone.name } : {}),
+    ...(u.zone?.size !== undefined ? { zoneSize: u.zone.size } : {}),
+    peers: u.servers.map(peerConfig),
+    ...(u.queue ? { queue: true } : {}),
+    responseTimeFactor: u.responseTimeFactor,
+    method: u.method.kind,
+  };
+}
 
 export function statusConfigOf(config: ServerConfig): StatusConfig {
   const serverZones = new Map<string, boolean>();
@@ -23,6 +58,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
+      upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
   };
 }

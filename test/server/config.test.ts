@@ -390,6 +390,266 @@ t.test('the files snapshot reproduces the configuration without the disk', async
   t.same(missing.errors, [{ file: '/nowhere/other.conf', line: 0, message: 'open() "/nowhere/other.conf" failed (2: no such file or directory)' }]);
 });
 
+const PROXIED = conf(
+  'http {',
+  '    proxy_connect_timeout 5s;',
+  '    proxy_set_header X-Real-IP $remote_addr;',
+  '    proxy_next_upstream error timeout http_502 http_503 http_504;',
+  '',
+  '    upstream backend {',
+  '        zone backend_zone 256k;',
+  '        server 127.0.0.1:8081 weight=3 max_conns=100 max_fails=2 fail_timeout=30s slow_start=1500ms sid=a1;',
+  '        server [0::1]:8082 backup;',
+  '        server localhost down max_fails=0 fail_timeout=1m;',
+  '        least_conn;',
+  '        keepalive 16;',
+  '        queue 50 timeout=5s;',
+  '        response_time_factor 50;',
+  '    }',
+  '    upstream hashed {',
+  '        hash $request_uri${cookie_sid}$arg_x$http_x_user$remote_addr$host$uri consistent;',
+  '        include peers.conf;',
+  '        zone hashed_zone;',
+  '    }',
+  '    upstream picked { random two least_conn; server 10.0.0.2:81; }',
+  '    upstream sticky { ip_hash; server 10.0.0.3; }',
+  '    upstream any { random; server 10.0.0.4:82; queue 10; zone any 1m; }',
+  '',
+  '    server {',
+  '        listen 8080;',
+  '        proxy_read_timeout 2m;',
+  '        proxy_set_header Host $host;',
+  '        proxy_set_header connection "";',
+  '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+  '',
+  '        location / {',
+  '            proxy_pass http://backend;',
+  '            location /api/ {',
+  '                proxy_pass http://Later/v1/;',
+  '                proxy_next_upstream off;',
+  '                proxy_next_upstream_tries 3;',
+  '            }',
+  '            location /plain/ {',
+  '            }',
+  '        }',
+  '        location /direct/ {',
+  '            proxy_pass http://127.0.0.1:8091;',
+  '        }',
+  '        location /again/ {',
+  '            proxy_pass http://localhost:8091/x/;',
+  '            proxy_set_header X-Args "$args $scheme $server_port $proxy_host $http_accept $arg_q $request_uri $uri";',
+  '            proxy_connect_timeout 250ms;',
+  '        }',
+  '        location ~ ^/v6 {',
+  '            proxy_pass http://[::1];',
+  '        }',
+  '        location /outer/ {',
+  '            proxy_set_header X-B b;',
+  '            proxy_next_upstream timeout timeout;',
+  '            location /outer/in/ {',
+  '                proxy_pass http://hashed;',
+  '            }',
+  '        }',
+  '    }',
+  '    upstream later { server 127.0.0.1:8093; }',
+  '}',
+);
+const PEERS = conf('server 10.0.0.1:80;', 'server 10.0.0.5:80 weight=2;');
+
+t.test('upstreams and proxy_pass resolve as nginx reads them', async (t) => {
+  const dir = tree({ 'zonal.conf': PROXIED, 'peers.conf': PEERS });
+  const file = path.join(dir, 'zonal.conf');
+  const peersFile = path.join(dir, 'peers.conf');
+  const at = (needle: string) => ({ file, line: lineOf(PROXIED, needle) });
+  const config = load(dir);
+
+  const peer = (server: string, host: string, port: number, origin: { file: string; line: number }, more: object = {}) => ({
+    server,
+    address: host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`,
+    host,
+    port,
+    weight: 1,
+    maxConns: 0,
+    maxFails: 1,
+    failTimeout: 10_000,
+    backup: false,
+    down: false,
+    slowStart: 0,
+    origin,
+    ...more,
+  });
+  const upstream = (name: string, origin: { file: string; line: number }, servers: object[], more: object = {}) => ({
+    name,
+    servers,
+    method: { kind: 'round_robin' },
+    keepalive: 0,
+    responseTimeFactor: 90,
+    implicit: false,
+    origin,
+    ...more,
+  });
+  t.strictSame(config.http?.upstreams, [
+    upstream(
+      'backend',
+      at('upstream backend'),
+      [
+        peer('127.0.0.1:8081', '127.0.0.1', 8081, at('server 127.0.0.1:8081'), {
+          weight: 3,
+          maxConns: 100,
+          maxFails: 2,
+          failTimeout: 30_000,
+          slowStart: 1500,
+          sid: 'a1',
+        }),
+        peer('[0::1]:8082', '::1', 8082, at('server [0::1]:8082'), { backup: true }),
+        peer('localhost', '127.0.0.1', 80, at('server localhost'), { down: true, maxFails: 0, failTimeout: 60_000 }),
+      ],
+      { zone: { name: 'backend_zone', size: 256 * 1024 }, method: { kind: 'least_conn' }, keepalive: 16, queue: { size: 50, timeout: 5000 }, responseTimeFactor: 50 },
+    ),
+    upstream(
+      'hashed',
+      at('upstream hashed'),
+      [
+        peer('10.0.0.1:80', '10.0.0.1', 80, { file: peersFile, line: 1 }),
+        peer('10.0.0.5:80', '10.0.0.5', 80, { file: peersFile, line: 2 }, { weight: 2 }),
+      ],
+      { zone: { name: 'hashed_zone' }, method: { kind: 'hash', key: '$request_uri${cookie_sid}$arg_x$http_x_user$remote_addr$host$uri', consistent: true } },
+    ),
+    upstream('picked', at('upstream picked'), [peer('10.0.0.2:81', '10.0.0.2', 81, at('upstream picked'))], { method: { kind: 'random', two: true } }),
+    upstream('sticky', at('upstream sticky'), [peer('10.0.0.3', '10.0.0.3', 80, at('upstream sticky'))], { method: { kind: 'ip_hash' } }),
+    upstream('any', at('upstream any'), [peer('10.0.0.4:82', '10.0.0.4', 82, at('upstream any'))], {
+      zone: { name: 'any', size: 1024 * 1024 },
+      method: { kind: 'random', two: false },
+      queue: { size: 10, timeout: 60_000 },
+    }),
+    upstream('later', at('upstream later'), [peer('127.0.0.1:8093', '127.0.0.1', 8093, at('upstream later'))]),
+    // Implicit ones: one per address, after the configured ones, in order of appearance.
+    upstream('127.0.0.1:8091', at('proxy_pass http://127.0.0.1:8091'), [peer('127.0.0.1:8091', '127.0.0.1', 8091, at('proxy_pass http://127.0.0.1:8091'))], {
+      implicit: true,
+    }),
+    upstream('[::1]:80', at('proxy_pass http://[::1]'), [peer('[::1]', '::1', 80, at('proxy_pass http://[::1]'))], { implicit: true }),
+  ]);
+
+  // The server's settings, inherited by every location below.
+  const serverHeaders = [
+    { name: 'Host', value: '$host' },
+    { name: 'connection', value: '' },
+    { name: 'X-Forwarded-For', value: '$proxy_add_x_forwarded_for' },
+  ];
+  const proxy = (upstream: string, more: object = {}) => ({
+    upstream,
+    setHeaders: serverHeaders,
+    connectTimeout: 5000,
+    readTimeout: 120_000,
+    nextUpstream: ['error', 'timeout', 'http_502', 'http_503', 'http_504'],
+    nextUpstreamTries: 0,
+    ...more,
+  });
+  const location = (path: string, line: string, more: object = {}) => ({
+    access: [],
+    modifier: '',
+    path,
+    apiConfigFiles: false,
+    locations: [],
+    origin: at(line),
+    ...more,
+  });
+  t.strictSame(config.http?.servers, [
+    {
+      access: [],
+      listens: [{ host: '0.0.0.0', port: 8080, ssl: false, admin: false, defaultServer: false, origin: at('listen 8080') }],
+      names: [],
+      admin: false,
+      locations: [
+        location('/', 'location / {', {
+          proxy: proxy('backend'),
+          locations: [
+            location('/api/', 'location /api/', { proxy: proxy('later', { uri: '/v1/', nextUpstream: [], nextUpstreamTries: 3 }) }),
+            location('/plain/', 'location /plain/'),
+          ],
+        }),
+        location('/direct/', 'location /direct/', { proxy: proxy('127.0.0.1:8091') }),
+        location('/again/', 'location /again/', {
+          proxy: proxy('127.0.0.1:8091', {
+            uri: '/x/',
+            // A level with any proxy_set_header replaces the outer list: nginx's defaults come back.
+            setHeaders: [
+              { name: 'Host', value: '$proxy_host' },
+              { name: 'Connection', value: 'close' },
+              { name: 'X-Args', value: '$args $scheme $server_port $proxy_host $http_accept $arg_q $request_uri $uri' },
+            ],
+            connectTimeout: 250,
+          }),
+        }),
+        location('^/v6', 'location ~ ^/v6', { modifier: '~', regex: /^\/v6/, proxy: proxy('[::1]:80') }),
+        location('/outer/', 'location /outer/', {
+          locations: [
+            location('/outer/in/', 'location /outer/in/', {
+              proxy: proxy('hashed', {
+                setHeaders: [{ name: 'Host', value: '$proxy_host' }, { name: 'Connection', value: 'close' }, { name: 'X-B', value: 'b' }],
+                nextUpstream: ['timeout'],
+              }),
+            }),
+          ],
+        }),
+      ],
+      origin: at('    server {'),
+    },
+  ]);
+});
+
+t.test('proxy settings: nginx defaults, and http-level ones reach every server', async (t) => {
+  const dir = tree({
+    'zonal.conf': conf(
+      'http {',
+      '  server {',
+      '    listen 8080;',
+      '    location / { proxy_pass http://127.0.0.1:9000; }',
+      '  }',
+      '  server {',
+      '    listen 8081;',
+      '    location / { proxy_pass http://127.0.0.1:9000/; }',
+      '    location /b/ { proxy_pass http://[::1]:9000; }',
+      '  }',
+      '  proxy_set_header X-Real-IP $remote_addr;',
+      '  proxy_set_header HOST $http_host;',
+      '}',
+    ),
+  });
+  const { servers, upstreams } = load(dir).http!;
+  t.strictSame(servers[0].locations[0].proxy, {
+    upstream: '127.0.0.1:9000',
+    setHeaders: [
+      { name: 'HOST', value: '$http_host' },
+      { name: 'Connection', value: 'close' },
+      { name: 'X-Real-IP', value: '$remote_addr' },
+    ],
+    connectTimeout: 60_000,
+    readTimeout: 60_000,
+    nextUpstream: ['error', 'timeout'],
+    nextUpstreamTries: 0,
+  }, 'a configured header replaces a default of its name (caseless) in its place');
+  t.equal(servers[1].locations[0].proxy?.uri, '/');
+  t.same(upstreams.map((u) => [u.name, u.implicit, u.servers.map((p) => p.server)]), [
+    ['127.0.0.1:9000', true, ['127.0.0.1:9000']],
+    ['[::1]:9000', true, ['[::1]:9000']],
+  ], 'one implicit upstream per address, however many proxy_pass name it');
+
+  const bare = load(tree({ 'zonal.conf': conf('http {', '  server {', '    listen 8080;', '    location / { proxy_pass http://127.0.0.1:9000; }', '  }', '}') }));
+  t.same(bare.http?.servers[0].locations[0].proxy?.setHeaders, [
+    { name: 'Host', value: '$proxy_host' },
+    { name: 'Connection', value: 'close' },
+  ], "nginx's default headers");
+  t.same(load(tree({ 'zonal.conf': conf('http {', '}') })).http?.upstreams, [], 'no upstream');
+});
+
+t.test('an upstream config survives the snapshot', async (t) => {
+  const dir = tree({ 'zonal.conf': PROXIED, 'peers.conf': PEERS });
+  const fromDisk = load(dir);
+  const again = loadConfig(path.join(dir, 'zonal.conf'), { files: fromDisk.files, cpus: 4 });
+  t.strictSame(again.config, fromDisk);
+});
+
 t.test('worker_processes defaults to 1; no http block is no http', async (t) => {
   const config = load(tree({ 'zonal.conf': conf('# nothing') }));
   t.equal(config.workerProcesses, 1);
@@ -411,6 +671,8 @@ interface ErrorCase {
 /** A server that is valid by itself; lines of `body` start at line 4. */
 const server = (...body: string[]) => conf('http {', '  server {', '    listen 8080;', ...body, '  }', '}');
 const CERTS = { 'c.pem': 'c', 'k.pem': 'k' };
+/** An upstream and a valid server after it; lines of `body` start at line 3. */
+const upstream = (name: string, ...body: string[]) => conf('http {', `  upstream ${name} {`, ...body, '  }', '  server {', '    listen 8080;', '  }', '}');
 
 const errorCases: ErrorCase[] = [
   // syntax
@@ -494,6 +756,79 @@ const errorCases: ErrorCase[] = [
   { name: 'ssl and not ssl on one address', text: conf('http {', '  server {', '    listen 8443 ssl;', '    ssl_certificate c.pem;', '    ssl_certificate_key k.pem;', '  }', '  server {', '    listen 8443;', '  }', '}'), files: CERTS, line: 8, message: /^conflicting "ssl" parameter for 0\.0\.0\.0:8443/ },
   { name: 'admin and not admin on one address', text: conf('http {', '  server {', '    listen [::1]:9000 admin;', '  }', '  server {', '    listen [::1]:9000;', '  }', '}'), line: 6, message: /^conflicting "admin" parameter for \[::1\]:9000: \[::1\]:9000 is admin$/ },
   { name: 'admin port under a wildcard', text: conf('http {', '  server {', '    listen 127.0.0.1:9000 admin;', '  }', '  server {', '    listen 9000;', '  }', '}'), line: 6, message: /^conflicting "admin" parameter for 0\.0\.0\.0:9000: 127\.0\.0\.1:9000 is admin$/ },
+  // upstreams
+  { name: 'upstream name', text: upstream('u/v', '    server 127.0.0.1;'), line: 2, message: /^invalid upstream name "u\/v": letters, digits, "_", "-" and "\." only$/ },
+  { name: 'duplicate upstream, caseless', text: conf('http {', '  upstream u { server 127.0.0.1:1; }', '  upstream U { server 127.0.0.1:2; }', '}'), line: 3, message: /^duplicate upstream "U"$/ },
+  { name: 'upstream in a server', text: server('    upstream u {', '      server 127.0.0.1;', '    }'), line: 4, message: /^"upstream" directive is not allowed here$/ },
+  { name: 'a peer outside an upstream', text: conf('http {', '  server 127.0.0.1:8081;', '}'), line: 2, message: /^directive "server" has no opening "{"$/ },
+  { name: 'a virtual server in an upstream', text: upstream('u', '    server 127.0.0.1;', '    server {', '    }'), line: 4, message: /^directive "server" is not terminated by ";"$/ },
+  { name: 'zone name', text: upstream('u', '    zone a/b 64k;', '    server 127.0.0.1;'), line: 3, message: /^invalid zone name "a\/b" in "zone" directive/ },
+  { name: 'zone size', text: upstream('u', '    server 127.0.0.1;', '    zone z 1g;'), line: 4, message: /^invalid zone size "1g"$/ },
+  { name: 'zone too small', text: upstream('u', '    zone z 63k;', '    server 127.0.0.1;'), line: 3, message: /^zone "z" is too small: at least 64k$/ },
+  { name: 'zone too large', text: upstream('u', '    zone z 1025m;', '    server 127.0.0.1;'), line: 3, message: /^zone "z" is too large: at most 1024m$/ },
+  { name: 'zone twice', text: upstream('u', '    zone z;', '    zone y;', '    server 127.0.0.1;'), line: 4, message: /^"zone" directive is duplicate$/ },
+  { name: 'zone of another upstream', text: conf('http {', '  upstream a { server 127.0.0.1:1; zone z; }', '  upstream b {', '    server 127.0.0.1:2;', '    zone z 64k;', '  }', '}'), line: 5, message: /^shared memory zone "z" is already used by upstream "a"$/ },
+  { name: 'zone named like another upstream', text: conf('http {', '  upstream a { server 127.0.0.1:1; zone b; }', '  upstream b {', '    server 127.0.0.1:2;', '  }', '}'), line: 3, message: /^shared memory zone "b" is already used by upstream "a"$/ },
+  { name: 'peer host name', text: upstream('u', '    server example.org:80;'), line: 3, message: /^host not found in upstream "example\.org:80"$/ },
+  { name: 'peer unix socket', text: upstream('u', '    server unix:/tmp/s.sock;'), line: 3, message: /^unix domain sockets are not supported in upstream "unix:\/tmp\/s\.sock"$/ },
+  { name: 'peer port', text: upstream('u', '    server 127.0.0.1:65536;'), line: 3, message: /^invalid port in upstream "127\.0\.0\.1:65536"$/ },
+  { name: 'peer IPv6', text: upstream('u', '    server [::g]:80;'), line: 3, message: /^invalid IPv6 address in upstream "\[::g\]:80"$/ },
+  { name: 'peer without host', text: upstream('u', '    server :80;'), line: 3, message: /^no host in upstream ":80"$/ },
+  { name: 'peer weight 0', text: upstream('u', '    server 127.0.0.1 weight=0;'), line: 3, message: /^invalid parameter "weight=0"$/ },
+  { name: 'peer max_fails', text: upstream('u', '    server 127.0.0.1 max_fails=-1;'), line: 3, message: /^invalid parameter "max_fails=-1"$/ },
+  { name: 'peer max_conns too large', text: upstream('u', '    server 127.0.0.1 max_conns=2147483648;'), line: 3, message: /^invalid parameter "max_conns=2147483648"$/ },
+  { name: 'peer fail_timeout in ms', text: upstream('u', '    server 127.0.0.1 fail_timeout=500ms;'), line: 3, message: /^invalid parameter "fail_timeout=500ms"$/ },
+  { name: 'peer slow_start', text: upstream('u', '    server 127.0.0.1 slow_start=soon;'), line: 3, message: /^invalid parameter "slow_start=soon"$/ },
+  { name: 'peer empty sid', text: upstream('u', '    server 127.0.0.1 sid=;'), line: 3, message: /^invalid parameter "sid="$/ },
+  { name: 'peer backup with a value', text: upstream('u', '    server 127.0.0.1 backup=1;'), line: 3, message: /^invalid parameter "backup=1"$/ },
+  { name: 'peer parameter zonal lacks', text: upstream('u', '    server 127.0.0.1 resolve;'), line: 3, message: /^invalid parameter "resolve"$/ },
+  { name: 'duplicate peer address', text: upstream('u', '    server localhost:8081;', '    server 127.0.0.1:8081 backup;'), line: 4, message: /^a duplicate server 127\.0\.0\.1:8081 in upstream "u"$/ },
+  { name: 'balancing method redefined', text: upstream('u', '    least_conn;', '    server 127.0.0.1;', '    ip_hash;'), line: 5, message: /^load balancing method redefined$/ },
+  { name: 'balancing method twice', text: upstream('u', '    hash $uri;', '    hash $host;', '    server 127.0.0.1;'), line: 4, message: /^load balancing method redefined$/ },
+  { name: 'random parameter', text: upstream('u', '    random three;', '    server 127.0.0.1;'), line: 3, message: /^invalid parameter "three"$/ },
+  { name: 'random two method', text: upstream('u', '    random two least_time=header;', '    server 127.0.0.1;'), line: 3, message: /^invalid parameter "least_time=header"$/ },
+  { name: 'least_conn with an argument', text: upstream('u', '    least_conn on;', '    server 127.0.0.1;'), line: 3, message: /^invalid number of arguments in "least_conn" directive$/ },
+  { name: 'hash parameter', text: upstream('u', '    hash $uri always;', '    server 127.0.0.1;'), line: 3, message: /^invalid parameter "always"$/ },
+  { name: 'hash variable', text: upstream('u', '    hash $binary_remote_addr;', '    server 127.0.0.1;'), line: 3, message: /^unknown "binary_remote_addr" variable$/ },
+  { name: 'hash on the proxied request', text: upstream('u', '    hash ${proxy_host};', '    server 127.0.0.1;'), line: 3, message: /^unknown "proxy_host" variable$/ },
+  { name: 'backup with hash, written before it', text: upstream('u', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;', '    hash $uri;'), line: 4, message: /^balancing method does not support parameter "backup"$/ },
+  { name: 'backup with ip_hash', text: upstream('u', '    ip_hash;', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;'), line: 5, message: /^balancing method does not support parameter "backup"$/ },
+  { name: 'backup with random', text: upstream('u', '    server 127.0.0.1:1 backup;', '    server 127.0.0.1:2;', '    random two;'), line: 3, message: /^balancing method does not support parameter "backup"$/ },
+  { name: 'keepalive 0', text: upstream('u', '    server 127.0.0.1;', '    keepalive 0;'), line: 4, message: /^invalid value "0" in "keepalive" directive$/ },
+  { name: 'queue 0', text: upstream('u', '    server 127.0.0.1;', '    queue 0;'), line: 4, message: /^invalid value "0" in "queue" directive$/ },
+  { name: 'queue parameter', text: upstream('u', '    server 127.0.0.1;', '    queue 10 wait=5s;'), line: 4, message: /^invalid parameter "wait=5s"$/ },
+  { name: 'queue timeout', text: upstream('u', '    server 127.0.0.1;', '    queue 10 timeout=0;'), line: 4, message: /^invalid parameter "timeout=0"$/ },
+  { name: 'response_time_factor 100', text: upstream('u', '    server 127.0.0.1;', '    response_time_factor 100;'), line: 4, message: /^invalid value "100" in "response_time_factor" directive, it must be a number from 1 to 99$/ },
+  { name: 'response_time_factor 0', text: upstream('u', '    server 127.0.0.1;', '    response_time_factor 0;'), line: 4, message: /^invalid value "0" in "response_time_factor"/ },
+  { name: 'upstream without servers', text: upstream('u', '    zone u 64k;', '    keepalive 2;'), line: 2, message: /^no servers are inside upstream$/ },
+  { name: 'zone in a location', text: server('    location / {', '      zone z;', '    }'), line: 5, message: /^"zone" directive is not allowed here$/ },
+  // proxying
+  { name: 'proxy_pass https', text: server('    location / {', '      proxy_pass https://127.0.0.1:8443;', '    }'), line: 5, message: /^"https:\/\/" in "proxy_pass" is not supported: zonal does not proxy to TLS upstreams yet$/ },
+  { name: 'proxy_pass without a scheme', text: server('    location / {', '      proxy_pass 127.0.0.1:8081;', '    }'), line: 5, message: /^invalid URL prefix in "127\.0\.0\.1:8081"$/ },
+  { name: 'proxy_pass without a host', text: server('    location / {', '      proxy_pass http:///a;', '    }'), line: 5, message: /^no host in "http:\/\/\/a" of the "proxy_pass" directive$/ },
+  { name: 'proxy_pass with variables', text: server('    location / {', '      proxy_pass http://$host;', '    }'), line: 5, message: /^variables in "proxy_pass" are not supported$/ },
+  { name: 'proxy_pass to an unknown host', text: conf('http {', '  server {', '    listen 8080;', '    location / {', '      proxy_pass http://backend/;', '    }', '  }', '  upstream backends { server 127.0.0.1; }', '}'), line: 5, message: /^host not found in upstream "backend"$/ },
+  { name: 'proxy_pass to an upstream with a port', text: conf('http {', '  upstream backend { server 127.0.0.1; }', '  server {', '    listen 8080;', '    location / {', '      proxy_pass http://backend:8080;', '    }', '  }', '}'), line: 6, message: /^upstream "backend" may not have port 8080$/ },
+  { name: 'proxy_pass to a bad port', text: server('    location / {', '      proxy_pass http://127.0.0.1:0/;', '    }'), line: 5, message: /^invalid port in upstream "127\.0\.0\.1:0"$/ },
+  { name: 'proxy_pass to a unix socket', text: server('    location / {', '      proxy_pass http://unix:/tmp/s.sock:/;', '    }'), line: 5, message: /^unix domain sockets are not supported in upstream "unix:"$/ },
+  { name: 'proxy_pass URI in a regex location', text: server('    location ~* \\.php$ {', '      proxy_pass http://127.0.0.1:9000/index.php;', '    }'), line: 5, message: /^"proxy_pass" cannot have URI part in location given by regular expression$/ },
+  { name: 'proxy_pass and api', text: server('    location /s/ {', '      proxy_pass http://127.0.0.1:9000;', '      api /status/;', '    }'), line: 5, message: /^"proxy_pass" and "api" cannot be in the same location$/ },
+  { name: 'proxy_pass and return', text: server('    location /s/ {', '      return 204;', '      proxy_pass http://127.0.0.1:9000;', '    }'), line: 6, message: /^"proxy_pass" and "return" cannot be in the same location$/ },
+  { name: 'proxy_pass twice', text: server('    location / {', '      proxy_pass http://127.0.0.1:9000;', '      proxy_pass http://127.0.0.1:9001;', '    }'), line: 6, message: /^"proxy_pass" directive is duplicate$/ },
+  { name: 'proxy_pass in a server', text: server('    proxy_pass http://127.0.0.1:9000;'), line: 4, message: /^"proxy_pass" directive is not allowed here$/ },
+  { name: 'proxy_pass in an admin server', text: conf('http {', '  server {', '    listen 9000 admin;', '    location / {', '      proxy_pass http://127.0.0.1:9001;', '    }', '  }', '}'), line: 5, message: /^"proxy_pass" directive is not allowed in an admin server$/ },
+  { name: 'proxy_set_header in an admin server', text: conf('http {', '  server {', '    listen 9000 admin;', '    proxy_set_header X-A a;', '  }', '}'), line: 4, message: /^"proxy_set_header" directive is not allowed in an admin server$/ },
+  { name: 'proxy_set_header variable', text: server('    proxy_set_header X-Id $request_id;'), line: 4, message: /^unknown "request_id" variable$/ },
+  { name: 'proxy_set_header bare $', text: server('    location / {', '      proxy_set_header X-Price "5$";', '    }'), line: 5, message: /^invalid variable name in "5\$"$/ },
+  { name: 'proxy_set_header name', text: server('    proxy_set_header "X Id" 1;'), line: 4, message: /^invalid header name "X Id"$/ },
+  { name: 'proxy_set_header value', text: conf('http {', '  proxy_set_header X-A "a', 'b";', '}'), line: 2, message: /^invalid header value "a\nb" of "X-A"$/ },
+  { name: 'proxy_set_header arguments', text: server('    proxy_set_header X-A;'), line: 4, message: /^invalid number of arguments in "proxy_set_header" directive$/ },
+  { name: 'proxy_connect_timeout', text: conf('http {', '  proxy_connect_timeout soon;', '}'), line: 2, message: /^invalid value "soon" in "proxy_connect_timeout" directive$/ },
+  { name: 'proxy_read_timeout 0', text: server('    location / {', '      proxy_read_timeout 0;', '    }'), line: 5, message: /^invalid value "0" in "proxy_read_timeout" directive$/ },
+  { name: 'proxy_read_timeout beyond timers', text: server('    proxy_read_timeout 25d;'), line: 4, message: /^invalid value "25d" in "proxy_read_timeout" directive$/ },
+  { name: 'proxy_next_upstream condition zonal lacks', text: server('    proxy_next_upstream error http_500;'), line: 4, message: /^invalid value "http_500" in "proxy_next_upstream" directive$/ },
+  { name: 'proxy_next_upstream off with others', text: server('    proxy_next_upstream error off;'), line: 4, message: /^invalid value "off" in "proxy_next_upstream" directive$/ },
+  { name: 'proxy_next_upstream_tries', text: server('    proxy_next_upstream_tries -1;'), line: 4, message: /^invalid value "-1" in "proxy_next_upstream_tries" directive$/ },
 ];
 
 t.test('each error, with its file and line', async (t) => {

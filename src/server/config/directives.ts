@@ -1,14 +1,32 @@
 // The directive table: one entry per directive with where it may be written, how many
-// arguments it takes and what it does to its block. Adding a directive (`upstream`,
-// `proxy_pass`) is adding an entry; walk.ts applies the generic checks for every entry.
+// arguments it takes and what it does to its block. Adding a directive is adding an
+// entry; walk.ts applies the generic checks for every entry. As in nginx, two directives
+// of different contexts may share a name (`server` in http and in upstream): the entry
+// is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, InheritableLevel, LocationLevel, ServerLevel } from './levels.js';
+import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime } from '../../metrics/peers.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
-import { checkAccessAddress, checkApiPath, checkServerName, isZoneName, parseListenAddress, parseLocation, parseReturn } from './values.js';
+import {
+  checkAccessAddress,
+  checkApiPath,
+  checkHeader,
+  checkServerName,
+  checkVariables,
+  defaultPeer,
+  isZoneName,
+  parseListenAddress,
+  parseLocation,
+  parseProxyPass,
+  parseReturn,
+  parseSize,
+  parseUpstreamAddress,
+  requestVariable,
+} from './values.js';
 
 export interface DirectiveSpec<L extends AnyLevel = AnyLevel> {
   readonly contexts: readonly L['kind'][];
@@ -95,6 +113,7 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
     path: uri,
     ...(regex ? { regex } : {}),
     access: [],
+    proxySetHeaders: [],
     locations: [],
   };
 }
@@ -103,16 +122,120 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
  * redirects and access checks, and nothing that serves files or counts traffic. */
 function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
   eachDirective(block, (d) => {
-    const spec = Object.hasOwn(directives, d.name) ? directives[d.name] : undefined;
     // Directives already wrong where they are (unknown, wrong context) are reported once.
-    const here = spec?.contexts.some((k) => k === 'server' || k === 'location');
-    if (spec && here && !spec.admin) c.error(d.origin, `"${d.name}" directive is not allowed in an admin server`);
+    const spec = specsOf(d.name).find((s) => s.contexts.some((k) => k === 'server' || k === 'location'));
+    if (spec && !spec.admin) c.error(d.origin, `"${d.name}" directive is not allowed in an admin server`);
   });
 }
 
-export const directives: Readonly<Record<string, DirectiveSpec>> = {
+/** The entries of a directive's name: none when it is unknown. */
+export function specsOf(name: string): readonly DirectiveSpec[] {
+  if (!Object.hasOwn(directives, name)) return [];
+  const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
+  return isList(entry) ? entry : [entry];
+}
+
+const isList = (entry: DirectiveSpec | readonly DirectiveSpec[]): entry is readonly DirectiveSpec[] => Array.isArray(entry);
+
+/** The largest count and time nginx takes (NGX_MAX_INT_T_VALUE on 32 bits), and what the
+ * /config API takes: a configured peer can be written back through it unchanged. Node's
+ * timers take no more milliseconds either. */
+const MAX = 2147483647;
+
+/** A whole number from `least` to MAX, or undefined. */
+function whole(arg: string | undefined, least: number): number | undefined {
+  if (arg === undefined || !/^\d{1,10}$/.test(arg)) return undefined;
+  const n = Number(arg);
+  return n >= least && n <= MAX ? n : undefined;
+}
+
+/** A time in milliseconds, `ms` allowed; positive: a zero timeout would mean none at all to
+ * the sockets and timers that apply it. */
+function milliseconds(arg: string | undefined): number | undefined {
+  const s = arg === undefined ? undefined : parseTime(arg, true);
+  if (s === undefined || s <= 0 || s * 1000 > MAX) return undefined;
+  return Math.round(s * 1000);
+}
+
+/** A time in seconds to at most MAX, in milliseconds; `ms` only when `ms` (as nginx's
+ * `fail_timeout` takes whole seconds, `slow_start` fractions). */
+function seconds(arg: string | undefined, ms: boolean): number | undefined {
+  const s = arg === undefined ? undefined : parseTime(arg, ms);
+  return s === undefined || s > MAX ? undefined : Math.round(s * 1000);
+}
+
+type Peer = { -readonly [K in keyof PeerParams]: PeerParams[K] };
+
+/** Gives a valid value to `to`; false for none. */
+function put<T>(value: T | undefined, to: (v: T) => void): boolean {
+  if (value === undefined) return false;
+  to(value);
+  return true;
+}
+
+/** The parameters of an upstream `server`, by name: each sets the peer from its value
+ * (undefined for a flag) or says it is invalid. */
+const SERVER_PARAMETERS: Readonly<Record<string, (value: string | undefined, peer: Peer) => boolean>> = {
+  weight: (v, p) => put(whole(v, 1), (n) => (p.weight = n)),
+  max_conns: (v, p) => put(whole(v, 0), (n) => (p.maxConns = n)),
+  max_fails: (v, p) => put(whole(v, 0), (n) => (p.maxFails = n)),
+  fail_timeout: (v, p) => put(seconds(v, false), (ms) => (p.failTimeout = ms)),
+  slow_start: (v, p) => put(seconds(v, true), (ms) => (p.slowStart = ms)),
+  // As /config takes it: printable, no spaces, at most 255.
+  sid: (v, p) => put(v !== undefined && /^[\x21-\x7e]{1,255}$/.test(v) ? v : undefined, (sid) => (p.sid = sid)),
+  backup: (v, p) => put(v === undefined ? true : undefined, (b) => (p.backup = b)),
+  down: (v, p) => put(v === undefined ? true : undefined, (b) => (p.down = b)),
+};
+
+/** Methods whose balancers pick no backup: nginx refuses `backup` with them. */
+const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']);
+
+/** A zone is the upstream's own: its peer set is one record keyed by the zone. */
+const zoneOf = (u: UpstreamLevel) => u.zone?.name ?? u.name;
+
+/** What nginx checks once an upstream block is read, and what zonal adds: its zone is no
+ * other upstream's. */
+function checkUpstream(u: UpstreamLevel, http: HttpLevel, c: Checker): void {
+  if (!u.serverWritten) c.error(u.origin, 'no servers are inside upstream');
+  // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
+  if (u.method && NO_BACKUP.has(u.method.kind))
+    for (const p of u.servers) if (p.backup) c.error(p.origin, 'balancing method does not support parameter "backup"');
+  const other = http.upstreams.find((o) => zoneOf(o) === zoneOf(u));
+  if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
+}
+
+/** A balancing method: one per upstream, whichever it is. */
+function balancing(args: readonly [number, number], parse: (d: Directive, c: Checker) => BalancingMethod | undefined) {
+  return define({
+    contexts: ['upstream'],
+    args,
+    multiple: true,
+    apply(d, upstream, c) {
+      if (upstream.method) return c.error(d.origin, 'load balancing method redefined');
+      const method = parse(d, c);
+      if (method) upstream.method = method;
+    },
+  });
+}
+
+/** `proxy_connect_timeout`, `proxy_read_timeout`. */
+function proxyTimeout(set: (level: InheritableLevel, ms: number) => void) {
+  return define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const ms = milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else set(level, ms);
+    },
+  });
+}
+
+const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = ['error', 'timeout', 'http_502', 'http_503', 'http_504'];
+
+export const directives: Readonly<Record<string, DirectiveSpec | readonly DirectiveSpec[]>> = {
   include: define({
-    contexts: ['main', 'http', 'server', 'location'],
+    contexts: ['main', 'http', 'server', 'location', 'upstream'],
     args: [1, 1],
     multiple: true,
     admin: true,
@@ -135,23 +258,192 @@ export const directives: Readonly<Record<string, DirectiveSpec>> = {
     args: [0, 0],
     block: true,
     apply(d, main, c) {
-      const http = (main.http = { kind: 'http', seen: new Set(), access: [], servers: [] });
+      const http = (main.http = { kind: 'http', seen: new Set(), access: [], proxySetHeaders: [], servers: [], upstreams: [] });
       c.walk(d.block ?? [], http);
       checkServerAddresses(http.servers, c);
     },
   }),
 
-  server: define({
+  server: [
+    define({
+      contexts: ['http'],
+      args: [0, 0],
+      block: true,
+      multiple: true,
+      apply(d, http, c) {
+        const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [] };
+        http.servers.push(server);
+        c.walk(d.block ?? [], server);
+        checkServer(server, c);
+        if (server.listens.some((l) => l.admin)) checkAdminDirectives(d.block ?? [], c);
+      },
+    }),
+    // `server <address> [parameters]` of an upstream.
+    define({
+      contexts: ['upstream'],
+      args: [1, Infinity],
+      multiple: true,
+      apply(d, upstream, c) {
+        const [server, ...params] = d.args;
+        upstream.serverWritten = true;
+        const address = parseUpstreamAddress(server);
+        if (address.error !== undefined) return c.error(d.origin, address.error);
+        const peer: Peer = { ...defaultPeer(server, address.value, d.origin) };
+        for (const p of params) {
+          const eq = p.indexOf('=');
+          const name = eq < 0 ? p : p.slice(0, eq);
+          const set = Object.hasOwn(SERVER_PARAMETERS, name) ? SERVER_PARAMETERS[name] : undefined;
+          if (!set?.(eq < 0 ? undefined : p.slice(eq + 1), peer)) return c.error(d.origin, `invalid parameter "${p}"`);
+        }
+        // The API keys peers by address: two servers of one address would be one peer.
+        if (upstream.servers.some((s) => s.address === peer.address))
+          return c.error(d.origin, `a duplicate server ${peer.address} in upstream "${upstream.name}"`);
+        upstream.servers.push(peer);
+      },
+    }),
+  ],
+
+  upstream: define({
     contexts: ['http'],
-    args: [0, 0],
+    args: [1, 1],
     block: true,
     multiple: true,
     apply(d, http, c) {
-      const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], locations: [] };
-      http.servers.push(server);
-      c.walk(d.block ?? [], server);
-      checkServer(server, c);
-      if (server.listens.some((l) => l.admin)) checkAdminDirectives(d.block ?? [], c);
+      const [name] = d.args;
+      const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
+      // Its name is a key of the /status and /config trees: it stays one path segment.
+      if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
+      // nginx compares upstream names as host names: without case.
+      const duplicate = http.upstreams.some((u) => u.name.toLowerCase() === name.toLowerCase());
+      if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
+      c.walk(d.block ?? [], upstream);
+      if (duplicate) return;
+      checkUpstream(upstream, http, c);
+      http.upstreams.push(upstream);
+    },
+  }),
+
+  zone: define({
+    contexts: ['upstream'],
+    args: [1, 2],
+    apply(d, upstream, c) {
+      const [name, sizeArg] = d.args;
+      if (!isZoneName(name)) return c.error(d.origin, `invalid zone name "${name}" in "zone" directive: letters, digits, "_", "-" and "." only`);
+      if (sizeArg === undefined) return void (upstream.zone = { name, origin: d.origin });
+      const size = parseSize(sizeArg);
+      if (size === undefined) return c.error(d.origin, `invalid zone size "${sizeArg}"`);
+      // Below 64k a zone holds its header and hardly a peer; above 1g it is a typo.
+      if (size < 64 * 1024) return c.error(d.origin, `zone "${name}" is too small: at least 64k`);
+      if (size > 1024 * 1024 * 1024) return c.error(d.origin, `zone "${name}" is too large: at most 1024m`);
+      upstream.zone = { name, size, origin: d.origin };
+    },
+  }),
+
+  least_conn: balancing([0, 0], () => ({ kind: 'least_conn' })),
+  ip_hash: balancing([0, 0], () => ({ kind: 'ip_hash' })),
+
+  // `random two least_conn` is nginx's spelling of what `random two` does.
+  random: balancing([0, 2], (d, c) => {
+    const [two, method] = d.args;
+    const bad = two !== undefined && two !== 'two' ? two : method !== undefined && method !== 'least_conn' ? method : undefined;
+    if (bad !== undefined) return void c.error(d.origin, `invalid parameter "${bad}"`);
+    return { kind: 'random', two: two !== undefined };
+  }),
+
+  hash: balancing([1, 2], (d, c) => {
+    const [key, consistent] = d.args;
+    if (consistent !== undefined && consistent !== 'consistent') return void c.error(d.origin, `invalid parameter "${consistent}"`);
+    const error = checkVariables(key, requestVariable);
+    if (error) return void c.error(d.origin, error);
+    return { kind: 'hash', key, consistent: consistent !== undefined };
+  }),
+
+  keepalive: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const n = whole(d.args[0], 1);
+      if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "keepalive" directive`);
+      else upstream.keepalive = n;
+    },
+  }),
+
+  queue: define({
+    contexts: ['upstream'],
+    args: [1, 2],
+    apply(d, upstream, c) {
+      const [sizeArg, timeoutArg] = d.args;
+      const size = whole(sizeArg, 1);
+      if (size === undefined) return c.error(d.origin, `invalid value "${sizeArg}" in "queue" directive`);
+      const timeout = timeoutArg === undefined ? 60_000 : timeoutArg.startsWith('timeout=') ? milliseconds(timeoutArg.slice('timeout='.length)) : undefined;
+      if (timeout === undefined) return c.error(d.origin, `invalid parameter "${timeoutArg}"`);
+      upstream.queue = { size, timeout };
+    },
+  }),
+
+  // Angie's smoothing of header_time and response_time, in percent.
+  response_time_factor: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const n = whole(d.args[0], 1);
+      if (n === undefined || n > 99) c.error(d.origin, `invalid value "${d.args[0]}" in "response_time_factor" directive, it must be a number from 1 to 99`);
+      else upstream.responseTimeFactor = n;
+    },
+  }),
+
+  proxy_pass: define({
+    contexts: ['location'],
+    args: [1, 1],
+    apply(d, location, c) {
+      const parsed = parseProxyPass(d.args[0]);
+      if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
+      // A regex says which requests, not which part of their URI to replace.
+      if (parsed.value.uri !== undefined && (location.modifier === '~' || location.modifier === '~*'))
+        return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
+      location.proxyPass = { ...parsed.value, origin: d.origin };
+    },
+  }),
+
+  proxy_set_header: define({
+    contexts: inheritable,
+    args: [2, 2],
+    multiple: true,
+    apply(d, level, c) {
+      const [name, value] = d.args;
+      const error = checkHeader(name, value);
+      if (error) c.error(d.origin, error);
+      else level.proxySetHeaders.push({ name, value });
+    },
+  }),
+
+  proxy_connect_timeout: proxyTimeout((level, ms) => (level.proxyConnectTimeout = ms)),
+  proxy_read_timeout: proxyTimeout((level, ms) => (level.proxyReadTimeout = ms)),
+
+  // zonal retries on these conditions only; nginx's others (invalid_header, http_500,
+  // http_404, non_idempotent, ...) are refused rather than silently ignored.
+  proxy_next_upstream: define({
+    contexts: inheritable,
+    args: [1, Infinity],
+    apply(d, level, c) {
+      if (d.args.length === 1 && d.args[0] === 'off') return void (level.proxyNextUpstream = []);
+      const conditions: NextUpstreamCondition[] = [];
+      for (const arg of d.args) {
+        const condition = NEXT_UPSTREAM.find((n) => n === arg);
+        if (!condition) return c.error(d.origin, `invalid value "${arg}" in "proxy_next_upstream" directive`);
+        if (!conditions.includes(condition)) conditions.push(condition);
+      }
+      level.proxyNextUpstream = conditions;
+    },
+  }),
+
+  proxy_next_upstream_tries: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const n = whole(d.args[0], 0);
+      if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "proxy_next_upstream_tries" directive`);
+      else level.proxyNextUpstreamTries = n;
     },
   }),
 
@@ -287,6 +579,10 @@ export const directives: Readonly<Record<string, DirectiveSpec>> = {
       parent.locations.push(location);
       c.walk(d.block ?? [], location);
       if (location.api && location.return) c.error(location.api.origin, `"api" and "return" cannot be in the same location`);
+      // One answers a location's requests: which one would be an accident of the phases.
+      const proxy = location.proxyPass;
+      if (proxy && location.api) c.error(proxy.origin, `"proxy_pass" and "api" cannot be in the same location`);
+      if (proxy && location.return) c.error(proxy.origin, `"proxy_pass" and "return" cannot be in the same location`);
     },
   }),
 

@@ -1,6 +1,6 @@
 // What each block of the configuration says by itself, before inheritance: the directive
 // table fills these in, resolve.ts merges them into the model.
-import type { AccessRule, ListenConfig, LocationConfig, Origin, ReturnConfig } from './model.js';
+import type { AccessRule, BalancingMethod, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
 
 interface Level {
@@ -21,6 +21,14 @@ export interface InheritableLevel extends Level {
   /** `false` for `auth_basic off`. */
   authBasic?: At<string | false>;
   authUserFile?: string;
+  /** Only the headers written in this block: a block with any replaces the outer list. */
+  readonly proxySetHeaders: Array<{ readonly name: string; readonly value: string }>;
+  /** Milliseconds. */
+  proxyConnectTimeout?: number;
+  proxyReadTimeout?: number;
+  /** Empty for `off`. */
+  proxyNextUpstream?: NextUpstreamCondition[];
+  proxyNextUpstreamTries?: number;
 }
 
 export interface MainLevel extends Level {
@@ -32,6 +40,31 @@ export interface MainLevel extends Level {
 export interface HttpLevel extends InheritableLevel {
   readonly kind: 'http';
   readonly servers: ServerLevel[];
+  readonly upstreams: UpstreamLevel[];
+}
+
+/** An `upstream` block: not inherited, nothing to merge, it is its own model almost. */
+export interface UpstreamLevel extends Level {
+  readonly kind: 'upstream';
+  readonly name: string;
+  readonly origin: Origin;
+  zone?: { readonly name: string; readonly size?: number; readonly origin: Origin };
+  readonly servers: PeerParams[];
+  /** A `server` was written, even one refused: an error for it is enough. */
+  serverWritten?: boolean;
+  method?: BalancingMethod;
+  keepalive?: number;
+  queue?: { readonly size: number; readonly timeout: number };
+  responseTimeFactor?: number;
+}
+
+/** `proxy_pass http://<target>[<uri>]` as written: the target is an upstream's name or an
+ * address, which only the whole http block can tell (upstreams may come later). */
+export interface ProxyPass {
+  /** `backend`, `127.0.0.1:8081`, `[::1]:8081`, `localhost`. */
+  readonly target: string;
+  readonly uri?: string;
+  readonly origin: Origin;
 }
 
 export interface ServerLevel extends InheritableLevel {
@@ -59,10 +92,11 @@ export interface LocationLevel extends InheritableLevel {
   return?: At<ReturnConfig>;
   api?: At<string>;
   apiConfigFiles?: boolean;
+  proxyPass?: ProxyPass;
   readonly locations: LocationLevel[];
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel;
+export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | UpstreamLevel;
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 

@@ -64,7 +64,12 @@ export interface ProxyConfig {
    * URI is passed as it came. */
   readonly uri?: string;
   /** `proxy_set_header` in order, inherited as nginx does (a level with any replaces
-   * the outer list); values may hold variables. An empty value removes the header. */
+   * the outer list); values may hold variables. An empty value removes the header.
+   * The list the runtime applies: nginx's `Host: $proxy_host` and `Connection: close`
+   * first, each replaced in place by a configured header of its name (caseless), then
+   * the other configured headers. Variables (checked): host, remote_addr, scheme,
+   * request_uri, uri, args, server_port, proxy_host, proxy_add_x_forwarded_for,
+   * http_<name>, arg_<name>, cookie_<name>. */
   readonly setHeaders: ReadonlyArray<{ readonly name: string; readonly value: string }>;
   /** Milliseconds (defaults: 60 s each, as nginx). */
   readonly connectTimeout: number;
@@ -100,13 +105,16 @@ export type BalancingMethod =
   | { readonly kind: 'round_robin' }
   | { readonly kind: 'least_conn' }
   | { readonly kind: 'random'; readonly two: boolean }
+  /** `key` as written; its variables (checked) are those of `proxy_set_header` but
+   * proxy_host and proxy_add_x_forwarded_for. */
   | { readonly kind: 'hash'; readonly key: string; readonly consistent: boolean }
   | { readonly kind: 'ip_hash' };
 
 export interface UpstreamBlockConfig {
   readonly name: string;
-  /** `zone <name> <size>`; without it, a zone named after the upstream, sized for its peers. */
-  readonly zone?: { readonly name: string; readonly size: number };
+  /** `zone <name> [<size>]` (bytes); without it, a zone named after the upstream. Without
+   * a size (either way) the runtime sizes the zone for the peers and workers it has. */
+  readonly zone?: { readonly name: string; readonly size?: number };
   readonly servers: readonly PeerParams[];
   readonly method: BalancingMethod;
   /** `keepalive N`: idle connections each worker keeps per upstream; 0: none. */

@@ -1,10 +1,47 @@
 // From what each block says to what each location means: nginx's merge of the inherited
-// settings down http -> server -> location -> nested location, into the model.
-import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ServerLevel } from './levels.js';
-import type { AccessRule, HttpBlockConfig, Inherited, LocationConfig, VirtualServerConfig } from './model.js';
+// settings down http -> server -> location -> nested location, into the model; and the
+// upstreams `proxy_pass` names, found once the whole http block is read.
+import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
+import type {
+  AccessRule,
+  HttpBlockConfig,
+  Inherited,
+  LocationConfig,
+  NextUpstreamCondition,
+  ProxyConfig,
+  UpstreamBlockConfig,
+  VirtualServerConfig,
+} from './model.js';
+import { defaultPeer, parseUpstreamAddress } from './values.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
+
+/** nginx's defaults of the proxy module. */
+const PROXY_TIMEOUT_MS = 60_000;
+const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = ['error', 'timeout'];
+/** The headers nginx sets on every proxied request unless `proxy_set_header` says otherwise. */
+const PROXY_HEADERS: ProxyConfig['setHeaders'] = [
+  { name: 'Host', value: '$proxy_host' },
+  { name: 'Connection', value: 'close' },
+];
+/** Angie's default smoothing of header_time and response_time. */
+const RESPONSE_TIME_FACTOR = 90;
+
+type Header = ProxyConfig['setHeaders'][number];
+
+/** The headers the runtime applies: nginx's defaults, each replaced in place by a configured
+ * header of its name (names are caseless), then the other configured ones in order. */
+function effectiveHeaders(configured: readonly Header[]): Header[] {
+  const used = new Set<Header>();
+  const out = PROXY_HEADERS.map((d) => {
+    const own = configured.find((h) => !used.has(h) && h.name.toLowerCase() === d.name.toLowerCase());
+    if (!own) return d;
+    used.add(own);
+    return own;
+  });
+  return [...out, ...configured.filter((h) => !used.has(h))];
+}
 
 /** The inherited settings at one level, realm and user file still apart: nginx merges
  * them separately, so a location may add the file to a realm set outside. */
@@ -13,17 +50,47 @@ interface Merged {
   readonly access: readonly AccessRule[];
   readonly authBasic?: At<string | false>;
   readonly authUserFile?: string;
+  /** The proxy settings, defaults already in (headers: the configured ones only). */
+  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri'>;
 }
+
+const TOP: Merged = {
+  access: [],
+  proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
+};
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
   const root = level.root ?? outer.root;
   const authBasic = level.authBasic ?? outer.authBasic;
   const authUserFile = level.authUserFile ?? outer.authUserFile;
+  const o = outer.proxy;
   return {
     access: level.access.length ? level.access : outer.access,
     ...(root !== undefined ? { root } : {}),
     ...(authBasic ? { authBasic } : {}),
     ...(authUserFile !== undefined ? { authUserFile } : {}),
+    proxy: {
+      setHeaders: level.proxySetHeaders.length ? level.proxySetHeaders : o.setHeaders,
+      connectTimeout: level.proxyConnectTimeout ?? o.connectTimeout,
+      readTimeout: level.proxyReadTimeout ?? o.readTimeout,
+      nextUpstream: level.proxyNextUpstream ?? o.nextUpstream,
+      nextUpstreamTries: level.proxyNextUpstreamTries ?? o.nextUpstreamTries,
+    },
+  };
+}
+
+function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
+  const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
+  return {
+    name: u.name,
+    ...(zone ? { zone } : {}),
+    servers: u.servers,
+    method: u.method ?? { kind: 'round_robin' },
+    keepalive: u.keepalive ?? 0,
+    ...(u.queue ? { queue: u.queue } : {}),
+    responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
+    implicit: false,
+    origin: u.origin,
   };
 }
 
@@ -31,7 +98,54 @@ class Resolver {
   /** `auth_basic` directives already reported, once each however many levels inherit them. */
   private readonly unpaired = new Set<At<string | false>>();
 
-  constructor(private readonly c: Checker) {}
+  /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
+  private readonly implicit = new Map<string, UpstreamBlockConfig>();
+
+  constructor(
+    private readonly c: Checker,
+    private readonly upstreams: readonly UpstreamLevel[],
+  ) {}
+
+  /** The upstream a `proxy_pass` names: a configured one (before or after it), or the
+   * implicit one of its address. Undefined after an error. */
+  private upstreamOf(p: ProxyPass): string | undefined {
+    // An upstream's name is a host name: caseless, and the URL's port cannot go with it.
+    const named = /^([^:[\]]+)(?::(.*))?$/.exec(p.target);
+    const upstream = named && this.upstreams.find((u) => u.name.toLowerCase() === named[1].toLowerCase());
+    if (upstream) {
+      if (named[2] === undefined) return upstream.name;
+      this.c.error(p.origin, `upstream "${upstream.name}" may not have port ${named[2]}`);
+      return undefined;
+    }
+    const address = parseUpstreamAddress(p.target);
+    if (address.error !== undefined) {
+      this.c.error(p.origin, address.error);
+      return undefined;
+    }
+    const name = address.value.address;
+    if (!this.implicit.has(name))
+      this.implicit.set(name, {
+        name,
+        servers: [defaultPeer(p.target, address.value, p.origin)],
+        method: { kind: 'round_robin' },
+        keepalive: 0,
+        responseTimeFactor: RESPONSE_TIME_FACTOR,
+        implicit: true,
+        origin: p.origin,
+      });
+    return name;
+  }
+
+  private proxy(p: ProxyPass, merged: Merged): ProxyConfig | undefined {
+    const upstream = this.upstreamOf(p);
+    if (upstream === undefined) return undefined;
+    return {
+      upstream,
+      ...(p.uri !== undefined ? { uri: p.uri } : {}),
+      ...merged.proxy,
+      setHeaders: effectiveHeaders(merged.proxy.setHeaders),
+    };
+  }
 
   private settle(m: Merged): Inherited {
     const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
@@ -48,8 +162,9 @@ class Resolver {
   }
 
   http(http: HttpLevel): HttpBlockConfig {
-    const top = merge({ access: [] }, http);
-    return { servers: http.servers.map((s) => this.server(s, top)), upstreams: [] };
+    const top = merge(TOP, http);
+    const servers = http.servers.map((s) => this.server(s, top));
+    return { servers, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -76,6 +191,7 @@ class Resolver {
     const merged = merge(outer, l);
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
+    const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
@@ -84,6 +200,7 @@ class Resolver {
       ...(statusZone !== undefined ? { statusZone } : {}),
       ...(l.return ? { return: l.return.value } : {}),
       ...(l.api ? { api: l.api.value } : {}),
+      ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),
       origin: l.origin,
@@ -91,4 +208,4 @@ class Resolver {
   }
 }
 
-export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c).http(http);
+export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

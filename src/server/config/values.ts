@@ -1,7 +1,7 @@
 // The arguments of directives, each checked the way nginx checks it. Pure functions: a
 // value, or the message of the error in nginx's words.
 import { isIP } from 'node:net';
-import type { LocationConfig, ReturnConfig } from './model.js';
+import type { LocationConfig, Origin, PeerParams, ReturnConfig } from './model.js';
 import { compileRegex } from './regex.js';
 
 export type Checked<T> = { readonly value: T; readonly error?: undefined } | { readonly error: string };
@@ -68,9 +68,17 @@ export function parseReturn(args: readonly string[]): Checked<ReturnConfig> {
 /** The variables an `api` path may hold: those src/api/mapping.ts substitutes. */
 const apiVariable = (name: string) => name === 'uri' || name === 'host' || /^arg_\w+$/.test(name) || /^[1-9]$/.test(name);
 
-/** `api <path>`: an absolute API path, or one that begins with a variable (`$uri`). */
-export function checkApiPath(arg: string): string | undefined {
-  if (!arg.startsWith('/') && !arg.startsWith('$')) return `invalid API path "${arg}" in "api" directive: it must start with "/" or a variable`;
+/** The request's variables src/server/http/variables.ts computes, for `hash` keys and
+ * `proxy_set_header` values alike. */
+export const requestVariable = (name: string): boolean =>
+  ['host', 'remote_addr', 'scheme', 'request_uri', 'uri', 'args', 'server_port'].includes(name) || /^(http|arg|cookie)_\w+$/.test(name);
+
+/** `proxy_set_header` values also know the proxied request's own. */
+export const proxyHeaderVariable = (name: string): boolean =>
+  name === 'proxy_host' || name === 'proxy_add_x_forwarded_for' || requestVariable(name);
+
+/** The variables of a value (`$name`, `${name}`, `$1`) are all `known`; else nginx's error. */
+export function checkVariables(arg: string, known: (name: string) => boolean): string | undefined {
   for (let i = arg.indexOf('$'); i >= 0; i = arg.indexOf('$', i + 1)) {
     let name: string;
     if (arg[i + 1] === '{') {
@@ -78,13 +86,99 @@ export function checkApiPath(arg: string): string | undefined {
       if (close < 0) return `the closing bracket in "${arg.slice(i + 2)}" variable is missing`;
       name = arg.slice(i + 2, close);
     } else {
-      // A capture is one digit, as mapping.ts reads `$12` as `$1` then `2`.
+      // A capture is one digit, as nginx (and mapping.ts) read `$12` as `$1` then `2`.
       name = /^(\d|\w+)/.exec(arg.slice(i + 1))?.[0] ?? '';
     }
     if (!/^\w+$/.test(name)) return `invalid variable name in "${arg}"`;
-    if (!apiVariable(name)) return `unknown "${name}" variable`;
+    if (!known(name)) return `unknown "${name}" variable`;
   }
   return undefined;
+}
+
+/** `api <path>`: an absolute API path, or one that begins with a variable (`$uri`). */
+export function checkApiPath(arg: string): string | undefined {
+  if (!arg.startsWith('/') && !arg.startsWith('$')) return `invalid API path "${arg}" in "api" directive: it must start with "/" or a variable`;
+  return checkVariables(arg, apiVariable);
+}
+
+/** A peer's address: what an upstream `server` and `proxy_pass http://<address>` name. */
+export interface UpstreamAddress {
+  /** `127.0.0.1`, `::1` (no brackets). */
+  readonly host: string;
+  readonly port: number;
+  /** Canonical `<ip>:<port>`, IPv6 in brackets: the peer's name in the API. */
+  readonly address: string;
+}
+
+/** `ip:port`, `[v6]:port`, `localhost:port`, or any of them without a port (80). zonal
+ * resolves no names (its peers are keyed by address, and an address that changed under
+ * a name would silently be another peer): other host names are not found, as nginx says
+ * of a name it cannot resolve. */
+export function parseUpstreamAddress(arg: string): Checked<UpstreamAddress> {
+  if (arg.startsWith('unix:')) return fail(`unix domain sockets are not supported in upstream "${arg}"`);
+  let host: string;
+  let port: string | undefined;
+  if (arg.startsWith('[')) {
+    const close = arg.indexOf(']');
+    host = arg.slice(1, close);
+    const rest = arg.slice(close + 1);
+    if (close < 0 || isIP(host) !== 6 || (rest !== '' && !rest.startsWith(':'))) return fail(`invalid IPv6 address in upstream "${arg}"`);
+    host = canonicalIPv6(host);
+    port = rest ? rest.slice(1) : undefined;
+  } else {
+    const colon = arg.lastIndexOf(':');
+    host = colon < 0 ? arg : arg.slice(0, colon);
+    port = colon < 0 ? undefined : arg.slice(colon + 1);
+    if (host === '') return fail(`no host in upstream "${arg}"`);
+    if (host.toLowerCase() === 'localhost') host = '127.0.0.1';
+    else if (isIP(host) !== 4) return fail(`host not found in upstream "${arg}"`);
+  }
+  const number = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
+  if (number < 1 || number > 65535) return fail(`invalid port in upstream "${arg}"`);
+  return ok({ host, port: number, address: listenAddress({ host, port: number }) });
+}
+
+/** nginx's defaults of a `server` in an upstream, at an address. */
+export const defaultPeer = (server: string, address: UpstreamAddress, origin: Origin): PeerParams => ({
+  server,
+  ...address,
+  weight: 1,
+  maxConns: 0,
+  maxFails: 1,
+  failTimeout: 10_000,
+  backup: false,
+  down: false,
+  slowStart: 0,
+  origin,
+});
+
+/** `proxy_pass http://<host>[:<port>][<uri>]`: the host part (an upstream's name or an
+ * address) and the URI part, as written. */
+export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string }> {
+  if (/^https:\/\//i.test(arg)) return fail(`"https://" in "proxy_pass" is not supported: zonal does not proxy to TLS upstreams yet`);
+  if (!/^http:\/\//i.test(arg)) return fail(`invalid URL prefix in "${arg}"`);
+  // Variables would make the upstream a request's choice, which zonal does not resolve.
+  if (arg.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
+  const rest = arg.slice('http://'.length);
+  const slash = rest.indexOf('/');
+  const target = slash < 0 ? rest : rest.slice(0, slash);
+  if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
+  return ok(slash < 0 ? { target } : { target, uri: rest.slice(slash) });
+}
+
+/** nginx's sizes: bytes, or `k` / `m` with either case. */
+export function parseSize(arg: string): number | undefined {
+  const m = /^(\d{1,10})([kKmM]?)$/.exec(arg);
+  if (!m) return undefined;
+  return Number(m[1]) * (m[2] === '' ? 1 : m[2].toLowerCase() === 'k' ? 1024 : 1024 * 1024);
+}
+
+/** A header name is an HTTP token, and a literal value holds no control character: Node
+ * refuses either at run time, where a configuration mistake must not reach. */
+export function checkHeader(name: string, value: string): string | undefined {
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return `invalid header name "${name}"`;
+  if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) return `invalid header value "${value}" of "${name}"`;
+  return checkVariables(value, proxyHeaderVariable);
 }
 
 /** A server name, lowercased unless it is a regex (which must compile). */

@@ -1,17 +1,19 @@
 // The checks every directive gets from its table entry, in nginx's words and order:
 // known, allowed here, block or `;`, argument count, not duplicate. Then its own `apply`.
-import { directives } from './directives.js';
+import { specsOf } from './directives.js';
 import type { AnyLevel, Checker } from './levels.js';
 import type { Directive } from './syntax.js';
 
 export function walk(list: readonly Directive[], level: AnyLevel, c: Checker): void {
   for (const d of list) {
-    const spec = Object.hasOwn(directives, d.name) ? directives[d.name] : undefined;
-    if (!spec) {
+    const specs = specsOf(d.name);
+    if (!specs.length) {
       c.error(d.origin, `unknown directive "${d.name}"`);
       continue;
     }
-    if (!spec.contexts.includes(level.kind)) {
+    // A name several contexts share (`server`) means the directive of this context.
+    const spec = specs.find((s) => s.contexts.includes(level.kind));
+    if (!spec) {
       c.error(d.origin, `"${d.name}" directive is not allowed here`);
       continue;
     }
