@@ -178,6 +178,32 @@ export class CounterBlock {
     return n ? sum / n : 0;
   }
 
+  /** Shard `slot`'s own value of counter i (base + recent), as one consistent read. For
+   * the primary, about a shard whose worker died: see setShard(). */
+  shardValue(slot: number, i: number): number {
+    this.checkShard(slot);
+    const [base, recent] = this.read(slot, i);
+    return Number(base) + recent;
+  }
+
+  /**
+   * Sets shard `slot`'s counter i to v (a whole number): only for a shard no process
+   * writes, such as a dead worker's, by the process that stands in for its owner (the
+   * primary, before another worker takes the slot). A move its owner left half done is
+   * finished first; the change is a move like fold()'s (journaled, between two bumps of
+   * the shard's sequence word), so readers never see half of it.
+   */
+  setShard(slot: number, i: number, v: number): void {
+    this.checkShard(slot);
+    this.finishInterruptedMove(slot);
+    const [base, recent] = this.read(slot, i);
+    this.moveInShard(slot, i, -base, recent - v);
+  }
+
+  private checkShard(slot: number): void {
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.shards) throw new RangeError(`no shard ${slot}: the block has ${this.shards}`);
+  }
+
   /** Moves whole 2^52s from this process's `recent` words into `base` (see top). False
    * once the zone is detached: there is nothing left to fold. */
   fold(): boolean {
@@ -198,33 +224,45 @@ export class CounterBlock {
    * written first, lets a reader read around a move that does not finish, and lets the
    * next owner of the slot finish it, should this process die half way. */
   private moveToBase(i: number, amount: bigint, fromRecent: number): void {
+    this.moveInShard(this.slot, i, amount, fromRecent);
+  }
+
+  /** moveToBase() in shard s: its owner's, or a dead owner's (setShard()). */
+  private moveInShard(s: number, i: number, amount: bigint, fromRecent: number): void {
     const { f64, u64, i32 } = this.views;
-    const seq = this.seqIndex(this.slot);
-    const base = this.low + this.length + i;
-    const journal = this.low + 2 * this.length;
+    const low = this.lowOf(s);
+    const seq = this.seqIndex(s);
+    const base = low + this.length + i;
+    const journal = low + 2 * this.length;
     const oldBase = u64[base];
     u64[journal] = oldBase;
-    f64[journal + 1] = f64[this.low + i];
+    f64[journal + 1] = f64[low + i];
     u64[journal + 2] = BigInt.asUintN(64, amount);
     f64[journal + 3] = fromRecent;
     i32[seq + 1] = i;
     Atomics.add(i32, seq, 1);
-    f64[this.low - 1] += 1;
+    f64[low - 1] += 1;
     Atomics.store(u64, base, BigInt.asUintN(64, oldBase + amount));
-    f64[this.low + i] -= fromRecent;
+    f64[low + i] -= fromRecent;
     Atomics.add(i32, seq, 1);
   }
 
-  /** A move this shard's previous owner left half done: redo it from the journal. */
-  private finishInterruptedMove(): void {
+  /** A move shard s's previous owner left half done: redo it from the journal. */
+  private finishInterruptedMove(s = this.slot): void {
     const { f64, u64, i32 } = this.views;
-    const seq = this.seqIndex(this.slot);
+    const low = this.lowOf(s);
+    const seq = this.seqIndex(s);
     if (!(Atomics.load(i32, seq) & 1)) return;
     const i = i32[seq + 1];
-    const journal = this.low + 2 * this.length;
-    Atomics.store(u64, this.low + this.length + i, BigInt.asUintN(64, u64[journal] + u64[journal + 2]));
-    f64[this.low + i] = f64[journal + 1] - f64[journal + 3];
+    const journal = low + 2 * this.length;
+    Atomics.store(u64, low + this.length + i, BigInt.asUintN(64, u64[journal] + u64[journal + 2]));
+    f64[low + i] = f64[journal + 1] - f64[journal + 3];
     Atomics.add(i32, seq, 1);
+  }
+
+  /** Float64 index of counter 0's `recent` word in shard s. */
+  private lowOf(s: number): number {
+    return this.offset / 8 + s * this.stride + HEAD;
   }
 
   /** Shard s's counter i as it was before a move that has not finished (journal). */

@@ -177,3 +177,74 @@ t.test('a fold interrupted by a dying writer: readers read around it, the next o
   t.equal(reader.get(0), 2n ** 52n + 100n, 'the value is the same');
   zone.remove();
 });
+
+t.test("another shard's value: read and set by a process standing in for its dead owner", async (t) => {
+  const name = uniqueName('dead');
+  const zone = Zone.create(name, { size: 1 << 20, workers: 2, writer: false });
+  const block = zone.counters('record', 12);
+  // A writer in slot 1 counts 60,000 records from just below 2^52, folding on the way
+  // (so its shard has base words), and exits: its shard has no writer any more.
+  const child = start('count.ts', [name, '1', '60000', 'fold']);
+  await new Promise((resolve) => child.proc.once('message', resolve));
+  child.proc.send('go');
+  t.equal(await child.exit(), 0);
+  const start0 = 2 ** 52 - 1000;
+  t.equal(block.shardValue(1, 0), start0 + 60_000, 'the dead shard, base and recent words together');
+  t.equal(block.shardValue(0, 0), 0, 'the other shard is empty');
+  t.equal(block.shardValue(1, 5), start0 + 7 * 60_000);
+  block.setShard(1, 0, 0);
+  t.equal(block.get(0), 0n, 'set to zero, base word included');
+  t.equal(block.shardValue(1, 0), 0);
+  t.equal(block.get(5), BigInt(start0 + 7 * 60_000), 'its neighbours keep their values');
+  block.setShard(1, 5, 12);
+  t.equal(block.value(5), 12, 'set to any whole number');
+  const all = block.values();
+  t.same([all[0], all[5]], [0, 12], 'values() agrees');
+  t.throws(() => block.shardValue(2, 0), RangeError, 'a shard the block does not have');
+  t.throws(() => block.setShard(-1, 0, 0), RangeError);
+
+  // A gauge shard below zero, set back by a non-writing process; its owner goes on
+  // from the new value.
+  const writer = Zone.attach(name, { instance: zone.instance });
+  const g = writer.gauges('g', 2);
+  g.sub(1, 3);
+  const slot = g.slot;
+  const reader = zone.gauges('g', 2);
+  t.equal(reader.shardValue(slot, 1), -3, 'a gauge shard reads signed');
+  reader.setShard(slot, 1, 0);
+  t.equal(reader.get(1), 0n);
+  g.add(1, 2);
+  t.equal(reader.value(1), 2, "the owner's next change adds to what was set");
+  writer.detach();
+  zone.remove();
+});
+
+t.test('setShard first finishes a move the dead owner left half done', async (t) => {
+  const zone = Zone.create(uniqueName('halfset'), { size: 1 << 16, workers: 2, writer: false });
+  const c = zone.counters('c', 2);
+  // As in the test above: shard 0's fold of counter 0 stored the new base and died.
+  const buffer = zone.block('raw', 8).buffer as ArrayBuffer;
+  const w = c.offset / 8;
+  const f64 = new Float64Array(buffer);
+  const u64 = new BigUint64Array(buffer);
+  const i32 = new Int32Array(buffer);
+  f64[w + 3] = 7;
+  u64[w + 6] = 0n;
+  f64[w + 7] = 2 ** 52 + 100;
+  u64[w + 8] = 2n ** 52n;
+  f64[w + 9] = 2 ** 52;
+  i32[w * 2 + 1] = 0;
+  i32[w * 2] = 1;
+  f64[w + 1] = 1;
+  u64[w + 4] = 2n ** 52n;
+  f64[w + 2] = 2 ** 52 + 100;
+  t.equal(c.shardValue(0, 0), 2 ** 52 + 100, 'read around the move');
+  c.setShard(0, 1, 3);
+  t.equal(i32[w * 2] & 1, 0, 'the move is finished, and the set is complete');
+  t.equal(c.get(0), 2n ** 52n + 100n, 'the interrupted counter kept its value');
+  t.equal(c.value(1), 3, 'the other counter was set');
+  c.setShard(0, 0, 5);
+  t.equal(u64[w + 4], 0n, 'the base word went back to zero');
+  t.equal(c.get(0), 5n);
+  zone.remove();
+});
