@@ -20,6 +20,31 @@ export type Protocol = 'http' | 'stream';
 
 /** Shared peer states, in a cell all workers agree on. `down` comes from configuration. */
 export const PeerState = { up: 0, unavailable: 1, unhealthy: 2, checking: 3, recovering: 4 } as const;
+
+/**
+ * The words of a peer's shared cells (`peer/<id>/state`): what every worker's balancer
+ * must agree on at once, each changed with one atomic operation. Times are epoch
+ * milliseconds wrapped to int32 (`Date.now() | 0`), compared as `((a - b) | 0)`: exact
+ * for intervals under 2^31 ms (24.8 days), which fail_timeout and slow_start are.
+ */
+export const PeerCell = {
+  /** PeerState: the one word /status reads. */
+  state: 0,
+  /** Live connections to the peer from every worker (max_conns, least_conn, random two). */
+  conns: 1,
+  /** Failures counted in the current fail_timeout window. */
+  fails: 2,
+  /** When the current failure window began (its first failure). */
+  failStart: 3,
+  /** When the peer became unavailable, or its last checking request failed. */
+  downAt: 4,
+  /** While one request checks an unavailable peer: when it started (never 0); else 0. */
+  checking: 5,
+  /** When the peer became available again (the start of its slow start). */
+  recoveredAt: 6,
+} as const;
+/** How many cells a peer has (one spare). */
+export const PEER_CELLS = 8;
 const STATE_NAMES = ['up', 'unavailable', 'unhealthy', 'checking', 'recovering'];
 // The text format's numbers for states (DESIGN.md).
 const STATE_NUMBERS: Record<string, number> = { up: 1, down: 2, unavailable: 3, recovering: 4, unhealthy: 5, checking: 6 };
@@ -206,19 +231,29 @@ export class Peer {
     this.block.add(this.l.fails.index);
   }
 
-  /** The peer reached max_fails. Only the worker that makes the change counts it. */
+  /** The peer reached max_fails, from up or recovering (slow start). Only the worker
+   * that makes the change counts it. */
   becameUnavailable(now = Date.now()): boolean {
-    if (this.cells.compareExchange(0, PeerState.up, PeerState.unavailable) !== PeerState.up) return false;
+    let from = this.cells.compareExchange(PeerCell.state, PeerState.up, PeerState.unavailable);
+    if (from === PeerState.recovering) from = this.cells.compareExchange(PeerCell.state, PeerState.recovering, PeerState.unavailable);
+    if (from !== PeerState.up && from !== PeerState.recovering) return false;
     this.block.add(this.l.unavailable.index);
     this.block.set(this.l.downstart, now);
     return true;
   }
 
-  /** The peer is selectable again after being unavailable. */
-  becameAvailable(now = Date.now()): boolean {
-    if (this.cells.compareExchange(0, PeerState.unavailable, PeerState.up) !== PeerState.unavailable) return false;
+  /** The peer is selectable again after being unavailable: up, or `recovering` while its
+   * weight comes back over slow_start (then recovered() makes it up). */
+  becameAvailable(now = Date.now(), recovering = false): boolean {
+    const to = recovering ? PeerState.recovering : PeerState.up;
+    if (this.cells.compareExchange(PeerCell.state, PeerState.unavailable, to) !== PeerState.unavailable) return false;
     this.block.add(this.l.downtime, Math.max(0, Math.round(now - this.block.max(this.l.downstart))));
     return true;
+  }
+
+  /** Slow start is over: recovering becomes up. True for the one worker that changed it. */
+  recovered(): boolean {
+    return this.cells.compareExchange(PeerCell.state, PeerState.recovering, PeerState.up) === PeerState.recovering;
   }
 
   /** A probe-driven state: unhealthy, checking, recovering or up. */
@@ -290,12 +325,54 @@ function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, id: 
   const zone = zoneOf(u);
   return {
     block: status.gauges(zone, peerKey(id), spec.size),
-    cells: status.cells(zone, `${peerKey(id)}/state`, 1),
+    cells: status.cells(zone, `${peerKey(id)}/state`, PEER_CELLS),
     claims: protocol === 'http' ? status.cells(zone, `${peerKey(id)}/codes`, CLAIMED) : undefined,
   };
 }
 
-const protocolOf = (status: Status, u: UpstreamConfig): Protocol => (status.catalog().http?.upstreams?.includes(u) ? 'http' : 'stream');
+/** The protocol of a catalog entry: by identity, else by name (an entry of an older
+ * catalog), HTTP first. */
+function protocolOf(status: Status, u: UpstreamConfig): Protocol {
+  const c = status.catalog();
+  if (c.http?.upstreams?.includes(u)) return 'http';
+  if (c.stream?.upstreams?.includes(u)) return 'stream';
+  return c.http?.upstreams?.some((x) => x.name === u.name) ? 'http' : 'stream';
+}
+
+/** What a balancer keeps per peer: its recorder and its shared cells (PeerCell). */
+export interface PeerHandles {
+  readonly metrics: Peer;
+  readonly cells: AtomicCells;
+}
+
+/** A peer's recorder and shared cells by id (a balancer's view of a live-set entry). */
+export function peerHandles(status: Status, u: UpstreamConfig, id: number, protocol: Protocol = protocolOf(status, u)): PeerHandles {
+  const { block, cells, claims } = peerStorage(status, protocol, u, id);
+  const spec = protocol === 'http' ? http : stream;
+  return { metrics: new Peer(block, cells, claims, spec.l, (u.responseTimeFactor ?? 90) / 100), cells };
+}
+
+/**
+ * After the worker in `slot` died (SIGKILL, a crash) with requests in flight: takes what
+ * it had in flight off each live peer's shared `conns` cell and its shard of
+ * `selected.current`, so that max_conns and least_conn do not count them forever. The
+ * primary calls it, before another worker takes the slot.
+ */
+export function repairSlot(status: Status, slot: number): void {
+  const c = status.catalog();
+  for (const protocol of ['http', 'stream'] as const) {
+    const spec = protocol === 'http' ? http : stream;
+    const current = spec.l.current.index;
+    for (const u of (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [])
+      for (const p of peerSet(status, u).peers) {
+        const { block, cells } = peerStorage(status, protocol, u, p.id);
+        const inFlight = block.shardValue(slot, current);
+        if (inFlight === 0) continue;
+        if (inFlight > 0) cells.sub(PeerCell.conns, inFlight);
+        block.setShard(slot, current, 0);
+      }
+  }
+}
 
 /** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */
 function peerMemory(status: Status, protocol: Protocol) {
