@@ -21,6 +21,7 @@ import { errorPage, sendPage } from './pages.js';
 import { ServerNames } from './server-names.js';
 import { Site, type Place } from './site.js';
 import { serveStatic } from './static.js';
+import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 
 /** One client connection's accounting. */
@@ -75,6 +76,7 @@ export class HttpPlane {
   private readonly live = new Set<Conn>();
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
+  private readonly upstreams = new Map<string, UpstreamRuntime>();
   private readonly apis = new WeakMap<Place, ApiListener>();
   private draining = false;
 
@@ -84,11 +86,17 @@ export class HttpPlane {
   ) {
     this.status = options.status;
     this.conns = connections(this.status);
+    const catalog = this.status.catalog().http?.upstreams ?? [];
+    for (const u of config.http?.upstreams ?? []) {
+      const entry = catalog.find((c) => c.name === u.name);
+      if (!entry) throw new Error(`the status has no upstream "${u.name}"`);
+      this.upstreams.set(u.name, new UpstreamRuntime(this.status, u, entry));
+    }
   }
 
   private site(server: VirtualServerConfig): Site {
     let s = this.sites.get(server);
-    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders })));
+    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams })));
     return s;
   }
 
@@ -254,6 +262,8 @@ export class HttpPlane {
       let listener = this.apis.get(place);
       if (!listener) this.apis.set(place, (listener = apiListener(place.api)));
       listener(req, res);
+    } else if (place.proxy) {
+      place.proxy.handle(req, res, uri);
     } else if (place.root) {
       serveStatic(place.root, uri, req, res).catch(() => {
         if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');
@@ -324,6 +334,8 @@ export class HttpPlane {
             server.closeIdleConnections();
           }),
       ),
-    ).then(() => undefined);
+    ).then(() => {
+      for (const u of this.upstreams.values()) u.close();
+    });
   }
 }

@@ -9,6 +9,8 @@ import type { LocationConfig, VirtualServerConfig } from '../config/model.js';
 import { Guard } from './guard.js';
 import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
+import { Proxy } from './proxy.js';
+import type { UpstreamRuntime } from './upstream.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -18,6 +20,7 @@ export interface Place {
   readonly api?: ApiHandler;
   /** Static files. */
   readonly root?: string;
+  readonly proxy?: Proxy;
 }
 
 export interface SiteOptions {
@@ -26,6 +29,8 @@ export interface SiteOptions {
   readonly record: boolean;
   /** Zone recorders shared by the servers and locations of one process. */
   readonly recorders?: Map<string, HttpZone>;
+  /** The process's upstreams by name, for proxy_pass. */
+  readonly upstreams?: ReadonlyMap<string, UpstreamRuntime>;
 }
 
 export class Site {
@@ -56,6 +61,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: createApi({ status: options.status, mounts: [mountOf(l)] }) } : {}),
+          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
           ...(l.root ? { root: l.root } : {}),
         });
         visit(l.locations);
@@ -70,6 +76,12 @@ export class Site {
     const match = this.index.match(uri);
     return match ? this.places.get(match.location)! : this.place;
   }
+}
+
+function upstreamOf(options: SiteOptions, name: string): UpstreamRuntime {
+  const u = options.upstreams?.get(name);
+  if (!u) throw new Error(`proxy_pass names upstream "${name}", which this process does not run`);
+  return u;
 }
 
 /** The API mount of an `api` location: the location itself, so that the API maps the

@@ -1,0 +1,290 @@
+// proxy_pass: a request forwarded to a peer its upstream's balancer chooses, through the
+// worker's connections to that peer (peer-pool.ts), bodies streamed both ways with
+// backpressure. nginx's rules: the URI is passed as it came, or with the location's part
+// replaced by proxy_pass's URI; `Host` is `$proxy_host` unless set; hop-by-hop headers
+// stay on their own hop; `proxy_next_upstream` retries another peer on an error, a
+// timeout or a listed status while nothing has been sent to the client and the request
+// has no body (a streamed body cannot be sent twice).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Client, Dispatcher } from 'undici';
+import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
+import type { Chosen } from '../upstream/balancer.js';
+import { sendPage } from './pages.js';
+import type { PeerPool } from './peer-pool.js';
+import type { UpstreamRuntime } from './upstream.js';
+import { compileValue, type VariableContext } from './variables.js';
+
+/** Request headers that belong to the client's hop (RFC 9110 7.6.1), and those undici
+ * manages itself. */
+const HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
+/** Response headers of the peer's hop. */
+const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+type Failure = 'error' | 'timeout';
+
+function failureOf(err: Error & { code?: string }): Failure {
+  return err.code === 'UND_ERR_CONNECT_TIMEOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' ? 'timeout' : 'error';
+}
+
+export class Proxy {
+  private readonly setHeaders: Array<{ lower: string; name: string; value: (c: VariableContext) => string; constant?: string }>;
+  private readonly replaced: ReadonlySet<string>;
+  private readonly prefix?: string;
+  readonly next: ReadonlySet<NextUpstreamCondition>;
+
+  constructor(
+    readonly config: ProxyConfig,
+    location: LocationConfig,
+    readonly upstream: UpstreamRuntime,
+  ) {
+    // Connection is zonal's own: keep-alive when the upstream caches connections.
+    this.setHeaders = config.setHeaders
+      .filter((h) => h.name.toLowerCase() !== 'connection')
+      .map((h) => ({ lower: h.name.toLowerCase(), name: h.name, value: compileValue(h.value) }));
+    this.replaced = new Set(this.setHeaders.map((h) => h.lower));
+    // With a URI part, the location's prefix is what it replaces (exact locations: all).
+    if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
+    this.next = new Set(config.nextUpstream);
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
+    new Exchange(this, req, res, uri).start();
+  }
+
+  /** The peer's request target. */
+  target(req: IncomingMessage, uri: string): string {
+    const url = req.url ?? '/';
+    if (this.config.uri === undefined) return url;
+    const q = url.indexOf('?');
+    const rest = this.prefix === '' ? '' : uri.slice(this.prefix!.length);
+    return this.config.uri + escapeUri(rest) + (q < 0 ? '' : url.slice(q));
+  }
+
+  /** The peer's request headers, as undici takes them: name, value, name, value. */
+  headers(req: IncomingMessage, uri: string): string[] {
+    const raw = req.rawHeaders;
+    const out: string[] = [];
+    const connection = req.headers.connection;
+    const listed = connection ? new Set(connection.toLowerCase().split(',').map((s) => s.trim())) : undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const lower = raw[i].toLowerCase();
+      if (HOP_REQUEST.has(lower) || this.replaced.has(lower) || listed?.has(lower)) continue;
+      out.push(raw[i], raw[i + 1]);
+    }
+    const ctx: VariableContext = { req, uri, proxyHost: this.upstream.proxyHost };
+    for (const h of this.setHeaders) {
+      const v = h.value(ctx);
+      if (v !== '') out.push(h.name, v);
+    }
+    return out;
+  }
+}
+
+/** nginx escapes a URI it puts back together: what is not allowed in a path, and `?`/`#`. */
+function escapeUri(s: string): string {
+  return /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/.test(s) ? s : encodeURI(s).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
+}
+
+/** One request's way through the proxy: its attempts, and the undici handler of the
+ * current one. */
+class Exchange implements Dispatcher.DispatchHandler {
+  private chosen: Chosen | undefined;
+  private client: Client | undefined;
+  private pool: PeerPool | undefined;
+  private abort: ((err?: Error) => void) | undefined;
+  private tried: Set<number> | undefined;
+  private tries = 0;
+  private readonly hasBody: boolean;
+  private headersSent = false;
+  private finished = false;
+  private started = 0;
+  private headerMs = 0;
+  private status = 0;
+  private received = 0;
+  private sent = 0;
+  private resume: (() => void) | undefined;
+  private leaveQueue: (() => void) | undefined;
+  private readonly path: string;
+  private readonly head: string[];
+
+  constructor(
+    private readonly proxy: Proxy,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly uri: string,
+  ) {
+    const te = req.headers['transfer-encoding'];
+    const length = req.headers['content-length'];
+    this.hasBody = te !== undefined || (length !== undefined && length !== '0');
+    this.path = proxy.target(req, uri);
+    this.head = proxy.headers(req, uri);
+    // The client went away: the peer's request is aborted, a waiting one leaves the queue.
+    res.once('close', () => {
+      if (this.finished) return;
+      this.finished = true;
+      if (this.leaveQueue) this.leaveQueue();
+      else if (this.abort) this.abort(new Error('client closed the connection'));
+    });
+  }
+
+  start(): void {
+    const upstream = this.proxy.upstream;
+    const chosen = upstream.pick(this.req, this.uri, this.tried);
+    if (typeof chosen !== 'string') {
+      this.send(chosen);
+      return;
+    }
+    if (chosen === 'busy' && upstream.queue) {
+      const leave = upstream.queue.enter({ tryStart: () => this.retryFromQueue(), timedOut: () => this.fail(502) });
+      if (leave) {
+        this.leaveQueue = leave;
+        return;
+      }
+    }
+    this.fail(502);
+  }
+
+  private retryFromQueue(): boolean {
+    if (this.finished) return true;
+    const chosen = this.proxy.upstream.pick(this.req, this.uri, this.tried);
+    if (typeof chosen === 'string') return false;
+    this.leaveQueue = undefined;
+    this.send(chosen);
+    return true;
+  }
+
+  private send(chosen: Chosen): void {
+    if (this.finished) {
+      this.proxy.upstream.release(chosen, false);
+      return;
+    }
+    this.chosen = chosen;
+    this.tries++;
+    this.started = performance.now();
+    this.status = 0;
+    this.received = 0;
+    this.sent = headLength(this.req.method ?? 'GET', this.path, this.head);
+    const upstream = this.proxy.upstream;
+    const pool = (this.pool = upstream.pool(chosen, this.proxy.config.connectTimeout));
+    const client = (this.client = pool.take());
+    try {
+      client.dispatch(
+        {
+          path: this.path,
+          method: (this.req.method ?? 'GET') as Dispatcher.HttpMethod,
+          headers: this.head,
+          body: this.hasBody ? this.req : null,
+          reset: upstream.config.keepalive === 0,
+          headersTimeout: this.proxy.config.readTimeout,
+          bodyTimeout: this.proxy.config.readTimeout,
+        },
+        this,
+      );
+    } catch (err) {
+      // undici refused the request itself (a header it does not allow): not the peer's fault.
+      this.chosen = undefined;
+      pool.give(client, false);
+      upstream.release(chosen, false);
+      this.fail((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' ? 400 : 502);
+    }
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.finished) abort(new Error('client closed the connection'));
+  }
+
+  onBodySent(chunkSize: number): void {
+    this.sent += chunkSize;
+  }
+
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode < 200) return true;
+    this.headerMs = performance.now() - this.started;
+    this.status = statusCode;
+    this.resume = resume;
+    this.received += 17 + statusText.length;
+    // A listed status is a failed attempt: another peer gets the request when allowed.
+    if ((statusCode === 502 || statusCode === 503 || statusCode === 504) && this.proxy.next.has(`http_${statusCode}` as NextUpstreamCondition) && this.canRetry()) {
+      this.abort?.(new RetryStatus());
+      return false;
+    }
+    const out: string[] = [];
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i].toString('latin1');
+      const value = headers[i + 1].toString('latin1');
+      this.received += name.length + value.length + 4;
+      if (!HOP_RESPONSE.has(name.toLowerCase())) out.push(name, value);
+    }
+    this.received += 2;
+    const res = this.res;
+    if (this.finished || res.destroyed) return false;
+    this.headersSent = true;
+    res.writeHead(statusCode, statusText, out);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.received += chunk.length;
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.resume!);
+    return false;
+  }
+
+  onComplete(): void {
+    const chosen = this.chosen!;
+    const upstream = this.proxy.upstream;
+    chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, performance.now() - this.started);
+    this.pool!.give(this.client!, upstream.config.keepalive > 0);
+    // A listed status is a failed attempt even when no other peer is left to try.
+    const status = this.status;
+    upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
+    this.chosen = undefined;
+    if (!this.finished) this.res.end();
+  }
+
+  onError(err: Error): void {
+    const chosen = this.chosen!;
+    const upstream = this.proxy.upstream;
+    this.chosen = undefined;
+    this.pool!.give(this.client!, false);
+    const clientGone = this.finished;
+    const retryStatus = err instanceof RetryStatus;
+    const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
+    // The client leaving is not the peer's failure.
+    upstream.release(chosen, !clientGone);
+    if (clientGone) return;
+    if (this.headersSent) {
+      this.res.destroy(err);
+      return;
+    }
+    if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry()) {
+      (this.tried ??= new Set()).add(chosen.id);
+      this.start();
+      return;
+    }
+    if (retryStatus) this.fail(this.status);
+    else this.fail(failure === 'timeout' ? 504 : 502);
+  }
+
+  private canRetry(): boolean {
+    const limit = this.proxy.config.nextUpstreamTries;
+    return !this.hasBody && !this.headersSent && (limit === 0 || this.tries < limit);
+  }
+
+  private fail(code: number): void {
+    if (this.finished || this.res.headersSent) return;
+    this.leaveQueue = undefined;
+    sendPage(this.res, code, this.req.method === 'HEAD');
+  }
+}
+
+/** A status proxy_next_upstream retries on, turned into an abort of that attempt. */
+class RetryStatus extends Error {}
+
+/** Bytes of the request line and headers sent to the peer (before undici's own few). */
+function headLength(method: string, path: string, headers: string[]): number {
+  let n = method.length + path.length + 12;
+  for (let i = 0; i < headers.length; i++) n += headers[i].length + 2;
+  return n + 2;
+}

@@ -1,0 +1,70 @@
+// An upstream in a worker: its balancer (shared state across workers), its queue, and
+// the worker's connections to each of its peers.
+import type { IncomingMessage } from 'node:http';
+import type { UpstreamConfig } from '../../metrics/catalog.js';
+import { upstream as upstreamRecorder, type Upstream } from '../../metrics/upstreams.js';
+import type { Status } from '../../metrics/status.js';
+import type { UpstreamBlockConfig } from '../config/model.js';
+import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
+import { PeerPool } from './peer-pool.js';
+import { UpstreamQueue } from './upstream-queue.js';
+import { compileValue } from './variables.js';
+
+export class UpstreamRuntime {
+  readonly queue?: UpstreamQueue;
+  /** `$proxy_host`: what `Host` is by default. */
+  readonly proxyHost: string;
+  private readonly balancer: Balancer;
+  private readonly recorder: Upstream;
+  private readonly pools = new Map<string, PeerPool>();
+  private readonly key?: (req: IncomingMessage, uri: string) => string;
+
+  constructor(
+    status: Status,
+    readonly config: UpstreamBlockConfig,
+    catalog: UpstreamConfig,
+  ) {
+    this.proxyHost = config.name;
+    this.balancer = new Balancer(status, catalog, config.method);
+    this.recorder = upstreamRecorder(status, 'http', config.name);
+    const method = config.method;
+    if (method.kind === 'hash') {
+      const value = compileValue(method.key);
+      this.key = (req, uri) => value({ req, uri, proxyHost: this.proxyHost });
+    } else if (method.kind === 'ip_hash') this.key = (req) => req.socket.remoteAddress ?? '';
+    if (config.queue) {
+      const zone = catalog.zone ?? catalog.name;
+      this.queue = new UpstreamQueue(config.queue.size, config.queue.timeout, status.cells(zone, 'queue', 1), this.recorder);
+      this.balancer.onRelease(() => this.queue!.wake());
+    }
+  }
+
+  pick(req: IncomingMessage, uri: string, tried?: ReadonlySet<number>): Chosen | NoPeer {
+    return this.balancer.pick(this.key?.(req, uri), tried);
+  }
+
+  release(chosen: Chosen, failed: boolean): void {
+    this.balancer.release(chosen, failed);
+  }
+
+  /** The worker's connections to a peer, by address (a peer removed and added again
+   * finds its connections) and connect timeout (locations may set their own). */
+  pool(chosen: Chosen, connectTimeout: number): PeerPool {
+    const key = `${chosen.address} ${connectTimeout}`;
+    let p = this.pools.get(key);
+    if (!p) {
+      const host = chosen.host.includes(':') ? `[${chosen.host}]` : chosen.host;
+      p = new PeerPool(`http://${host}:${chosen.port}`, {
+        keepalive: this.config.keepalive,
+        connectTimeout,
+        idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
+      });
+      this.pools.set(key, p);
+    }
+    return p;
+  }
+
+  close(): void {
+    for (const p of this.pools.values()) p.close();
+  }
+}
