@@ -372,6 +372,19 @@ export function repairSlot(status: Status, slot: number): void {
         block.setShard(slot, current, 0);
       }
   }
+  // The upstreams' own gauges: idle cached connections went with the worker, and its
+  // waiting requests leave the queue's shared count.
+  for (const u of c.http?.upstreams ?? []) {
+    const block = status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size);
+    const waiting = block.shardValue(slot, queue.waiting.index);
+    if (u.queue && waiting > 0) queueCells(status, u).sub(0, waiting);
+    for (const g of upstreamLayout.gauges) block.setShard(slot, g, 0);
+  }
+}
+
+/** Cell 0: requests waiting in the upstream's queue in all workers, held to its size. */
+export function queueCells(status: Status, u: UpstreamConfig): AtomicCells {
+  return status.cells(zoneOf(u), 'queue', 1);
 }
 
 /** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */

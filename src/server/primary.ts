@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { WORKER_SLOT_ENV } from '../engine/index.js';
 import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
+import { repairSlot } from '../metrics/upstreams.js';
 import { AdminListeners } from './admin.js';
 import { statusConfigOf } from './catalog.js';
 import { formatConfigError, loadConfig } from './config/load.js';
@@ -108,6 +109,13 @@ export class Primary {
       });
       worker.once('exit', (code, signal) => {
         this.workers.delete(record);
+        // What the worker had in flight at its peers and in queues ends with it, before
+        // another worker takes the slot.
+        try {
+          repairSlot(this.status, slot);
+        } catch (e) {
+          this.log('error', `repairing worker slot ${slot} failed: ${(e as Error).message}`);
+        }
         this.freeSlots.push(slot);
         if (record.state === 'starting') reject(new Error(failure));
         else this.exited(record, code, signal);

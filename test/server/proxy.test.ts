@@ -416,3 +416,20 @@ t.test('a 100 MB body streams both ways, held back by the slow side', async (t) 
   response!.resume();
   t.equal(await downloaded, 100 * MB, 'the client got every byte');
 });
+
+t.test('workers killed with requests in flight give their max_conns slots back', async (t) => {
+  d.reset();
+  d.delay = 5000;
+  t.teardown(() => void (d.delay = 0));
+  const stuck = load(() => '/limited/x', 2, 2).catch(() => []);
+  t.ok(await eventually(async () => d.inflight === 2, 3000), 'both of the peer\'s slots are taken');
+  const workers = zonal.workers();
+  const from = zonal.log.length;
+  for (const pid of workers) process.kill(pid, 'SIGKILL');
+  await zonal.waitLog(/starting another[\s\S]*starting another/, 10_000, from);
+  await stuck;
+  d.delay = 0;
+  t.ok(await eventually(async () => (await fetch(`http://127.0.0.1:${site}/limited/x`).then((r) => r.status, () => 0)) === 200, 10_000), 'the peer takes requests again');
+  const peer = await status(`http/upstreams/limited/peers/127.0.0.1:${d.port}`);
+  t.equal(peer.selected.current, 0, 'nothing counted in flight');
+});

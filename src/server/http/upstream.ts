@@ -2,7 +2,7 @@
 // the worker's connections to each of its peers.
 import type { IncomingMessage } from 'node:http';
 import type { UpstreamConfig } from '../../metrics/catalog.js';
-import { upstream as upstreamRecorder, type Upstream } from '../../metrics/upstreams.js';
+import { queueCells, upstream as upstreamRecorder, type Upstream } from '../../metrics/upstreams.js';
 import type { Status } from '../../metrics/status.js';
 import type { UpstreamBlockConfig } from '../config/model.js';
 import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
@@ -33,8 +33,7 @@ export class UpstreamRuntime {
       this.key = (req, uri) => value({ req, uri, proxyHost: this.proxyHost });
     } else if (method.kind === 'ip_hash') this.key = (req) => req.socket.remoteAddress ?? '';
     if (config.queue) {
-      const zone = catalog.zone ?? catalog.name;
-      this.queue = new UpstreamQueue(config.queue.size, config.queue.timeout, status.cells(zone, 'queue', 1), this.recorder);
+      this.queue = new UpstreamQueue(config.queue.size, config.queue.timeout, queueCells(status, catalog), this.recorder);
       this.balancer.onRelease(() => this.queue!.wake());
     }
   }
