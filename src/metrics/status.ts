@@ -37,6 +37,8 @@ export class Status {
   private readonly catalogRecord: SeqRecord;
   private readonly configFilesRecord: SeqRecord;
   private readonly zones = new Map<string, Zone>();
+  /** The size each zone this process created was asked for: a reload compares it. */
+  private readonly sizes = new Map<string, number>();
   private readonly blocks = new Map<string, CounterBlock | GaugeBlock | AtomicCells>();
   private readonly records = new Map<string, SeqRecord>();
   /** Gauge blocks whose gauges this process has taken over (see gauges()). */
@@ -54,8 +56,7 @@ export class Status {
     const zone = Zone.create(STATUS_ZONE, { size: options.zoneSize ?? statusZoneBytes(config, options.workers), ...common });
     const status = new Status(zone);
     try {
-      for (const z of slabZones(config, options.workers))
-        status.zones.set(z.name, Zone.create(z.name, { size: z.size, ...common, instance: zone.instance }));
+      for (const z of slabZones(config, options.workers)) status.createZone(z.name, z.size);
       status.publish(config, 0, options.version, options.configFiles);
       status.allocate();
     } catch (e) {
@@ -93,11 +94,33 @@ export class Status {
    * configuration adds are created; the others keep their counters. */
   reload(config: StatusConfig, configFiles?: Record<string, string>): void {
     const old = this.catalog();
-    for (const z of slabZones(config, this.zone.workerSlots))
-      if (!this.zones.has(z.name))
-        this.zones.set(z.name, Zone.create(z.name, { size: z.size, workers: this.zone.workerSlots, instance: this.instance, writer: this.zone.writer }));
+    const wanted = slabZones(config, this.zone.workerSlots);
+    // A zone that is gone, or whose size changed, is removed: processes that still map it
+    // (workers draining) keep it until they exit. A resized zone starts again from zero.
+    for (const [name, zone] of this.zones) {
+      const w = wanted.find((z) => z.name === name);
+      if (w && this.sizes.get(name) === w.size) continue;
+      if (zone.owner) zone.remove();
+      this.forget(name);
+    }
+    for (const z of wanted) if (!this.zones.has(z.name)) this.createZone(z.name, z.size);
     this.publish(config, old.generation + 1, old.server.version, configFiles);
     this.allocate();
+  }
+
+  private createZone(name: string, size: number): void {
+    this.zones.set(name, Zone.create(name, { size, workers: this.zone.workerSlots, instance: this.instance, writer: this.zone.writer }));
+    this.sizes.set(name, size);
+  }
+
+  /** Drops what this process kept of a zone it no longer uses. */
+  private forget(zone: string): void {
+    this.zones.delete(zone);
+    this.sizes.delete(zone);
+    const prefix = `${zone}\0`;
+    for (const map of [this.blocks, this.records])
+      for (const key of map.keys()) if (key.startsWith(prefix)) map.delete(key);
+    for (const key of this.owned) if (key.startsWith(prefix)) this.owned.delete(key);
   }
 
   /** Makes every block the catalog implies, by rendering the tree once: the creator

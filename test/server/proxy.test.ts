@@ -433,3 +433,15 @@ t.test('workers killed with requests in flight give their max_conns slots back',
   const peer = await status(`http/upstreams/limited/peers/127.0.0.1:${d.port}`);
   t.equal(peer.selected.current, 0, 'nothing counted in flight');
 });
+
+t.test('reload: a zone whose size changed starts again; the others keep their counters', async (t) => {
+  const weighted = await status(peerPath('weighted', a));
+  const limited = await status(`http/upstreams/limited/peers/127.0.0.1:${d.port}`);
+  t.ok(weighted.selected.total > 0 && limited.selected.total > 0);
+  t.ok(await zonal.reload(conf.replace('zone weighted 256k;', 'zone weighted 512k;')), 'reloaded');
+  t.equal((await status(peerPath('weighted', a))).selected.total, 0, 'the resized zone is a new one');
+  t.equal((await status(`http/upstreams/limited/peers/127.0.0.1:${d.port}`)).selected.total, limited.selected.total, 'an unchanged zone keeps its counters');
+  const slabs = await status('slabs');
+  t.ok('weighted' in slabs, 'the new zone is in /status/slabs');
+  t.equal((await fetch(`http://127.0.0.1:${site}/w/x`)).status, 200, 'and serves');
+});
