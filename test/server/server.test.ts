@@ -198,9 +198,12 @@ t.test('root: static files, and their location zone', async (t) => {
   const missing = await fetch(`http://127.0.0.1:${site}/files/nope.txt`);
   await missing.text();
   t.equal(missing.status, 404);
-  const after = await settled((s) => s.locations.files.requests.total - (before.locations.files?.requests.total ?? 0) === 2);
-  t.equal(after.locations.files.responses['200'] - (before.locations.files.responses['200'] ?? 0), 1);
-  t.equal(after.locations.files.responses['404'] - (before.locations.files.responses['404'] ?? 0), 1);
+  const code = (x: Snapshot, c: string): number => x.locations.files?.responses[c] ?? 0;
+  // Requests count as they arrive, responses as they end: wait for the responses.
+  const after = await settled((s) => code(s, '200') - code(before, '200') === 1 && code(s, '404') - code(before, '404') === 1);
+  t.equal(code(after, '200') - code(before, '200'), 1);
+  t.equal(code(after, '404') - code(before, '404'), 1);
+  t.equal(after.locations.files.requests.total - (before.locations.files?.requests.total ?? 0), 2);
 });
 
 t.test('TLS: handshakes, session reuse across workers, failures', async (t) => {
