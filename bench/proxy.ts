@@ -1,20 +1,30 @@
-// npm run bench -- proxy [--rounds N] [--seconds S] (by default 10 rounds of 2 s each side):
-// what a request proxied through the zonal server costs, with metrics on (a server zone,
-// a location zone and an upstream peer recording every request), next to the two things
-// a user would run instead, all in front of the same loopback backend:
+// npm run bench -- proxy [--rounds N] [--seconds S] [--keepalive K] (by default 12 rounds
+// of 2 s each side, keepalive 64): what a request proxied through the zonal server costs,
+// with metrics on (a server zone, a location zone and an upstream peer recording every
+// request), next to the two things a user would run instead, all in front of the same
+// loopback backend:
 // - plain: a node:http server forwarding each request with undici, as one writes it
 //   without zonal: a node:cluster primary and one worker accepting on the shared socket
 //   itself (SCHED_NONE, as zonal's primary sets), a `Pool` with undici's defaults (keep-
-//   alive, as many connections as requests in flight), hop-by-hop headers left out both
-//   ways, the response body piped to the client;
-// - zonal: `worker_processes 1`, `upstream backend { server ...; keepalive 32; }` and
+//   alive, as many connections as requests in flight, none closed while in use), hop-by-
+//   hop headers left out both ways, the response body piped to the client;
+// - zonal: `worker_processes 1`, `upstream backend { server ...; keepalive K; }` and
 //   `proxy_pass http://backend` in a location with a status zone;
 // - nginx: Debian's package (installed here with apt-get when it is missing and this runs
 //   as root; without it the run goes on and reports rps_nginx as null), a master and one
-//   worker, the same upstream with `keepalive 32`, HTTP/1.1 and no `Connection` header to
+//   worker, the same upstream with `keepalive K`, HTTP/1.1 and no `Connection` header to
 //   the backend so that its connections are kept, access log off. nginx's limit of 1000
 //   requests per keep-alive connection (client side and upstream side) is lifted, as
-//   node:http and undici have none: every side keeps its connections for the whole round.
+//   node:http and undici have none.
+// Equivalent keep-alive to the backend: `keepalive K` is the number of *idle* connections
+// nginx (and zonal, which follows it) keep; a connection that comes back to a full cache is
+// closed. With K below the 50 requests in flight, both close and reopen connections all
+// the time (K = 32: a fifth to a third of both's requests opened a connection, here),
+// which undici's Pool never does: hence K = 64 by default, more than the load's
+// connections, so that no side opens connections under load. The backend counts the
+// connections each side opens in a round (shown; `--keepalive 32` shows the churn): with
+// K = 64, nginx and zonal open a few dozen, in place of those they close when autocannon
+// drops its connections with requests in flight at the end of a round.
 // The backend is one node:http process answering 200 with `Content-Type: text/plain`,
 // `Content-Length: 6` and `hello\n`; it keeps idle connections 65 s (nginx's upstream
 // keepalive_timeout is 60 s, undici follows the backend's Keep-Alive hint), so that each
@@ -46,7 +56,6 @@ import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { fail, fmt, median, nowNs, round2, table } from './report.js';
@@ -68,15 +77,22 @@ const BODY = 'hello\n';
 
 // ---- The backend (a child: `proxy.js --backend <port>`) ----------------------------------
 
+/** The backend's count of the connections it has accepted, asked by the bench itself on
+ * a connection of its own: how well each proxy keeps its connections. */
+const CONNECTIONS_PATH = '/bench/connections-accepted';
+
 function backend(port: number): void {
   const body = Buffer.from(BODY);
   const headers = { 'Content-Type': 'text/plain', 'Content-Length': body.length };
+  let accepted = 0;
   const server = createHttpServer((req, res) => {
     // Read whatever body came (none, for autocannon's GETs) before answering.
     req.resume();
+    if (req.url === CONNECTIONS_PATH) return res.end(String(accepted));
     res.writeHead(200, headers);
     res.end(body);
   });
+  server.on('connection', () => accepted++);
   server.keepAliveTimeout = 65_000;
   server.listen(port, HOST);
   process.on('SIGTERM', () => process.exit(0));
@@ -139,7 +155,15 @@ function plainWorker(port: number, backendPort: number): void {
       .then(
         ({ statusCode, headers, body }) => {
           res.writeHead(statusCode, endToEnd(headers));
-          pipeline(body, res, () => {});
+          // pipe() and two listeners rather than stream.pipeline(), which in Node 20 makes
+          // an AbortController and, as it ends, an AbortError per call: 15 us of the 37 us
+          // this proxy took per request with it, here. Either way a body that fails ends
+          // the response, and a client that leaves stops the backend's body.
+          body.on('error', () => res.destroy());
+          res.on('close', () => {
+            if (!body.readableEnded) body.destroy();
+          });
+          body.pipe(res);
         },
         () => {
           if (res.headersSent) res.destroy();
@@ -354,7 +378,7 @@ function findOnPath(name: string): boolean {
   });
 }
 
-function nginxConfig(dir: string, port: number, backendPort: number): string {
+function nginxConfig(dir: string, port: number, backendPort: number, keepalive: number): string {
   return `# written by bench/proxy.ts
 worker_processes 1;
 error_log ${dir}/error.log;
@@ -370,7 +394,7 @@ http {
     scgi_temp_path ${dir}/scgi;
     upstream backend {
         server ${HOST}:${backendPort};
-        keepalive 32;
+        keepalive ${keepalive};
         keepalive_requests 1000000;
     }
     server {
@@ -387,13 +411,13 @@ http {
 
 // ---- zonal -------------------------------------------------------------------------------
 
-function zonalConfig(port: number, backendPort: number): string {
+function zonalConfig(port: number, backendPort: number, keepalive: number): string {
   return `# written by bench/proxy.ts
 worker_processes 1;
 http {
     upstream backend {
         server ${HOST}:${backendPort};
-        keepalive 32;
+        keepalive ${keepalive};
     }
     server {
         listen ${HOST}:${port};
@@ -469,6 +493,8 @@ interface Round {
   cpuUsPerRequest: number;
   /** The backend's CPU microseconds per answered request. */
   backendUsPerRequest: number;
+  /** Connections the proxy opened to the backend during the round. */
+  backendConnections: number;
   /** This process's (autocannon's) CPU, % of one core. */
   generatorCpu: number;
 }
@@ -479,16 +505,36 @@ interface Target {
   pids: number[];
 }
 
-async function loadRound(target: Target, backendPid: number, seconds: number): Promise<Round> {
+interface Backend {
+  port: number;
+  pid: number;
+}
+
+/** Connections the backend has accepted, this question's own included. */
+async function backendAccepted(back: Backend): Promise<number> {
+  const a = await getOnce(back.port, CONNECTIONS_PATH);
+  const n = Number(a.body);
+  if (a.status !== 200 || !Number.isInteger(n)) broken(`the backend answered ${CONNECTIONS_PATH} with ${a.status}: ${a.body.slice(0, 200)}`);
+  return n;
+}
+
+async function loadRound(target: Target, back: Backend, seconds: number): Promise<Round> {
+  const acceptedBefore = await backendAccepted(back);
   const proxyBefore = cpuSecondsOfTree(target.pids);
-  const backendBefore = cpuSecondsOfTree([backendPid]);
+  const backendBefore = cpuSecondsOfTree([back.pid]);
   const ownBefore = process.cpuUsage();
   const start = nowNs();
-  const r = await autocannon({ url: `http://${HOST}:${target.port}/`, connections: CONNECTIONS, pipelining: 1, duration: seconds });
+  // autocannon stops at the first of its 1 s samples after `duration`: asked for exactly
+  // `seconds`, it loses the race with that sample about half the time and runs a second
+  // more. A tenth of a second less, it stops at `seconds`. (Its figures are over the time
+  // it really ran, either way.)
+  const r = await autocannon({ url: `http://${HOST}:${target.port}/`, connections: CONNECTIONS, pipelining: 1, duration: seconds - 0.1 });
   const wall = (nowNs() - start) / 1e9;
   const own = process.cpuUsage(ownBefore);
   const proxy = cpuSecondsOfTree(target.pids) - proxyBefore;
-  const back = cpuSecondsOfTree([backendPid]) - backendBefore;
+  const backendCpu = cpuSecondsOfTree([back.pid]) - backendBefore;
+  // Less the question's own connection.
+  const backendConnections = (await backendAccepted(back)) - acceptedBefore - 1;
   if (r.errors || r.timeouts || r.non2xx || r['2xx'] !== r.requests.total || r.requests.total === 0)
     broken(`${target.side}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx of ${r.requests.total} requests`);
   return {
@@ -500,7 +546,8 @@ async function loadRound(target: Target, backendPid: number, seconds: number): P
     latencyP99: r.latency.p99,
     proxyCpu: (proxy / wall) * 100,
     cpuUsPerRequest: (proxy * 1e6) / r.requests.total,
-    backendUsPerRequest: (back * 1e6) / r.requests.total,
+    backendUsPerRequest: (backendCpu * 1e6) / r.requests.total,
+    backendConnections,
     generatorCpu: ((own.user + own.system) / 1e6 / wall) * 100,
   };
 }
@@ -513,16 +560,16 @@ const headerLine = (a: Answer) =>
     .map(([k, v]) => (k === 'date' ? k : `${k}: ${v}`))
     .join(', ');
 
-function options(): { rounds: number; seconds: number; warmupSeconds: number } {
+function options(): { rounds: number; seconds: number; warmupSeconds: number; keepalive: number } {
   const args = process.argv.slice(2);
-  const value = (name: string, fallback: number) => {
+  const value = (name: string, fallback: number, max = 60) => {
     const i = args.indexOf(name);
     if (i < 0) return fallback;
     const v = Number(args[i + 1]);
-    if (!Number.isInteger(v) || v < 1 || v > 60) fail(`${name} takes a whole number from 1 to 60, not "${args[i + 1]}"`);
+    if (!Number.isInteger(v) || v < 1 || v > max) fail(`${name} takes a whole number from 1 to ${max}, not "${args[i + 1]}"`);
     return v;
   };
-  return { rounds: value('--rounds', 10), seconds: value('--seconds', 2), warmupSeconds: 2 };
+  return { rounds: value('--rounds', 12), seconds: value('--seconds', 2), warmupSeconds: 2, keepalive: value('--keepalive', 64, 1000) };
 }
 
 /** The machine-readable result, the last line of output, as report.ts's finish() prints
@@ -536,7 +583,7 @@ function finishWithNulls(name: string, results: Record<string, number | null>, n
 const pct = (x: number) => Math.round(x * 10) / 10;
 
 async function main(): Promise<void> {
-  const { rounds, seconds, warmupSeconds } = options();
+  const { rounds, seconds, warmupSeconds, keepalive } = options();
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => process.exit(130));
   const dir = (tmp = mkdtempSync(join(tmpdir(), 'zonal-bench-proxy-')));
   let error: unknown;
@@ -555,7 +602,7 @@ async function main(): Promise<void> {
     if (backFirst.status !== 200 || backFirst.body !== BODY) broken(`the backend answered GET / with ${backFirst.status}: ${JSON.stringify(backFirst.body.slice(0, 200))}`);
 
     const zonalConf = join(dir, 'zonal.conf');
-    writeFileSync(zonalConf, zonalConfig(ports.zonal, backendPort));
+    writeFileSync(zonalConf, zonalConfig(ports.zonal, backendPort, keepalive));
     const servers: Partial<Record<Side, Child>> = {
       plain: start('plain', process.execPath, [SCRIPT, '--plain', String(ports.plain), String(backendPort)]),
       zonal: start('zonal', process.execPath, [ZONAL, '-c', zonalConf]),
@@ -563,7 +610,7 @@ async function main(): Promise<void> {
     if (!('reason' in nginx)) {
       const nginxDir = join(dir, 'nginx');
       mkdirSync(nginxDir);
-      writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfig(nginxDir, ports.nginx, backendPort));
+      writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfig(nginxDir, ports.nginx, backendPort, keepalive));
       // -e: the error log from the start, before the configuration is read.
       servers.nginx = start('nginx', nginx.command, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log'), '-g', 'daemon off;']);
     }
@@ -581,18 +628,18 @@ async function main(): Promise<void> {
       targets[s] = { side: s, port: ports[s], pids: [pid, ...childPids(pid)] };
       if (targets[s].pids.length !== 2) broken(`the ${s} proxy runs ${targets[s].pids.length} processes, not a primary and a worker`);
     }
-    const backendPid = back.process.pid!;
+    const backend: Backend = { port: backendPort, pid: back.process.pid! };
 
     // Warm-up (JIT, connections to the backend, the zones' first pages), then the rounds.
     let zonalAnswered = 1; // the GET / above
     for (const s of sides) {
-      const r = await loadRound(targets[s], backendPid, warmupSeconds);
+      const r = await loadRound(targets[s], backend, warmupSeconds);
       if (s === 'zonal') zonalAnswered += r.requests;
     }
     const timed: Round[] = [];
     for (let i = 0; i < rounds; i++)
       for (const s of sides) {
-        const r = await loadRound(targets[s], backendPid, seconds);
+        const r = await loadRound(targets[s], backend, seconds);
         if (s === 'zonal') zonalAnswered += r.requests;
         timed.push(r);
       }
@@ -632,8 +679,8 @@ async function main(): Promise<void> {
       }),
     );
     table(
-      'Medians over the rounds (CPU in % of one core; a proxy is its primary or master and its worker; the backend is one process behind every side)',
-      ['side', 'req/s', 'min', 'max', 'p50 ms', 'p99 ms', 'bytes/resp', 'proxy CPU %', 'proxy CPU us/req', 'backend CPU us/req', 'autocannon CPU %'],
+      'Medians over the rounds (CPU in % of one core; a proxy is its primary or master and its worker; the backend is one process behind every side; its connections opened in a round)',
+      ['side', 'req/s', 'min', 'max', 'p50 ms', 'p99 ms', 'bytes/resp', 'proxy CPU %', 'proxy CPU us/req', 'backend CPU us/req', 'backend conns opened', 'autocannon CPU %'],
       sides.map((s) => [
         SIDE_NAMES[s],
         Math.round(med(s, (r) => r.rps)),
@@ -645,6 +692,7 @@ async function main(): Promise<void> {
         med(s, (r) => r.proxyCpu),
         med(s, (r) => r.cpuUsPerRequest),
         med(s, (r) => r.backendUsPerRequest),
+        med(s, (r) => r.backendConnections),
         med(s, (r) => r.generatorCpu),
       ]),
     );
@@ -687,8 +735,12 @@ async function main(): Promise<void> {
         cpu_us_per_req_nginx: cpuNginx,
         cpu_overhead_pct: pct(cpuOverhead),
         backend_cpu_us_per_req: median(timed.map((r) => r.backendUsPerRequest)),
+        backend_conns_per_round_plain_node: med('plain', (r) => r.backendConnections),
+        backend_conns_per_round_zonal: med('zonal', (r) => r.backendConnections),
+        backend_conns_per_round_nginx: targets.nginx ? med('nginx', (r) => r.backendConnections) : null,
         rounds,
         round_seconds: seconds,
+        upstream_keepalive: keepalive,
         requests_answered: zonalAnswered,
         requests_counted: counted,
         peer_selected: selected.value,
