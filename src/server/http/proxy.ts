@@ -123,7 +123,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (this.finished) return;
       this.finished = true;
       if (this.leaveQueue) this.leaveQueue();
-      else if (this.abort) this.abort(new Error('client closed the connection'));
+      // Only a request still at the peer is aborted: making the Error costs a stack trace.
+      else if (this.chosen && this.abort) this.abort(new Error('client closed the connection'));
     });
   }
 
