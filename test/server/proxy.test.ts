@@ -12,6 +12,8 @@ class Backend {
   inflight = 0;
   maxInflight = 0;
   bodyBytes = 0;
+  /** Requests whose client (the proxy) went away before the answer. */
+  aborted = 0;
   /** Bytes of /big handed to the socket so far. */
   pushed = 0;
   /** The request body of a /hold request, paused until resumed. */
@@ -30,12 +32,19 @@ class Backend {
       this.inflight++;
       this.maxInflight = Math.max(this.maxInflight, this.inflight);
       req.on('data', (d: Buffer) => (this.bodyBytes += d.length));
+      res.on('close', () => {
+        if (!res.writableEnded) {
+          this.aborted++;
+          this.inflight--;
+        }
+      });
       if (req.url?.includes('/hold')) {
         req.pause();
         this.held = req;
       }
       req.on('end', () => {
         const answer = () => {
+          if (res.destroyed) return;
           this.inflight--;
           if (req.url?.includes('/big')) {
             // 100 MB in 64 KiB chunks, produced as the client reads.
@@ -111,6 +120,10 @@ http {
         server 127.0.0.1:${c.port};
         server 127.0.0.1:${d.port};
     }
+    upstream flaky {
+        server 127.0.0.1:${b.port};
+        server 127.0.0.1:${c.port};
+    }
     upstream health {
         server 127.0.0.1:${spare.port} max_fails=2 fail_timeout=1s slow_start=1s;
         server 127.0.0.1:${b.port};
@@ -123,6 +136,14 @@ http {
         location /limited/ { proxy_pass http://limited; }
         location /hash/ { proxy_pass http://hashed; }
         location /health/ { proxy_pass http://health; }
+        location /flaky/ {
+            proxy_pass http://flaky;
+            proxy_next_upstream error timeout http_502;
+        }
+        location /slow/ {
+            proxy_pass http://127.0.0.1:${a.port}/;
+            proxy_read_timeout 200ms;
+        }
         location /rewrite/ {
             proxy_pass http://127.0.0.1:${a.port}/inner/;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
@@ -193,6 +214,43 @@ t.test('nginx URI replacement, Host and X-Forwarded-For', async (t) => {
   t.equal(plain.body.url, '/w/p?q=2', 'without a URI part the request URI passes as it came');
   t.equal(plain.body.host, 'weighted', 'Host is the upstream name by default');
   t.equal(plain.body.xff, null, 'no X-Forwarded-For unless configured');
+});
+
+t.test('proxy_next_upstream http_502 retries another peer; proxy_read_timeout answers 504', async (t) => {
+  c.status = 502;
+  t.teardown(() => void (c.status = 200));
+  b.reset();
+  c.reset();
+  const answers = await load(() => '/flaky/x', 20, 2);
+  t.ok(answers.every((r) => r.status === 200 && r.body.backend === 'b'), 'every answer came from the healthy peer');
+  t.ok(c.requests >= 1, `the failing peer was tried (${c.requests})`);
+  const failing = await status(`http/upstreams/flaky/peers/127.0.0.1:${c.port}`);
+  t.ok(failing.health.fails >= 1, 'its 502 counted as a failure');
+  t.equal(failing.state, 'unavailable', 'max_fails=1: unavailable');
+
+  a.delay = 1000;
+  t.teardown(() => void (a.delay = 0));
+  const started = Date.now();
+  const slow = await fetch(`http://127.0.0.1:${site}/slow/x`);
+  await slow.text();
+  t.equal(slow.status, 504, 'the peer did not answer within proxy_read_timeout');
+  t.ok(Date.now() - started < 900, `answered after the timeout, not after the peer (${Date.now() - started} ms)`);
+  t.ok(await eventually(async () => a.aborted >= 1, 2000), 'the request to the peer was aborted');
+  const single = await status(`http/upstreams/127.0.0.1:${a.port}/peers/127.0.0.1:${a.port}`);
+  t.equal(single.health.fails, 1, 'the timeout is a failure');
+  t.equal(single.state, 'up', 'but the one server of a group is never unavailable (nginx)');
+});
+
+t.test('a client that goes away aborts the request to the peer', async (t) => {
+  a.delay = 2000;
+  t.teardown(() => void (a.delay = 0));
+  const before = a.aborted;
+  const gone = new AbortController();
+  const pending = fetch(`http://127.0.0.1:${site}/slow/x`, { signal: gone.signal }).catch(() => 'aborted');
+  t.ok(await eventually(async () => a.inflight === 1, 2000), 'the request reached the peer');
+  gone.abort();
+  t.equal(await pending, 'aborted');
+  t.ok(await eventually(async () => a.aborted === before + 1, 2000), 'the peer saw its request aborted');
 });
 
 t.test('backup gets traffic only while the primary fails', async (t) => {

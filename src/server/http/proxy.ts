@@ -94,6 +94,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   private abort: ((err?: Error) => void) | undefined;
   private tried: Set<number> | undefined;
   private tries = 0;
+  /** What the last failed attempt would answer when no other peer is left (nginx: 504
+   * after a timeout, 502 otherwise, or the peer's own 50x). */
+  private lastFailure = 0;
   private readonly hasBody: boolean;
   private headersSent = false;
   private finished = false;
@@ -142,7 +145,7 @@ class Exchange implements Dispatcher.DispatchHandler {
         return;
       }
     }
-    this.fail(502);
+    this.fail(this.lastFailure || 502);
   }
 
   private retryFromQueue(): boolean {
@@ -259,13 +262,13 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.res.destroy(err);
       return;
     }
+    this.lastFailure = retryStatus ? this.status : failure === 'timeout' ? 504 : 502;
     if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry()) {
       (this.tried ??= new Set()).add(chosen.id);
       this.start();
       return;
     }
-    if (retryStatus) this.fail(this.status);
-    else this.fail(failure === 'timeout' ? 504 : 502);
+    this.fail(this.lastFailure);
   }
 
   private canRetry(): boolean {

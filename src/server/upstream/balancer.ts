@@ -202,6 +202,8 @@ export class Balancer {
   private generation = -1;
   private readonly members = new Map<number, Member>();
   private primaries: Member[] = [];
+  /** One peer in all (nginx's `peers->single`). */
+  private single = false;
   private backups: Member[] = [];
   /** Configured weights of the primary peers, down ones included (hash, ip_hash). */
   private totalWeight = 0;
@@ -354,6 +356,7 @@ export class Balancer {
     for (const id of this.members.keys()) if (!seen.has(id)) this.members.delete(id);
     this.primaries = primaries;
     this.backups = backups;
+    this.single = primaries.length + backups.length === 1;
     this.totalWeight = primaries.reduce((sum, m) => sum + m.weight, 0);
     if (this.consistent) this.buildRing();
   }
@@ -674,6 +677,9 @@ export class Balancer {
 
   private failed(m: Member, pick: Pick, t: number): void {
     m.metrics.failed();
+    // nginx: the one server of a group is never considered unavailable (max_fails,
+    // fail_timeout and slow_start do not apply to it).
+    if (this.single) return;
     // nginx lowers the failing peer's round robin weight by weight / max_fails; it
     // comes back by one per pick.
     if (this.usesEw && m.maxFails > 0) m.ew = Math.max(0, m.ew - Math.floor(m.weight / m.maxFails));
