@@ -49,30 +49,18 @@
 // temporary directory (configurations, nginx's logs and temp paths) is removed on every
 // exit. Everything listens on 127.0.0.1 only.
 import cluster from 'node:cluster';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, get as httpGet, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { createRequire } from 'node:module';
-import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { fail, fmt, median, nowNs, round2, table } from './report.js';
+import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, freePort, getOnce, headerLine, HOST, load, oneWorkerPrimary, ready, roundOptions, runBench, showTarget, start, wholeOption, ZONAL, type Answer, type Child, type Measured } from './processes.js';
+import { median, round2, table } from './report.js';
 
+/** This file, which the children run in their own modes: not shared, as processes.ts's
+ * import.meta.url would name processes.js. */
 const SCRIPT = fileURLToPath(import.meta.url);
-
-/** A measured thing turned out wrong: the run fails with this message, after the
- * children are stopped. */
-class Broken extends Error {}
-function broken(message: string): never {
-  throw new Broken(message);
-}
-/** The zonal command of this checkout (this file runs as dist/bench/proxy.js). */
-const ZONAL = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-const HOST = '127.0.0.1';
 const BODY = 'hello\n';
 
 // ---- The backend (a child: `proxy.js --backend <port>`) ----------------------------------
@@ -99,25 +87,7 @@ function backend(port: number): void {
 }
 
 // ---- The plain Node proxy (a child: `proxy.js --plain <port> <backendPort>`) -------------
-
-/** The primary: one worker, which accepts on the shared socket itself, as zonal's does.
- * Stops on SIGTERM or SIGINT; exits 1 if its worker dies on its own. */
-function plainPrimary(): void {
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
-  const worker = cluster.fork();
-  let stopping = false;
-  worker.once('exit', (code, signal) => {
-    if (!stopping) process.stderr.write(`plain proxy: the worker exited (${signal ?? `code ${code}`})\n`);
-    process.exit(stopping ? 0 : 1);
-  });
-  const stop = () => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    worker.process.kill('SIGTERM');
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-}
+// Its primary is processes.ts's oneWorkerPrimary(), as the plain server's is.
 
 /** Headers meant for one connection only (RFC 9110 7.6.1), which a proxy does not pass on,
  * and `host`: the backend is told its own (undici sets it from the origin, as nginx sends
@@ -178,139 +148,6 @@ function plainWorker(port: number, backendPort: number): void {
   };
   process.on('SIGTERM', stop);
   process.on('disconnect', stop);
-}
-
-// ---- Children ----------------------------------------------------------------------------
-
-interface Child {
-  readonly name: string;
-  readonly process: ChildProcess;
-  /** The end of what it wrote, shown when it fails. */
-  output: string;
-}
-
-const children: Child[] = [];
-
-const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-
-function start(name: string, command: string, args: string[]): Child {
-  const proc = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: false });
-  const child: Child = { name, process: proc, output: '' };
-  const keep = (chunk: Buffer) => (child.output = (child.output + chunk.toString('utf8')).slice(-4000));
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  // A command that cannot be started: shown by ready() as an exit.
-  proc.on('error', (e) => keep(Buffer.from(`${e.message}\n`)));
-  children.push(child);
-  return child;
-}
-
-/** SIGTERM, then SIGKILL if it has not exited within 10 s; resolves on its exit. */
-function stop(child: Child): Promise<void> {
-  const proc = child.process;
-  return new Promise((resolve) => {
-    if (!running(proc) || proc.pid === undefined) return resolve();
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.kill('SIGTERM');
-  });
-}
-
-// Whatever way this process ends, its servers do not outlive it. (A zonal primary, a
-// cluster primary and an nginx master stopped with SIGTERM stop their workers.)
-let tmp: string | undefined;
-process.on('exit', () => {
-  for (const c of children) if (running(c.process)) c.process.kill('SIGTERM');
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
-
-/** A port free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** One GET on a fresh connection, with a 2 s timeout. */
-function getOnce(port: number, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path} on port ${port} took over 2 s`)));
-    req.on('error', reject);
-  });
-}
-
-const START_TRIES = 200;
-const START_DELAY_MS = 100;
-
-/** Resolves with the first answer to GET / once the child's server answers; rejects if
- * the child exits first or nothing answers within START_TRIES tries (about 20 s and at
- * most 200 × 2 s when every try times out). */
-async function ready(child: Child, port: number): Promise<Answer> {
-  let last: unknown;
-  for (let i = 0; i < START_TRIES; i++) {
-    if (!running(child.process)) throw new Broken(`the ${child.name} server exited (${child.process.signalCode ?? `code ${child.process.exitCode}`}):\n${child.output}`);
-    try {
-      return await getOnce(port, '/');
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((resolve) => setTimeout(resolve, START_DELAY_MS));
-  }
-  throw new Broken(`the ${child.name} server did not answer on port ${port} in ${START_TRIES} tries (last: ${(last as Error)?.message}):\n${child.output}`);
-}
-
-// ---- CPU of a process tree (Linux /proc, as zonal is Linux-only) ------------------------
-
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** The pids of a process's children: its cluster workers, or nginx's worker. */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    // ppid is field 4 of the line, 2 after the name and state.
-    if (Number(statFields(Number(entry))?.[1]) === pid) out.push(Number(entry));
-  }
-  return out;
-}
-
-/** CPU seconds (user + system) processes have used so far: clock ticks of 1/100 s,
- * utime and stime being fields 14 and 15 (12 and 13 after the name). */
-function cpuSecondsOfTree(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    const f = statFields(pid);
-    if (f) ticks += Number(f[11]) + Number(f[12]);
-  }
-  return ticks / 100;
 }
 
 // ---- nginx -----------------------------------------------------------------------------
@@ -458,35 +295,11 @@ async function peerSelected(port: number, backendPort: number): Promise<{ path: 
 
 // ---- Load ----------------------------------------------------------------------------------
 
-// autocannon 8 has no typings; what this file uses of it.
-interface AutocannonResult {
-  /** Seconds. */
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  /** `sent` also counts the requests in flight when the run stopped. */
-  requests: { total: number; sent: number };
-  /** Response bytes read. */
-  throughput: { total: number };
-  latency: { p50: number; p99: number };
-}
-type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
-
-const CONNECTIONS = 50;
-
 type Side = 'plain' | 'zonal' | 'nginx';
 const SIDE_NAMES: Record<Side, string> = { plain: 'plain node:http + undici', zonal: 'zonal, metrics on', nginx: 'nginx' };
 
-interface Round {
+interface Round extends Measured {
   side: Side;
-  rps: number;
-  requests: number;
-  bytesPerResponse: number;
-  latencyP50: number;
-  latencyP99: number;
   /** Proxy processes (primary or master + worker) CPU over the round's wall time, % of one core. */
   proxyCpu: number;
   /** Proxy CPU microseconds per answered request. */
@@ -495,8 +308,6 @@ interface Round {
   backendUsPerRequest: number;
   /** Connections the proxy opened to the backend during the round. */
   backendConnections: number;
-  /** This process's (autocannon's) CPU, % of one core. */
-  generatorCpu: number;
 }
 
 interface Target {
@@ -520,56 +331,28 @@ async function backendAccepted(back: Backend): Promise<number> {
 
 async function loadRound(target: Target, back: Backend, seconds: number): Promise<Round> {
   const acceptedBefore = await backendAccepted(back);
-  const proxyBefore = cpuSecondsOfTree(target.pids);
-  const backendBefore = cpuSecondsOfTree([back.pid]);
-  const ownBefore = process.cpuUsage();
-  const start = nowNs();
   // autocannon stops at the first of its 1 s samples after `duration`: asked for exactly
   // `seconds`, it loses the race with that sample about half the time and runs a second
   // more. A tenth of a second less, it stops at `seconds`. (Its figures are over the time
   // it really ran, either way.)
-  const r = await autocannon({ url: `http://${HOST}:${target.port}/`, connections: CONNECTIONS, pipelining: 1, duration: seconds - 0.1 });
-  const wall = (nowNs() - start) / 1e9;
-  const own = process.cpuUsage(ownBefore);
-  const proxy = cpuSecondsOfTree(target.pids) - proxyBefore;
-  const backendCpu = cpuSecondsOfTree([back.pid]) - backendBefore;
+  const { measured, wall, cpu } = await load(target.side, target.port, seconds - 0.1, [target.pids, [back.pid]]);
+  const [proxy, backendCpu] = cpu;
   // Less the question's own connection.
   const backendConnections = (await backendAccepted(back)) - acceptedBefore - 1;
-  if (r.errors || r.timeouts || r.non2xx || r['2xx'] !== r.requests.total || r.requests.total === 0)
-    broken(`${target.side}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx of ${r.requests.total} requests`);
   return {
     side: target.side,
-    rps: r.requests.total / r.duration,
-    requests: r.requests.total,
-    bytesPerResponse: r.throughput.total / r.requests.total,
-    latencyP50: r.latency.p50,
-    latencyP99: r.latency.p99,
+    ...measured,
     proxyCpu: (proxy / wall) * 100,
-    cpuUsPerRequest: (proxy * 1e6) / r.requests.total,
-    backendUsPerRequest: (backendCpu * 1e6) / r.requests.total,
+    cpuUsPerRequest: (proxy * 1e6) / measured.requests,
+    backendUsPerRequest: (backendCpu * 1e6) / measured.requests,
     backendConnections,
-    generatorCpu: ((own.user + own.system) / 1e6 / wall) * 100,
   };
 }
 
 // ---- Run -----------------------------------------------------------------------------------
 
-/** The headers a side answers with, without the date's value. */
-const headerLine = (a: Answer) =>
-  Object.entries(a.headers)
-    .map(([k, v]) => (k === 'date' ? k : `${k}: ${v}`))
-    .join(', ');
-
 function options(): { rounds: number; seconds: number; warmupSeconds: number; keepalive: number } {
-  const args = process.argv.slice(2);
-  const value = (name: string, fallback: number, max = 60) => {
-    const i = args.indexOf(name);
-    if (i < 0) return fallback;
-    const v = Number(args[i + 1]);
-    if (!Number.isInteger(v) || v < 1 || v > max) fail(`${name} takes a whole number from 1 to ${max}, not "${args[i + 1]}"`);
-    return v;
-  };
-  return { rounds: value('--rounds', 12), seconds: value('--seconds', 2), warmupSeconds: 2, keepalive: value('--keepalive', 64, 1000) };
+  return { ...roundOptions(), keepalive: wholeOption('--keepalive', 64, 1000) };
 }
 
 /** The machine-readable result, the last line of output, as report.ts's finish() prints
@@ -584,10 +367,7 @@ const pct = (x: number) => Math.round(x * 10) / 10;
 
 async function main(): Promise<void> {
   const { rounds, seconds, warmupSeconds, keepalive } = options();
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => process.exit(130));
-  const dir = (tmp = mkdtempSync(join(tmpdir(), 'zonal-bench-proxy-')));
-  let error: unknown;
-  try {
+  await runBench('proxy', async (dir) => {
     const notes: string[] = [];
     const nginx = nginxCommand();
     if ('reason' in nginx) {
@@ -631,18 +411,8 @@ async function main(): Promise<void> {
     const backend: Backend = { port: backendPort, pid: back.process.pid! };
 
     // Warm-up (JIT, connections to the backend, the zones' first pages), then the rounds.
-    let zonalAnswered = 1; // the GET / above
-    for (const s of sides) {
-      const r = await loadRound(targets[s], backend, warmupSeconds);
-      if (s === 'zonal') zonalAnswered += r.requests;
-    }
-    const timed: Round[] = [];
-    for (let i = 0; i < rounds; i++)
-      for (const s of sides) {
-        const r = await loadRound(targets[s], backend, seconds);
-        if (s === 'zonal') zonalAnswered += r.requests;
-        timed.push(r);
-      }
+    const { timed, answered } = await alternate(sides, rounds, warmupSeconds, seconds, (s, secs) => loadRound(targets[s], backend, secs));
+    const zonalAnswered = 1 + answered.zonal; // and the GET / above
 
     // The metrics were on: every request autocannon saw answered was counted (requests
     // in flight when a round stopped were counted too, unanswered: hence "at least").
@@ -706,20 +476,9 @@ async function main(): Promise<void> {
       ['what', 'value'],
       'reason' in nginx ? [['left out', nginx.reason]] : [['command', nginx.command], ['version', nginx.version], ['installed by this run', nginx.installed ? 'yes' : 'no']],
     );
-    table(
-      "zonal's own count, read through its API after the load",
-      ['what', 'requests'],
-      [
-        ['answered to autocannon and the first GET', zonalAnswered],
-        ['server zone bench: requests.total', counted],
-        ['location zone root: requests.total', countedRoot],
-        [`${selected.path.replace(/\/selected\/total$/, '')}: selected.total`, selected.value],
-      ],
-    );
-    if (counted < zonalAnswered) broken(`zonal's server zone counted ${counted} requests, fewer than the ${zonalAnswered} answered: the metrics were not on`);
+    checkZonalCount(zonalAnswered, counted, countedRoot, [[`${selected.path.replace(/\/selected\/total$/, '')}: selected.total`, selected.value]]);
     if (selected.value < zonalAnswered) broken(`zonal's peer counted ${selected.value} requests forwarded, fewer than the ${zonalAnswered} answered`);
-    const met = overhead <= 5 ? 'met' : 'MISSED';
-    table('Target (shown, not asserted)', ['target', 'measured', 'status'], [['overhead_pct <= 5', `${fmt(pct(overhead), 1)} %`, met]]);
+    showTarget(overhead);
 
     finishWithNulls(
       'proxy',
@@ -747,18 +506,11 @@ async function main(): Promise<void> {
       },
       notes,
     );
-  } catch (e) {
-    error = e;
-  } finally {
-    await Promise.all(children.map(stop));
-    rmSync(dir, { recursive: true, force: true });
-    tmp = undefined;
-  }
-  if (error) fail(error instanceof Broken ? error.message : ((error as Error).stack ?? String(error)));
+  });
 }
 
 if (process.argv[2] === '--backend') backend(Number(process.argv[3]));
 else if (process.argv[2] === '--plain') {
-  if (cluster.isPrimary) plainPrimary();
+  if (cluster.isPrimary) oneWorkerPrimary('plain proxy');
   else plainWorker(Number(process.argv[3]), Number(process.argv[4]));
 } else await main();

@@ -25,51 +25,20 @@
 // after 10 s) at the end, and sent SIGTERM when this process exits in any other way.
 // Everything listens on 127.0.0.1 only.
 import cluster from 'node:cluster';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, get as httpGet, type IncomingHttpHeaders } from 'node:http';
-import { createRequire } from 'node:module';
-import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail, finish, fmt, median, nowNs, table } from './report.js';
+import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, freePort, getOnce, headerLine, HOST, load, oneWorkerPrimary, ready, roundOptions, runBench, showTarget, start, ZONAL, type Measured } from './processes.js';
+import { finish, median, table } from './report.js';
 
+/** This file, which the children run in their own modes: not shared, as processes.ts's
+ * import.meta.url would name processes.js. */
 const SCRIPT = fileURLToPath(import.meta.url);
-
-/** A measured thing turned out wrong: the run fails with this message, after the
- * children are stopped. */
-class Broken extends Error {}
-function broken(message: string): never {
-  throw new Broken(message);
-}
-/** The zonal command of this checkout (this file runs as dist/bench/server.js). */
-const ZONAL = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-const HOST = '127.0.0.1';
 const BODY = 'hello\n';
 
 // ---- The plain server (a child: `server.js --plain <port>`) ------------------------------
-
-/** The primary: one worker, which accepts on the shared socket itself, as zonal's does.
- * Stops on SIGTERM or SIGINT; exits 1 if its worker dies on its own. */
-function plainPrimary(): void {
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
-  const worker = cluster.fork();
-  let stopping = false;
-  worker.once('exit', (code, signal) => {
-    if (!stopping) process.stderr.write(`plain server: the worker exited (${signal ?? `code ${code}`})\n`);
-    process.exit(stopping ? 0 : 1);
-  });
-  const stop = () => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    worker.process.kill('SIGTERM');
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-}
+// Its primary is processes.ts's oneWorkerPrimary(), as the plain proxy's is.
 
 /** The worker: node:http with its default options, the same answer as zonal's `return`
  * (whose headers and body are also built once). */
@@ -87,174 +56,16 @@ function plainWorker(port: number): void {
   process.on('disconnect', () => process.exit(0));
 }
 
-// ---- Children ----------------------------------------------------------------------------
-
-interface Child {
-  readonly name: string;
-  readonly process: ChildProcess;
-  /** The end of what it wrote, shown when it fails. */
-  output: string;
-}
-
-const children: Child[] = [];
-
-const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-
-function start(name: string, args: string[]): Child {
-  const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: false });
-  const child: Child = { name, process: proc, output: '' };
-  const keep = (chunk: Buffer) => (child.output = (child.output + chunk.toString('utf8')).slice(-4000));
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  children.push(child);
-  return child;
-}
-
-/** SIGTERM, then SIGKILL if it has not exited within 10 s; resolves on its exit. */
-function stop(child: Child): Promise<void> {
-  const proc = child.process;
-  return new Promise((resolve) => {
-    if (!running(proc)) return resolve();
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.kill('SIGTERM');
-  });
-}
-
-// Whatever way this process ends, its servers do not outlive it. (A zonal primary stopped
-// with SIGTERM drains its worker and removes its shared-memory zones itself.)
-let tmp: string | undefined;
-process.on('exit', () => {
-  for (const c of children) if (running(c.process)) c.process.kill('SIGTERM');
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
-
-/** A port free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** One GET on a fresh connection, with a 2 s timeout. */
-function getOnce(port: number, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path} on port ${port} took over 2 s`)));
-    req.on('error', reject);
-  });
-}
-
-const START_TRIES = 200;
-const START_DELAY_MS = 100;
-
-/** Resolves with the first answer to GET / once the child's server answers; rejects if
- * the child exits first or nothing answers within START_TRIES tries (about 20 s and at
- * most 200 × 2 s when every try times out). */
-async function ready(child: Child, port: number): Promise<Answer> {
-  let last: unknown;
-  for (let i = 0; i < START_TRIES; i++) {
-    if (!running(child.process)) throw new Error(`the ${child.name} server exited (${child.process.signalCode ?? `code ${child.process.exitCode}`}):\n${child.output}`);
-    try {
-      return await getOnce(port, '/');
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((resolve) => setTimeout(resolve, START_DELAY_MS));
-  }
-  throw new Error(`the ${child.name} server did not answer on port ${port} in ${START_TRIES} tries (last: ${(last as Error)?.message}):\n${child.output}`);
-}
-
-// ---- CPU of a process tree (Linux /proc, as zonal is Linux-only) ------------------------
-
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** The pids of a process's children: its cluster workers. */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    // ppid is field 4 of the line, 2 after the name and state.
-    if (Number(statFields(Number(entry))?.[1]) === pid) out.push(Number(entry));
-  }
-  return out;
-}
-
-/** CPU seconds (user + system) a process and its children have used so far: clock
- * ticks of 1/100 s, utime and stime being fields 14 and 15 (12 and 13 after the name). */
-function cpuSecondsOfTree(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    const f = statFields(pid);
-    if (f) ticks += Number(f[11]) + Number(f[12]);
-  }
-  return ticks / 100;
-}
-
 // ---- Load ----------------------------------------------------------------------------------
-
-// autocannon 8 has no typings; what this file uses of it.
-interface AutocannonResult {
-  /** Seconds. */
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  /** `sent` also counts the requests in flight when the run stopped. */
-  requests: { total: number; sent: number };
-  /** Response bytes read. */
-  throughput: { total: number };
-  latency: { p50: number; p99: number };
-}
-type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
-
-const CONNECTIONS = 50;
 
 type Side = 'plain' | 'zonal';
 
-interface Round {
+interface Round extends Measured {
   side: Side;
-  rps: number;
-  requests: number;
-  sent: number;
-  bytesPerResponse: number;
-  latencyP50: number;
-  latencyP99: number;
   /** Server processes (primary + worker) CPU over the round's wall time, % of one core. */
   serverCpu: number;
   /** Server CPU microseconds per answered request. */
   cpuUsPerRequest: number;
-  /** This process's (autocannon's) CPU, % of one core. */
-  generatorCpu: number;
 }
 
 interface Target {
@@ -264,27 +75,9 @@ interface Target {
 }
 
 async function loadRound(target: Target, seconds: number): Promise<Round> {
-  const serverBefore = cpuSecondsOfTree(target.pids);
-  const ownBefore = process.cpuUsage();
-  const start = nowNs();
-  const r = await autocannon({ url: `http://${HOST}:${target.port}/`, connections: CONNECTIONS, pipelining: 1, duration: seconds });
-  const wall = (nowNs() - start) / 1e9;
-  const own = process.cpuUsage(ownBefore);
-  const server = cpuSecondsOfTree(target.pids) - serverBefore;
-  if (r.errors || r.timeouts || r.non2xx || r['2xx'] !== r.requests.total || r.requests.total === 0)
-    broken(`${target.side}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx of ${r.requests.total} requests`);
-  return {
-    side: target.side,
-    rps: r.requests.total / r.duration,
-    requests: r.requests.total,
-    sent: r.requests.sent,
-    bytesPerResponse: r.throughput.total / r.requests.total,
-    latencyP50: r.latency.p50,
-    latencyP99: r.latency.p99,
-    serverCpu: (server / wall) * 100,
-    cpuUsPerRequest: (server * 1e6) / r.requests.total,
-    generatorCpu: ((own.user + own.system) / 1e6 / wall) * 100,
-  };
+  const { measured, wall, cpu } = await load(target.side, target.port, seconds, [target.pids]);
+  const [server] = cpu;
+  return { side: target.side, ...measured, serverCpu: (server / wall) * 100, cpuUsPerRequest: (server * 1e6) / measured.requests };
 }
 
 // ---- Run -----------------------------------------------------------------------------------
@@ -316,37 +109,16 @@ async function statusNumber(port: number, path: string): Promise<number> {
   return value;
 }
 
-/** The headers a side answers with, without the date's value. */
-const headerLine = (a: Answer) =>
-  Object.entries(a.headers)
-    .map(([k, v]) => (k === 'date' ? k : `${k}: ${v}`))
-    .join(', ');
-
-function options(): { rounds: number; seconds: number; warmupSeconds: number } {
-  const args = process.argv.slice(2);
-  const value = (name: string, fallback: number) => {
-    const i = args.indexOf(name);
-    if (i < 0) return fallback;
-    const v = Number(args[i + 1]);
-    if (!Number.isInteger(v) || v < 1 || v > 60) fail(`${name} takes a whole number from 1 to 60, not "${args[i + 1]}"`);
-    return v;
-  };
-  return { rounds: value('--rounds', 12), seconds: value('--seconds', 2), warmupSeconds: 2 };
-}
-
 async function main(): Promise<void> {
-  const { rounds, seconds, warmupSeconds } = options();
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => process.exit(130));
-  const dir = (tmp = mkdtempSync(join(tmpdir(), 'zonal-bench-server-')));
-  let error: unknown;
-  try {
+  const { rounds, seconds, warmupSeconds } = roundOptions();
+  await runBench('server', async (dir) => {
     const zonalPort = await freePort();
     const plainPort = await freePort();
     const conf = join(dir, 'zonal.conf');
     writeFileSync(conf, zonalConfig(zonalPort));
 
-    const zonal = start('zonal', [ZONAL, '-c', conf]);
-    const plain = start('plain', [SCRIPT, '--plain', String(plainPort)]);
+    const zonal = start('zonal', process.execPath, [ZONAL, '-c', conf]);
+    const plain = start('plain', process.execPath, [SCRIPT, '--plain', String(plainPort)]);
     const [zonalFirst, plainFirst] = await Promise.all([ready(zonal, zonalPort), ready(plain, plainPort)]);
     for (const [side, a] of [['zonal', zonalFirst], ['plain', plainFirst]] as const)
       if (a.status !== 200 || a.body !== BODY || a.headers['content-type'] !== 'text/plain')
@@ -358,18 +130,8 @@ async function main(): Promise<void> {
     for (const t of Object.values(targets)) if (t.pids.length !== 2) broken(`the ${t.side} server runs ${t.pids.length} processes, not a primary and a worker`);
 
     // Warm-up (both sides' JIT, connections, the zones' first pages), then the rounds.
-    let zonalAnswered = 1; // the GET / above
-    for (const side of ['plain', 'zonal'] as const) {
-      const r = await loadRound(targets[side], warmupSeconds);
-      if (side === 'zonal') zonalAnswered += r.requests;
-    }
-    const timed: Round[] = [];
-    for (let i = 0; i < rounds; i++)
-      for (const side of ['plain', 'zonal'] as const) {
-        const r = await loadRound(targets[side], seconds);
-        if (side === 'zonal') zonalAnswered += r.requests;
-        timed.push(r);
-      }
+    const { timed, answered } = await alternate(['plain', 'zonal'] as const, rounds, warmupSeconds, seconds, (side, secs) => loadRound(targets[side], secs));
+    const zonalAnswered = 1 + answered.zonal; // and the GET / above
 
     // The metrics were on: every request autocannon saw answered was counted (requests
     // in flight when a round stopped were counted too, unanswered: hence "at least").
@@ -416,18 +178,8 @@ async function main(): Promise<void> {
       ['plain', headerLine(plainFirst)],
       ['zonal', headerLine(zonalFirst)],
     ]);
-    table(
-      "zonal's own count, read through its API after the load",
-      ['what', 'requests'],
-      [
-        ['answered to autocannon and the first GET', zonalAnswered],
-        ['server zone bench: requests.total', counted],
-        ['location zone root: requests.total', countedRoot],
-      ],
-    );
-    if (counted < zonalAnswered) broken(`zonal's server zone counted ${counted} requests, fewer than the ${zonalAnswered} answered: the metrics were not on`);
-    const met = overhead <= 5 ? 'met' : 'MISSED';
-    table('Target (shown, not asserted)', ['target', 'measured', 'status'], [['overhead_pct <= 5', `${fmt(Math.round(overhead * 10) / 10, 1)} %`, met]]);
+    checkZonalCount(zonalAnswered, counted, countedRoot);
+    showTarget(overhead);
 
     finish('server', {
       rps_zonal: Math.round(rpsZonal),
@@ -442,17 +194,10 @@ async function main(): Promise<void> {
       requests_answered: zonalAnswered,
       requests_counted: counted,
     });
-  } catch (e) {
-    error = e;
-  } finally {
-    await Promise.all(children.map(stop));
-    rmSync(dir, { recursive: true, force: true });
-    tmp = undefined;
-  }
-  if (error) fail(error instanceof Broken ? error.message : ((error as Error).stack ?? String(error)));
+  });
 }
 
 if (process.argv[2] === '--plain') {
-  if (cluster.isPrimary) plainPrimary();
+  if (cluster.isPrimary) oneWorkerPrimary('plain server');
   else plainWorker(Number(process.argv[3]));
 } else await main();

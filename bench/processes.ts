@@ -1,0 +1,349 @@
+// What the benchmarks that run servers as child processes and load them with autocannon
+// (bench/server.ts, bench/proxy.ts) share, kept in one place so that they start, wait for,
+// measure, load and stop their servers the same way, and a fix to one is a fix to both.
+// Not a benchmark: scripts/bench.mjs lists it among its HELPERS.
+//
+// Every wait here is bounded in tries and time; every child started here is stopped with
+// SIGTERM (SIGKILL after 10 s) when runBench()'s body ends, and sent SIGTERM when the
+// process exits in any other way. Everything listens on 127.0.0.1 only.
+import cluster from 'node:cluster';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fail, fmt, nowNs, table, type Cell } from './report.js';
+
+/** The zonal command of this checkout (this file runs as dist/bench/processes.js, next to
+ * the benchmarks). */
+export const ZONAL = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
+/** The checkout: every child's working directory. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export const HOST = '127.0.0.1';
+
+/** A measured thing turned out wrong: the run fails with this message, after the
+ * children are stopped. */
+export class Broken extends Error {}
+export function broken(message: string): never {
+  throw new Broken(message);
+}
+
+// ---- A node:cluster primary of one worker (in a child: the plain side) -----------------
+
+/** The primary: one worker, which accepts on the shared socket itself, as zonal's does.
+ * Stops on SIGTERM or SIGINT; exits 1 if its worker dies on its own. `what` names it in
+ * that message ("plain server", "plain proxy"). */
+export function oneWorkerPrimary(what: string): void {
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  const worker = cluster.fork();
+  let stopping = false;
+  worker.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`${what}: the worker exited (${signal ?? `code ${code}`})\n`);
+    process.exit(stopping ? 0 : 1);
+  });
+  const stop = () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    worker.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+// ---- Children ----------------------------------------------------------------------------
+
+export interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  /** The end of what it wrote, shown when it fails. */
+  output: string;
+}
+
+/** Every child start() made: stopped by runBench(), or on this process's exit. */
+const children: Child[] = [];
+
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+
+/** Starts `command` (process.execPath for a node script) in the checkout, keeping the end
+ * of its output. */
+export function start(name: string, command: string, args: string[]): Child {
+  const proc = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const child: Child = { name, process: proc, output: '' };
+  const keep = (chunk: Buffer) => (child.output = (child.output + chunk.toString('utf8')).slice(-4000));
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  // A command that cannot be started: shown by ready() as an exit.
+  proc.on('error', (e) => keep(Buffer.from(`${e.message}\n`)));
+  children.push(child);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within 10 s; resolves on its exit. */
+function stop(child: Child): Promise<void> {
+  const proc = child.process;
+  return new Promise((resolve) => {
+    if (!running(proc) || proc.pid === undefined) return resolve();
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.kill('SIGTERM');
+  });
+}
+
+// Whatever way this process ends, its servers do not outlive it, nor does its temporary
+// directory. (A zonal primary, a cluster primary and an nginx master stopped with SIGTERM
+// stop their workers; a zonal primary also removes its shared-memory zones itself.)
+let tmp: string | undefined;
+process.on('exit', () => {
+  for (const c of children) if (running(c.process)) c.process.kill('SIGTERM');
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A benchmark's run: `body` with a fresh temporary directory (zonal-bench-<name>-...),
+ * after which every child is stopped and the directory removed, whether it succeeded or
+ * not; a failure then ends the run through report.ts's fail(), with the message of a
+ * Broken and the stack of anything else. SIGINT, SIGTERM and SIGHUP exit with 130 (the
+ * exit hook above still stops the children). */
+export async function runBench(name: string, body: (dir: string) => Promise<void>): Promise<void> {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => process.exit(130));
+  const dir = (tmp = mkdtempSync(join(tmpdir(), `zonal-bench-${name}-`)));
+  let error: unknown;
+  try {
+    await body(dir);
+  } catch (e) {
+    error = e;
+  } finally {
+    await Promise.all(children.map(stop));
+    rmSync(dir, { recursive: true, force: true });
+    tmp = undefined;
+  }
+  if (error) fail(error instanceof Broken ? error.message : ((error as Error).stack ?? String(error)));
+}
+
+/** A port free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One GET on a fresh connection, with a 2 s timeout. */
+export function getOnce(port: number, path: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path} on port ${port} took over 2 s`)));
+    req.on('error', reject);
+  });
+}
+
+const START_TRIES = 200;
+const START_DELAY_MS = 100;
+
+/** Resolves with the first answer to GET / once the child's server answers; rejects (a
+ * Broken: its message and the child's output say it all) if the child exits first or
+ * nothing answers within START_TRIES tries (about 20 s and at most 200 × 2 s when every
+ * try times out). */
+export async function ready(child: Child, port: number): Promise<Answer> {
+  let last: unknown;
+  for (let i = 0; i < START_TRIES; i++) {
+    if (!running(child.process)) throw new Broken(`the ${child.name} server exited (${child.process.signalCode ?? `code ${child.process.exitCode}`}):\n${child.output}`);
+    try {
+      return await getOnce(port, '/');
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, START_DELAY_MS));
+  }
+  throw new Broken(`the ${child.name} server did not answer on port ${port} in ${START_TRIES} tries (last: ${(last as Error)?.message}):\n${child.output}`);
+}
+
+/** The headers an answer came with, without the date's value: to show side by side. */
+export const headerLine = (a: Answer) =>
+  Object.entries(a.headers)
+    .map(([k, v]) => (k === 'date' ? k : `${k}: ${v}`))
+    .join(', ');
+
+// ---- CPU of a process tree (Linux /proc, as zonal is Linux-only) ------------------------
+
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pids of a process's children: its cluster workers, or nginx's worker. */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    // ppid is field 4 of the line, 2 after the name and state.
+    if (Number(statFields(Number(entry))?.[1]) === pid) out.push(Number(entry));
+  }
+  return out;
+}
+
+/** CPU seconds (user + system) processes have used so far: clock ticks of 1/100 s,
+ * utime and stime being fields 14 and 15 (12 and 13 after the name). */
+function cpuSecondsOfTree(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const f = statFields(pid);
+    if (f) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / 100;
+}
+
+// ---- Load ----------------------------------------------------------------------------------
+
+// autocannon 8 has no typings; what the benchmarks use of it.
+interface AutocannonResult {
+  /** Seconds. */
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+  /** `sent` also counts the requests in flight when the run stopped. */
+  requests: { total: number; sent: number };
+  /** Response bytes read. */
+  throughput: { total: number };
+  latency: { p50: number; p99: number };
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+/** autocannon's connections, pipelining 1: the load every side gets. */
+export const CONNECTIONS = 50;
+
+/** What one round of load measured on any side. */
+export interface Measured {
+  rps: number;
+  requests: number;
+  sent: number;
+  bytesPerResponse: number;
+  latencyP50: number;
+  latencyP99: number;
+  /** This process's (autocannon's) CPU, % of one core. */
+  generatorCpu: number;
+}
+
+/** One round of autocannon on GET / of `port` for `duration` seconds, with the CPU
+ * seconds each process tree of `trees` used meanwhile (in their order) and the round's
+ * wall time, for per-side CPU figures. Any error, timeout or non-2xx answer is Broken:
+ * `side` names it in the message. */
+export async function load(side: string, port: number, duration: number, trees: readonly (readonly number[])[]): Promise<{ measured: Measured; wall: number; cpu: number[] }> {
+  const before = trees.map((pids) => cpuSecondsOfTree(pids));
+  const ownBefore = process.cpuUsage();
+  const start = nowNs();
+  const r = await autocannon({ url: `http://${HOST}:${port}/`, connections: CONNECTIONS, pipelining: 1, duration });
+  const wall = (nowNs() - start) / 1e9;
+  const own = process.cpuUsage(ownBefore);
+  const cpu = trees.map((pids, i) => cpuSecondsOfTree(pids) - before[i]);
+  if (r.errors || r.timeouts || r.non2xx || r['2xx'] !== r.requests.total || r.requests.total === 0)
+    broken(`${side}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx of ${r.requests.total} requests`);
+  const measured: Measured = {
+    rps: r.requests.total / r.duration,
+    requests: r.requests.total,
+    sent: r.requests.sent,
+    bytesPerResponse: r.throughput.total / r.requests.total,
+    latencyP50: r.latency.p50,
+    latencyP99: r.latency.p99,
+    generatorCpu: ((own.user + own.system) / 1e6 / wall) * 100,
+  };
+  return { measured, wall, cpu };
+}
+
+/** A warm-up round of each side, then `rounds` rounds that alternate the sides in their
+ * order (a, b, a, b...), so that the machine's drift over the run falls on every side
+ * alike. The timed rounds, in the order they ran, and the requests each side answered in
+ * all its rounds, warm-up included. */
+export async function alternate<S extends string, R extends { requests: number }>(
+  sides: readonly S[],
+  rounds: number,
+  warmupSeconds: number,
+  seconds: number,
+  round: (side: S, seconds: number) => Promise<R>,
+): Promise<{ timed: R[]; answered: Record<S, number> }> {
+  const answered = Object.fromEntries(sides.map((s) => [s, 0])) as Record<S, number>;
+  for (const side of sides) answered[side] += (await round(side, warmupSeconds)).requests;
+  const timed: R[] = [];
+  for (let i = 0; i < rounds; i++)
+    for (const side of sides) {
+      const r = await round(side, seconds);
+      answered[side] += r.requests;
+      timed.push(r);
+    }
+  return { timed, answered };
+}
+
+// ---- Results ---------------------------------------------------------------------------
+
+/** zonal's own count next to what autocannon had answered by zonal (`answered`, the first
+ * GET included), with `more` rows of the benchmark's own; the run fails if the server zone
+ * counted fewer: the metrics were not on. (Requests in flight when a round stopped were
+ * counted too, unanswered: hence "at least".) */
+export function checkZonalCount(answered: number, counted: number, countedRoot: number, more: readonly (readonly Cell[])[] = []): void {
+  table(
+    "zonal's own count, read through its API after the load",
+    ['what', 'requests'],
+    [
+      ['answered to autocannon and the first GET', answered],
+      ['server zone bench: requests.total', counted],
+      ['location zone root: requests.total', countedRoot],
+      ...more,
+    ],
+  );
+  if (counted < answered) broken(`zonal's server zone counted ${counted} requests, fewer than the ${answered} answered: the metrics were not on`);
+}
+
+/** The target both benchmarks show (and do not assert): zonal within 5 % of the plain
+ * Node side's requests/s. */
+export function showTarget(overheadPct: number): void {
+  const met = overheadPct <= 5 ? 'met' : 'MISSED';
+  table('Target (shown, not asserted)', ['target', 'measured', 'status'], [['overhead_pct <= 5', `${fmt(Math.round(overheadPct * 10) / 10, 1)} %`, met]]);
+}
+
+// ---- Options -----------------------------------------------------------------------------
+
+/** `<name> N` among this process's arguments: a whole number from 1 to `max`, or the run
+ * fails; `fallback` without it. */
+export function wholeOption(name: string, fallback: number, max = 60): number {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const v = Number(args[i + 1]);
+  if (!Number.isInteger(v) || v < 1 || v > max) fail(`${name} takes a whole number from 1 to ${max}, not "${args[i + 1]}"`);
+  return v;
+}
+
+/** `--rounds N` (12 by default) and `--seconds S` (2), and the 2 s of warm-up each side
+ * gets before them. */
+export function roundOptions(): { rounds: number; seconds: number; warmupSeconds: number } {
+  return { rounds: wholeOption('--rounds', 12), seconds: wholeOption('--seconds', 2), warmupSeconds: 2 };
+}
