@@ -17,7 +17,6 @@ import cluster, { type Worker } from 'node:cluster';
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import client from 'prom-client';
 import { bodyText, createApi, type ApiHandler, type ApiRequest, type ApiResponse } from '../src/api/index.js';
@@ -29,7 +28,7 @@ import { Status } from '../src/metrics/status.js';
 import { peer } from '../src/metrics/upstreams.js';
 import { apiListener } from '../src/transport/http.js';
 import { serveApi } from '../src/transport/uws.js';
-import { fail, finish, fmt, median, medianNs, nowNs, table } from './report.js';
+import { autocannon, fail, finish, fmt, median, medianNs, nowNs, table } from './report.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 
@@ -266,18 +265,6 @@ async function serveChild(transport: Transport): Promise<void> {
   process.send!({ type: 'listening', port } satisfies FromServer);
 }
 
-// autocannon 8 has no typings; what this file uses of it.
-interface AutocannonResult {
-  /** Seconds. */
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  requests: { total: number };
-}
-type Autocannon = (options: { url: string; connections: number; duration: number; pipelining: number }) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 const LOAD_CONNECTIONS = 10;
 const LOAD_SECONDS = 5;

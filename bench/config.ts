@@ -22,7 +22,6 @@
 // killed if it does not stop within 5 s. Everything listens on 127.0.0.1 only.
 import { fork, type ChildProcess } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
-import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { bodyText, createApi, type ApiHandler } from '../src/api/index.js';
@@ -31,7 +30,7 @@ import type { StatusConfig } from '../src/metrics/catalog.js';
 import { peerGeneration } from '../src/metrics/peers.js';
 import { Status } from '../src/metrics/status.js';
 import { serveApi } from '../src/transport/uws.js';
-import { finish, fail, fmt, median, nowNs, table } from './report.js';
+import { autocannon, fail, finish, fmt, median, nowNs, table } from './report.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const CONFIG: StatusConfig = {
@@ -214,19 +213,6 @@ const viaHttp = (agent: Agent, a: Worker, b: Worker) => async () => {
   throw new Error(`B did not show weight ${weight} in ${MAX_GETS} GETs`);
 };
 
-// autocannon 8 has no typings; what this file uses of it. `requests.sent` also counts
-// the requests in flight when the run stopped, served but not answered.
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  mismatches: number;
-  non2xx: number;
-  '2xx': number;
-  requests: { total: number; sent: number };
-}
-type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 const load = (a: Worker, duration: number) =>
   autocannon({

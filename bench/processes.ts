@@ -10,12 +10,11 @@ import cluster from 'node:cluster';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
-import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail, fmt, nowNs, table, type Cell } from './report.js';
+import { autocannon, fail, fmt, nowNs, table, type Cell } from './report.js';
 
 /** The zonal command of this checkout (this file runs as dist/bench/processes.js, next to
  * the benchmarks). */
@@ -221,22 +220,6 @@ function cpuSecondsOfTree(pids: readonly number[]): number {
 
 // ---- Load ----------------------------------------------------------------------------------
 
-// autocannon 8 has no typings; what the benchmarks use of it.
-interface AutocannonResult {
-  /** Seconds. */
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  '2xx': number;
-  /** `sent` also counts the requests in flight when the run stopped. */
-  requests: { total: number; sent: number };
-  /** Response bytes read. */
-  throughput: { total: number };
-  latency: { p50: number; p99: number };
-}
-type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 /** autocannon's connections, pipelining 1: the load every side gets. */
 export const CONNECTIONS = 50;

@@ -1,6 +1,7 @@
 // Shared by every benchmark: timing, readable tables for people, and one JSON line for
 // machines. The JSON object is always the last line of output so that a script can take
 // `tail -n 1` without parsing the tables.
+import { createRequire } from 'node:module';
 
 export type Cell = string | number;
 
@@ -72,3 +73,21 @@ export function fail(message: string): never {
   console.error(`FAILED: ${message}`);
   process.exit(1);
 }
+
+// autocannon 8 has no typings; what the benchmarks use of it.
+export interface AutocannonResult {
+  /** Seconds. */
+  duration: number;
+  errors: number;
+  timeouts: number;
+  /** Responses that failed an `expectBody` check. */
+  mismatches: number;
+  non2xx: number;
+  '2xx': number;
+  /** `sent` also counts the requests in flight when the run stopped. */
+  requests: { total: number; sent: number };
+  /** Response bytes read. */
+  throughput: { total: number };
+  latency: { p50: number; p99: number };
+}
+export const autocannon = createRequire(import.meta.url)('autocannon') as (options: Record<string, unknown>) => Promise<AutocannonResult>;
