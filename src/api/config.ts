@@ -9,7 +9,7 @@
 // cannot make atomic: those paths are read-only (405).
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
 import { peerName } from '../metrics/catalog.js';
-import { parseTime, peerSet, type PeerEntry } from '../metrics/peers.js';
+import { parseTime, PEER_PARAMS, peerSet, type PeerEntry } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
@@ -51,22 +51,27 @@ const time = (ms: boolean) => (v: Json) => {
   return Math.abs(scaled - Math.round(scaled)) < 1e-9 ? Math.round(scaled) / (ms ? 1000 : 1) : expected;
 };
 
-export const PARAMS: readonly Param[] = [
-  { name: 'weight', key: 'weight', default: 1, parse: whole(1) },
-  { name: 'max_conns', key: 'maxConns', default: 0, parse: whole(0) },
-  { name: 'max_fails', key: 'maxFails', default: 1, parse: whole(0) },
-  { name: 'fail_timeout', key: 'failTimeout', default: 10, parse: time(false) },
-  { name: 'slow_start', key: 'slowStart', default: 0, parse: time(true) },
-  { name: 'backup', key: 'backup', default: false, parse: (v) => (typeof v === 'boolean' ? v : { expected: 'true or false' }) },
-  { name: 'down', key: 'down', default: false, parse: (v) => (typeof v === 'boolean' ? v : { expected: 'true or false' }) },
-  {
-    name: 'sid',
-    key: 'sid',
-    default: '',
-    http: true,
-    parse: (v) => (typeof v === 'string' && /^[\x21-\x7e]{0,255}$/.test(v) ? v : { expected: 'a string of up to 255 printable characters without spaces' }),
-  },
-];
+const flag = (v: Json) => (typeof v === 'boolean' ? v : { expected: 'true or false' });
+
+/** How /config checks each parameter's JSON value (PEER_PARAMS declares the rest). */
+const PARSE: Record<string, Param['parse']> = {
+  weight: whole(1),
+  max_conns: whole(0),
+  max_fails: whole(0),
+  fail_timeout: time(false),
+  slow_start: time(true),
+  backup: flag,
+  down: flag,
+  sid: (v) => (typeof v === 'string' && /^[\x21-\x7e]{0,255}$/.test(v) ? v : { expected: 'a string of up to 255 printable characters without spaces' }),
+};
+
+export const PARAMS: readonly Param[] = PEER_PARAMS.map((p) => ({
+  name: p.word,
+  key: p.key,
+  default: p.default,
+  ...(p.http ? { http: true as const } : {}),
+  parse: PARSE[p.word],
+}));
 
 /** Methods whose peers cannot be backups (nginx: hash, ip_hash and random balancers). */
 const NO_BACKUP = new Set(['hash', 'ip_hash', 'random']);

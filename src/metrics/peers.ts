@@ -126,22 +126,34 @@ export function publishPeers(status: Status, u: UpstreamConfig, allocate: Alloca
 // after each change (a temporary file renamed over it, so a crash leaves the old or the
 // new file) and read instead of the configured servers at start and reload.
 
-/** Parameters as the `server` directive spells them, in the order they are written. */
-const STATE_PARAMS: ReadonlyArray<{ key: keyof PeerConfig; word: string; kind: 'number' | 'time' | 'flag' | 'text' }> = [
-  { key: 'weight', word: 'weight', kind: 'number' },
-  { key: 'maxConns', word: 'max_conns', kind: 'number' },
-  { key: 'maxFails', word: 'max_fails', kind: 'number' },
-  { key: 'failTimeout', word: 'fail_timeout', kind: 'time' },
-  { key: 'slowStart', word: 'slow_start', kind: 'time' },
-  { key: 'sid', word: 'sid', kind: 'text' },
-  { key: 'backup', word: 'backup', kind: 'flag' },
-  { key: 'down', word: 'down', kind: 'flag' },
+/** A peer parameter, declared once: the `server` directive's word (also its name in
+ * /config), where PeerConfig keeps it, its kind of value, and the value it has when not
+ * set (what /config shows with `defaults=on`), in the order /config shows them. /config
+ * adds only how it checks a JSON value; the state file writes and reads the same words. */
+export interface PeerParam {
+  readonly word: string;
+  readonly key: keyof PeerConfig;
+  readonly kind: 'number' | 'time' | 'flag' | 'text';
+  readonly default: number | boolean | string;
+  /** Only HTTP upstreams have it. */
+  readonly http?: true;
+}
+
+export const PEER_PARAMS: readonly PeerParam[] = [
+  { word: 'weight', key: 'weight', kind: 'number', default: 1 },
+  { word: 'max_conns', key: 'maxConns', kind: 'number', default: 0 },
+  { word: 'max_fails', key: 'maxFails', kind: 'number', default: 1 },
+  { word: 'fail_timeout', key: 'failTimeout', kind: 'time', default: 10 },
+  { word: 'slow_start', key: 'slowStart', kind: 'time', default: 0 },
+  { word: 'backup', key: 'backup', kind: 'flag', default: false },
+  { word: 'down', key: 'down', kind: 'flag', default: false },
+  { word: 'sid', key: 'sid', kind: 'text', default: '', http: true },
 ];
 
 export function stateFileText(peers: readonly PeerConfig[]): string {
   const lines = peers.map((p) => {
     const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
-    for (const { key, word, kind } of STATE_PARAMS) {
+    for (const { key, word, kind } of PEER_PARAMS) {
       const v = p[key];
       if (v === undefined || v === false) continue;
       if (kind === 'flag') words.push(word);
@@ -189,7 +201,7 @@ export function parseStateFile(text: string, path = 'state file'): PeerConfig[] 
       const eq = param.indexOf('=');
       const word = eq < 0 ? param : param.slice(0, eq);
       const value = eq < 0 ? undefined : param.slice(eq + 1);
-      const spec = STATE_PARAMS.find((s) => s.word === word);
+      const spec = PEER_PARAMS.find((s) => s.word === word);
       if (!spec || (spec.kind === 'flag') !== (value === undefined)) throw bad(`unknown parameter "${param}"`);
       if (spec.kind === 'flag') (peer as Record<string, unknown>)[spec.key] = true;
       else if (spec.kind === 'text') (peer as Record<string, unknown>)[spec.key] = value;
