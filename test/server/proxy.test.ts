@@ -234,7 +234,8 @@ t.test('proxy_next_upstream http_502 retries another peer; proxy_read_timeout an
   const slow = await fetch(`http://127.0.0.1:${site}/slow/x`);
   await slow.text();
   t.equal(slow.status, 504, 'the peer did not answer within proxy_read_timeout');
-  t.ok(Date.now() - started < 900, `answered after the timeout, not after the peer (${Date.now() - started} ms)`);
+  // The peer answers after 1000 ms; the timeout is 200 ms, with some room for a busy machine.
+  t.ok(Date.now() - started < 600, `answered after the timeout, not after the peer (${Date.now() - started} ms)`);
   t.ok(await eventually(async () => a.aborted >= 1, 2000), 'the request to the peer was aborted');
   const single = await status(`http/upstreams/127.0.0.1:${a.port}/peers/127.0.0.1:${a.port}`);
   t.equal(single.health.fails, 1, 'the timeout is a failure');

@@ -23,7 +23,7 @@ const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 't
 type Failure = 'error' | 'timeout';
 
 function failureOf(err: Error & { code?: string }): Failure {
-  return err.code === 'UND_ERR_CONNECT_TIMEOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' ? 'timeout' : 'error';
+  return err instanceof ReadTimeout || err.code === 'UND_ERR_CONNECT_TIMEOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' ? 'timeout' : 'error';
 }
 
 export class Proxy {
@@ -106,6 +106,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   private received = 0;
   private sent = 0;
   private resume: (() => void) | undefined;
+  /** proxy_read_timeout: from the request's dispatch to the response headers, then
+   * between two reads of the body. */
+  private timer: NodeJS.Timeout | undefined;
+  /** An abort asked for before undici handed over its abort function. */
+  private pending: Error | undefined;
   private leaveQueue: (() => void) | undefined;
   private readonly path: string;
   private readonly head: string[];
@@ -163,6 +168,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     this.chosen = chosen;
+    this.abort = undefined;
+    this.pending = undefined;
     this.tries++;
     this.started = performance.now();
     this.status = 0;
@@ -179,11 +186,13 @@ class Exchange implements Dispatcher.DispatchHandler {
           headers: this.head,
           body: this.hasBody ? this.req : null,
           reset: upstream.config.keepalive === 0,
-          headersTimeout: this.proxy.config.readTimeout,
-          bodyTimeout: this.proxy.config.readTimeout,
+          // undici's own timeouts tick once a second or so: proxy_read_timeout is ours.
+          headersTimeout: 0,
+          bodyTimeout: 0,
         },
         this,
       );
+      this.timer = setTimeout(readTimedOut, this.proxy.config.readTimeout, this);
     } catch (err) {
       // undici refused the request itself (a header it does not allow): not the peer's fault.
       this.chosen = undefined;
@@ -193,8 +202,21 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** Ends the current attempt with `err` (its onError follows). */
+  abortAttempt(err: Error): void {
+    if (!this.chosen) return;
+    if (this.abort) this.abort(err);
+    else this.pending = err;
+  }
+
   onConnect(abort: (err?: Error) => void): void {
     this.abort = abort;
+    if (this.pending) {
+      const err = this.pending;
+      this.pending = undefined;
+      abort(err);
+      return;
+    }
     if (this.finished) abort(new Error('client closed the connection'));
   }
 
@@ -203,6 +225,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    this.timer?.refresh();
     if (statusCode < 200) return true;
     this.headerMs = performance.now() - this.started;
     this.status = statusCode;
@@ -229,6 +252,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    this.timer?.refresh();
     this.received += chunk.length;
     if (this.res.write(chunk)) return true;
     this.res.once('drain', this.resume!);
@@ -236,6 +260,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
+    clearTimeout(this.timer);
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, performance.now() - this.started);
@@ -248,6 +273,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
+    clearTimeout(this.timer);
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     this.chosen = undefined;
@@ -285,6 +311,13 @@ class Exchange implements Dispatcher.DispatchHandler {
 
 /** A status proxy_next_upstream retries on, turned into an abort of that attempt. */
 class RetryStatus extends Error {}
+
+/** proxy_read_timeout passed: the attempt is aborted as a timeout. */
+class ReadTimeout extends Error {}
+
+function readTimedOut(exchange: { abortAttempt(err: Error): void }): void {
+  exchange.abortAttempt(new ReadTimeout('proxy_read_timeout'));
+}
 
 /** Bytes of the request line and headers sent to the peer (before undici's own few). */
 function headLength(method: string, path: string, headers: string[]): number {
