@@ -1,8 +1,9 @@
 // `allow` / `deny` as ngx_http_access_module checks them: rules split by family in their
 // order, the first that matches decides, and a client no rule matches is let through.
-// Addresses are parsed by hand into numbers and compared under the rule's mask, so a check
+// Addresses are parsed by hand (inet.ts) and compared under the rule's mask, so a check
 // allocates nothing.
 import type { AccessRule } from '../config/model.js';
+import { isMapped, parseInet4, parseInet6, word } from '../inet.js';
 
 interface Inet4Rule {
   readonly allow: boolean;
@@ -55,7 +56,7 @@ export function accessChecker(rules: readonly AccessRule[]): AccessChecker {
   };
 }
 
-const scratch = new Uint32Array(4);
+const scratch = new Uint8Array(16);
 
 function check(address: string | undefined, inet: readonly Inet4Rule[], inet6: readonly Inet6Rule[], unix: readonly boolean[]): boolean {
   if (address !== undefined) {
@@ -64,7 +65,7 @@ function check(address: string | undefined, inet: readonly Inet4Rule[], inet6: r
     if (parseInet6(address, scratch)) {
       // A dual-stack socket reports IPv4 clients as ::ffff:a.b.c.d: nginx checks those
       // against the IPv4 rules when there are any.
-      if (inet.length > 0 && scratch[0] === 0 && scratch[1] === 0 && scratch[2] === 0xffff) return checkInet4(scratch[3]!, inet);
+      if (inet.length > 0 && isMapped(scratch)) return checkInet4(word(scratch, 3), inet);
       return checkInet6(scratch, inet6);
     }
   }
@@ -79,11 +80,11 @@ function checkInet4(address: number, rules: readonly Inet4Rule[]): boolean {
   return true;
 }
 
-function checkInet6(address: Uint32Array, rules: readonly Inet6Rule[]): boolean {
-  const a0 = address[0]!;
-  const a1 = address[1]!;
-  const a2 = address[2]!;
-  const a3 = address[3]!;
+function checkInet6(address: Uint8Array, rules: readonly Inet6Rule[]): boolean {
+  const a0 = word(address, 0);
+  const a1 = word(address, 1);
+  const a2 = word(address, 2);
+  const a3 = word(address, 3);
   for (const rule of rules) {
     if (
       ((a0 & rule.mask0) >>> 0) === rule.net0 &&
@@ -114,7 +115,7 @@ function parseRule(rule: AccessRule): 'all' | 'unix' | Inet4Rule | Inet6Rule {
     // nginx warns that low address bits are meaningless and masks them off.
     return { allow: rule.allow, net: (v4 & mask) >>> 0, mask };
   }
-  const v6 = new Uint32Array(4);
+  const v6 = new Uint8Array(16);
   if (!host.includes('%') && parseInet6(host, v6)) {
     const bits = prefixLength(bitsWritten, 128);
     if (bits < 0) throw invalid();
@@ -124,10 +125,10 @@ function parseRule(rule: AccessRule): 'all' | 'unix' | Inet4Rule | Inet6Rule {
     }) as [number, number, number, number];
     return {
       allow: rule.allow,
-      net0: (v6[0]! & masks[0]) >>> 0,
-      net1: (v6[1]! & masks[1]) >>> 0,
-      net2: (v6[2]! & masks[2]) >>> 0,
-      net3: (v6[3]! & masks[3]) >>> 0,
+      net0: (word(v6, 0) & masks[0]) >>> 0,
+      net1: (word(v6, 1) & masks[1]) >>> 0,
+      net2: (word(v6, 2) & masks[2]) >>> 0,
+      net3: (word(v6, 3) & masks[3]) >>> 0,
       mask0: masks[0],
       mask1: masks[1],
       mask2: masks[2],
@@ -143,96 +144,4 @@ function prefixLength(written: string | undefined, max: number): number {
   if (!/^\d{1,3}$/.test(written)) return -1;
   const bits = Number(written);
   return bits <= max ? bits : -1;
-}
-
-/** `a.b.c.d` in `s[start, end)` as an unsigned 32-bit number, or -1. */
-function parseInet4(s: string, start: number, end: number): number {
-  let value = 0;
-  let octet = 0;
-  let digits = 0;
-  let dots = 0;
-  for (let i = start; i < end; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39) {
-      octet = octet * 10 + (c - 0x30);
-      if (++digits > 3 || octet > 255) return -1;
-    } else if (c === 0x2e /* . */) {
-      if (digits === 0 || ++dots > 3) return -1;
-      value = value * 256 + octet;
-      octet = 0;
-      digits = 0;
-    } else {
-      return -1;
-    }
-  }
-  if (digits === 0 || dots !== 3) return -1;
-  return value * 256 + octet;
-}
-
-const groups = new Uint16Array(8);
-
-/** An IPv6 address (`::`, an IPv4 tail, a `%zone` ignored) into four big-endian words. */
-function parseInet6(s: string, out: Uint32Array): boolean {
-  let end = s.indexOf('%');
-  if (end < 0) end = s.length;
-  let n = 0;
-  let gap = -1;
-  let i = 0;
-  if (end >= 2 && s.charCodeAt(0) === 0x3a && s.charCodeAt(1) === 0x3a) {
-    gap = 0;
-    i = 2;
-  } else if (end === 0 || s.charCodeAt(0) === 0x3a) {
-    return false;
-  }
-  while (i < end) {
-    let value = 0;
-    let digits = 0;
-    let j = i;
-    for (; j < end; j++) {
-      const h = hex(s.charCodeAt(j));
-      if (h < 0) break;
-      value = value * 16 + h;
-      digits++;
-    }
-    if (j < end && s.charCodeAt(j) === 0x2e /* . */) {
-      // The last 32 bits written as IPv4.
-      if (n > 6) return false;
-      const v4 = parseInet4(s, i, end);
-      if (v4 < 0) return false;
-      groups[n++] = v4 >>> 16;
-      groups[n++] = v4 & 0xffff;
-      i = end;
-      break;
-    }
-    if (digits === 0 || digits > 4 || n === 8) return false;
-    groups[n++] = value;
-    i = j;
-    if (i === end) break;
-    if (s.charCodeAt(i) !== 0x3a /* : */) return false;
-    i++;
-    if (i < end && s.charCodeAt(i) === 0x3a) {
-      if (gap >= 0) return false;
-      gap = n;
-      i++;
-    } else if (i === end) {
-      return false;
-    }
-  }
-  if (gap < 0) {
-    if (n !== 8) return false;
-  } else {
-    if (n === 8) return false;
-    const tail = n - gap;
-    for (let k = 0; k < tail; k++) groups[7 - k] = groups[n - 1 - k]!;
-    for (let k = gap; k < 8 - tail; k++) groups[k] = 0;
-  }
-  for (let w = 0; w < 4; w++) out[w] = ((groups[2 * w]! << 16) | groups[2 * w + 1]!) >>> 0;
-  return true;
-}
-
-function hex(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
-  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
-  return -1;
 }

@@ -1,6 +1,7 @@
 // The hashes of nginx's hash and ip_hash balancers, computed without allocating: CRC-32
 // (IEEE, as ngx_crc32 and zlib) over a string's UTF-8 bytes, and the address bytes
 // ip_hash uses, parsed into a caller's array.
+import { isMapped, parseInet4, parseInet6 } from '../inet.js';
 
 const TABLE = (() => {
   const t = new Int32Array(256);
@@ -79,97 +80,17 @@ export function crc32(s: string): number {
  * sixteen bytes. Returns how many (3 or 16), or 0 when `address` is not an IP address.
  */
 export function ipHashBytes(address: string, out: Uint8Array): number {
-  if (parseIPv4(address, 0, address.length, out, 0)) return 3;
-  return parseIPv6(address, out) ? (isMapped(out) ? (out.copyWithin(0, 12, 15), 3) : 16) : 0;
-}
-
-function isMapped(b: Uint8Array): boolean {
-  for (let i = 0; i < 10; i++) if (b[i] !== 0) return false;
-  return b[10] === 0xff && b[11] === 0xff;
-}
-
-/** Dotted quad from..to into out[at..at+4]. */
-function parseIPv4(s: string, from: number, to: number, out: Uint8Array, at: number): boolean {
-  let part = 0;
-  let digits = 0;
-  let value = 0;
-  for (let i = from; i <= to; i++) {
-    const c = i < to ? s.charCodeAt(i) : 0x2e;
-    if (c >= 0x30 && c <= 0x39) {
-      value = value * 10 + (c - 0x30);
-      if (++digits > 3 || value > 255) return false;
-    } else if (c === 0x2e) {
-      if (digits === 0 || part > 3) return false;
-      out[at + part++] = value;
-      value = 0;
-      digits = 0;
-    } else return false;
+  const v4 = parseInet4(address, 0, address.length);
+  if (v4 >= 0) {
+    out[0] = v4 >>> 24;
+    out[1] = (v4 >>> 16) & 0xff;
+    out[2] = (v4 >>> 8) & 0xff;
+    return 3;
   }
-  return part === 4;
-}
-
-function hexValue(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  return -1;
-}
-
-/** RFC 4291 text (with `::`, a dotted IPv4 tail, a `%zone` or `[...]` around it). */
-function parseIPv6(s: string, out: Uint8Array): boolean {
-  let from = 0;
-  let to = s.length;
-  if (s.charCodeAt(0) === 0x5b) {
-    if (s.charCodeAt(to - 1) !== 0x5d) return false;
-    from = 1;
-    to--;
-  }
-  const zone = s.indexOf('%', from);
-  if (zone >= 0 && zone < to) to = zone;
-  out.fill(0);
-  let n = 0; // bytes written
-  let gap = -1; // where `::` was, in bytes
-  let i = from;
-  if (s.charCodeAt(i) === 0x3a) {
-    if (s.charCodeAt(i + 1) !== 0x3a) return false;
-    gap = 0;
-    i += 2;
-  }
-  while (i < to) {
-    if (n >= 16) return false;
-    let value = 0;
-    let digits = 0;
-    const start = i;
-    for (; i < to; i++) {
-      const h = hexValue(s.charCodeAt(i));
-      if (h < 0) break;
-      value = value * 16 + h;
-      if (++digits > 4) return false;
-    }
-    if (i < to && s.charCodeAt(i) === 0x2e) {
-      // A dotted IPv4 tail: the last four bytes.
-      if (n > 12 || !parseIPv4(s, start, to, out, n)) return false;
-      n += 4;
-      i = to;
-      break;
-    }
-    if (digits === 0) return false;
-    out[n++] = value >> 8;
-    out[n++] = value & 0xff;
-    if (i === to) break;
-    if (s.charCodeAt(i) !== 0x3a) return false;
-    i++;
-    if (s.charCodeAt(i) === 0x3a) {
-      if (gap >= 0) return false;
-      gap = n;
-      i++;
-    } else if (i === to) return false;
-  }
-  if (gap < 0) return n === 16;
-  if (n === 16) return false;
-  // Move what followed `::` to the end.
-  const tail = n - gap;
-  out.copyWithin(16 - tail, gap, n);
-  out.fill(0, gap, 16 - tail);
-  return true;
+  const bracketed = address.charCodeAt(0) === 0x5b /* [ */;
+  if (bracketed && address.charCodeAt(address.length - 1) !== 0x5d /* ] */) return 0;
+  if (!parseInet6(address, out, bracketed ? 1 : 0, bracketed ? address.length - 1 : address.length)) return 0;
+  if (!isMapped(out)) return 16;
+  out.copyWithin(0, 12, 15);
+  return 3;
 }
