@@ -14,7 +14,7 @@
 // Every loop is bounded in count; each child process has a start-up deadline and is
 // killed if it does not stop within 5 s. Everything listens on 127.0.0.1 only.
 import cluster, { type Worker } from 'node:cluster';
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ import { peer } from '../src/metrics/upstreams.js';
 import { apiListener } from '../src/transport/http.js';
 import { serveApi } from '../src/transport/uws.js';
 import { autocannon, fail, finish, fmt, median, medianNs, nowNs, table } from './report.js';
+import { stopChild } from './processes.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 
@@ -333,19 +334,6 @@ async function load(transport: Transport): Promise<Load> {
   } finally {
     await stopChild(child);
   }
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    if (child.connected) child.disconnect();
-    else child.kill();
-  });
 }
 
 // ---- prom-client over node:cluster ----------------------------------------------------

@@ -31,6 +31,7 @@ import { peerGeneration } from '../src/metrics/peers.js';
 import { Status } from '../src/metrics/status.js';
 import { serveApi } from '../src/transport/uws.js';
 import { autocannon, fail, finish, fmt, median, nowNs, table } from './report.js';
+import { stopChild } from './processes.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const CONFIG: StatusConfig = {
@@ -118,19 +119,6 @@ function startWorker(slot: number): Promise<Worker> {
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`worker ${slot} exited with ${code}`)));
     next().then((m) => (m.type === 'listening' ? resolve({ child, port: m.port, next }) : reject(new Error(`worker ${slot} said ${m.type}`))), reject);
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    if (child.connected) child.disconnect();
-    else child.kill();
   });
 }
 

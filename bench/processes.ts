@@ -95,6 +95,21 @@ function stop(child: Child): Promise<void> {
   });
 }
 
+/** A child forked with an IPC channel (a benchmark's own worker): disconnecting lets it
+ * finish and exit by itself; SIGKILL if it has not within 5 s. Resolves on its exit. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    if (child.connected) child.disconnect();
+    else child.kill();
+  });
+}
+
 // Whatever way this process ends, its servers do not outlive it, nor does its temporary
 // directory. (A zonal primary, a cluster primary and an nginx master stopped with SIGTERM
 // stop their workers; a zonal primary also removes its shared-memory zones itself.)
