@@ -518,9 +518,9 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      const seconds = parseTime(d.args[0], true);
-      if (seconds === undefined || seconds <= 0) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
-      else server.sslHandshakeTimeout = seconds * 1000;
+      const ms = milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else server.sslHandshakeTimeout = ms;
     },
   }),
 
