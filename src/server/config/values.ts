@@ -15,28 +15,36 @@ const canonicalIPv6 = (host: string) => new URL(`http://[${host}]/`).hostname.sl
 /** `127.0.0.1:80`, `[::1]:80`, `*:80`, `localhost:80`, `80`; a bare address means port 80
  * as in nginx. Host names other than `localhost` are not resolved. */
 export function parseListenAddress(arg: string): Checked<{ host: string; port: number }> {
-  let host: string;
-  let port: string | undefined;
-  if (arg.startsWith('[')) {
-    const close = arg.indexOf(']');
-    host = arg.slice(1, close);
-    const rest = arg.slice(close + 1);
-    if (close < 0 || isIP(host) !== 6 || (rest !== '' && !rest.startsWith(':'))) return fail(`invalid IPv6 address in "${arg}" of the "listen" directive`);
-    host = canonicalIPv6(host);
-    port = rest ? rest.slice(1) : undefined;
-  } else if (/^\d+$/.test(arg)) {
-    host = '*';
-    port = arg;
-  } else {
-    const colon = arg.lastIndexOf(':');
-    host = colon < 0 ? arg : arg.slice(0, colon);
-    port = colon < 0 ? undefined : arg.slice(colon + 1);
+  const split = /^\d+$/.test(arg) ? { host: '*', port: arg, v6: false } : splitHostPort(arg);
+  if (!split) return fail(`invalid IPv6 address in "${arg}" of the "listen" directive`);
+  const { host } = split;
+  if (!split.v6) {
     if (host === 'unix') return fail(`unix domain sockets are not supported in "${arg}" of the "listen" directive`);
     if (host !== '*' && host !== 'localhost' && isIP(host) !== 4) return fail(`invalid host in "${arg}" of the "listen" directive`);
   }
-  const number = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
-  if (number < 1 || number > 65535) return fail(`invalid port in "${arg}" of the "listen" directive`);
-  return ok({ host: host === '*' ? '0.0.0.0' : host === 'localhost' ? '127.0.0.1' : host, port: number });
+  const port = portNumber(split.port);
+  if (!port) return fail(`invalid port in "${arg}" of the "listen" directive`);
+  return ok({ host: host === '*' ? '0.0.0.0' : host === 'localhost' ? '127.0.0.1' : host, port });
+}
+
+/** `[v6]:port`, `[v6]`, `host:port` or `host`: the host (an IPv6 one checked and written
+ * compressed) and the port as written; undefined when the part in brackets is not IPv6. */
+function splitHostPort(arg: string): { host: string; port?: string; v6: boolean } | undefined {
+  if (arg.startsWith('[')) {
+    const close = arg.indexOf(']');
+    const host = arg.slice(1, close);
+    const rest = arg.slice(close + 1);
+    if (close < 0 || isIP(host) !== 6 || (rest !== '' && !rest.startsWith(':'))) return undefined;
+    return { host: canonicalIPv6(host), port: rest ? rest.slice(1) : undefined, v6: true };
+  }
+  const colon = arg.lastIndexOf(':');
+  return colon < 0 ? { host: arg, v6: false } : { host: arg.slice(0, colon), port: arg.slice(colon + 1), v6: false };
+}
+
+/** A port as written: 1 to 65535, 80 when absent; 0 when it is not one. */
+function portNumber(port: string | undefined): number {
+  const n = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
+  return n >= 1 && n <= 65535 ? n : 0;
 }
 
 /** `host:port` as nginx prints a listen address, IPv6 in brackets. */
@@ -116,26 +124,17 @@ export interface UpstreamAddress {
  * of a name it cannot resolve. */
 export function parseUpstreamAddress(arg: string): Checked<UpstreamAddress> {
   if (arg.startsWith('unix:')) return fail(`unix domain sockets are not supported in upstream "${arg}"`);
-  let host: string;
-  let port: string | undefined;
-  if (arg.startsWith('[')) {
-    const close = arg.indexOf(']');
-    host = arg.slice(1, close);
-    const rest = arg.slice(close + 1);
-    if (close < 0 || isIP(host) !== 6 || (rest !== '' && !rest.startsWith(':'))) return fail(`invalid IPv6 address in upstream "${arg}"`);
-    host = canonicalIPv6(host);
-    port = rest ? rest.slice(1) : undefined;
-  } else {
-    const colon = arg.lastIndexOf(':');
-    host = colon < 0 ? arg : arg.slice(0, colon);
-    port = colon < 0 ? undefined : arg.slice(colon + 1);
+  const split = splitHostPort(arg);
+  if (!split) return fail(`invalid IPv6 address in upstream "${arg}"`);
+  let { host } = split;
+  if (!split.v6) {
     if (host === '') return fail(`no host in upstream "${arg}"`);
     if (host.toLowerCase() === 'localhost') host = '127.0.0.1';
     else if (isIP(host) !== 4) return fail(`host not found in upstream "${arg}"`);
   }
-  const number = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
-  if (number < 1 || number > 65535) return fail(`invalid port in upstream "${arg}"`);
-  return ok({ host, port: number, address: listenAddress({ host, port: number }) });
+  const port = portNumber(split.port);
+  if (!port) return fail(`invalid port in upstream "${arg}"`);
+  return ok({ host, port, address: listenAddress({ host, port }) });
 }
 
 /** nginx's defaults of a `server` in an upstream, at an address. */
