@@ -10,6 +10,7 @@ import type { Verdict } from './http/guard.js';
 import { ServerNames } from './http/server-names.js';
 import { Site, type Place } from './http/site.js';
 import { normalizeUri } from './http/uri.js';
+import { listenGroups } from './listens.js';
 
 type Handler = (req: ApiRequest) => ApiResponse | undefined | Promise<ApiResponse | undefined>;
 
@@ -27,22 +28,14 @@ export class AdminListeners {
   /** Serves the configuration's admin servers: addresses it keeps get the new servers,
    * new ones are opened, those it no longer has are closed. */
   async apply(config: ServerConfig): Promise<void> {
-    const wanted = new Map<string, { host: string; port: number; servers: VirtualServerConfig[] }>();
-    for (const server of config.http?.servers ?? []) {
-      if (!server.admin) continue;
-      for (const l of server.listens) {
-        const key = `${l.host}:${l.port}`;
-        let entry = wanted.get(key);
-        if (!entry) wanted.set(key, (entry = { host: l.host, port: l.port, servers: [] }));
-        if (!entry.servers.includes(server)) entry.servers.push(server);
-      }
-    }
+    const wanted = new Map(listenGroups(config, true).map((g) => [g.key, g]));
     for (const [key, listener] of this.listeners)
       if (!wanted.has(key)) {
         listener.server.close();
         this.listeners.delete(key);
       }
-    for (const [key, { host, port, servers }] of wanted) {
+    for (const [key, { listen, servers }] of wanted) {
+      const { host, port } = listen;
       const handler = this.handler(servers, { host, port });
       const existing = this.listeners.get(key);
       if (existing) existing.handler = handler;

@@ -16,7 +16,8 @@ import { apiListener, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
-import type { ListenConfig, ServerConfig, VirtualServerConfig } from '../config/model.js';
+import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
+import { listenGroups } from '../listens.js';
 import { errorPage, sendPage } from './pages.js';
 import { ServerNames } from './server-names.js';
 import { Site, type Place } from './site.js';
@@ -54,21 +55,6 @@ export interface PlaneOptions {
   readonly ticketKeys?: Buffer;
 }
 
-/** The listen addresses of the configuration's non-admin servers, each with its servers. */
-export function dataListens(config: ServerConfig): Array<{ listen: ListenConfig; servers: VirtualServerConfig[] }> {
-  const out = new Map<string, { listen: ListenConfig; servers: VirtualServerConfig[] }>();
-  for (const server of config.http?.servers ?? []) {
-    if (server.admin) continue;
-    for (const listen of server.listens) {
-      const key = `${listen.host}:${listen.port}`;
-      let entry = out.get(key);
-      if (!entry) out.set(key, (entry = { listen, servers: [] }));
-      if (!entry.servers.includes(server)) entry.servers.push(server);
-    }
-  }
-  return [...out.values()];
-}
-
 export class HttpPlane {
   private readonly status: Status;
   private readonly conns: Connections;
@@ -102,7 +88,7 @@ export class HttpPlane {
 
   /** Listens on every data address; resolves once all listen. */
   async listen(): Promise<void> {
-    for (const { listen, servers } of dataListens(this.config)) {
+    for (const { listen, servers } of listenGroups(this.config, false)) {
       const names = new ServerNames(servers, listen);
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
       const server = listen.ssl ? this.httpsServer(names) : createHttpServer();
