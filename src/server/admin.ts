@@ -69,12 +69,7 @@ export class AdminListeners {
 }
 
 function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
-  if (verdict === 403) return apiError(403, 'Forbidden', 'Access to the requested API element is forbidden.', head);
-  if (verdict === 401)
-    return apiError(401, 'Unauthorized', 'Valid credentials are required for the requested API element.', head, {
-      'WWW-Authenticate': place.guard.challenge(),
-    });
-  return content(place, req, head);
+  return verdict === 0 ? content(place, req, head) : place.guard.refusal(verdict, head);
 }
 
 function content(place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {

@@ -1,5 +1,7 @@
 // What runs before a location's content: `allow`/`deny`, then basic auth, as nginx's
 // access phase orders them. 0 lets the request through; 403 and 401 are the answers.
+import { apiError } from '../../api/errors.js';
+import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
 import { accessChecker } from './access.js';
 import { BasicAuth } from './auth.js';
@@ -29,5 +31,11 @@ export class Guard {
   /** The WWW-Authenticate value of a 401. */
   challenge(): string {
     return this.auth?.challenge() ?? 'Basic';
+  }
+
+  /** A refusal as the API words its errors: what API locations and admin listeners answer. */
+  refusal(verdict: 401 | 403, head: boolean): ApiResponse {
+    if (verdict === 403) return apiError(403, 'Forbidden', 'Access to the requested API element is forbidden.', head);
+    return apiError(401, 'Unauthorized', 'Valid credentials are required for the requested API element.', head, { 'WWW-Authenticate': this.challenge() });
   }
 }

@@ -225,21 +225,12 @@ export class HttpPlane {
       return;
     }
     const head = req.method === 'HEAD';
-    const extra: Record<string, string> = verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {};
-    if (!place.api) {
-      sendPage(res, verdict, head, extra);
-      return;
-    }
-    // API locations answer in JSON, as the API itself does.
-    const body = JSON.stringify(
-      verdict === 401
-        ? { error: 'Unauthorized', description: 'Valid credentials are required for the requested API element.' }
-        : { error: 'Forbidden', description: 'Access to the requested API element is forbidden.' },
-      null,
-      '\t',
-    ) + '\n';
-    res.writeHead(verdict, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...extra });
-    res.end(head ? undefined : body);
+    if (place.api) {
+      // API locations answer in JSON, as the API itself does.
+      const refusal = place.guard.refusal(verdict, head);
+      res.writeHead(refusal.status, refusal.headers);
+      res.end(refusal.body);
+    } else sendPage(res, verdict, head, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
   }
 
   private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place): void {
