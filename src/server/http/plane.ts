@@ -7,7 +7,7 @@
 // handshake, a shutdown). Zones: a request counts in its server's zone from its headers
 // on, and in the zone of the location that answers it; its bytes are what the socket
 // read and wrote for it, headers included (after TLS decryption, as nginx counts).
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
@@ -175,7 +175,7 @@ export class HttpPlane {
     if (conn.inflight === 0) conn.closedByServer = true;
     const code = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const body = errorPage(code);
-    socket.end(`HTTP/1.1 ${code} ${code === 408 ? 'Request Timeout' : code === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: text/html\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(`HTTP/1.1 ${code} ${STATUS_CODES[code]}\r\nContent-Type: text/html\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     socket.destroySoon();
   }
 
