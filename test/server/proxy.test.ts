@@ -20,6 +20,8 @@ class Backend {
   held: IncomingMessage | undefined;
   delay = 0;
   status = 200;
+  /** TCP connections accepted: how a proxy keeps or closes its connections. */
+  connections = 0;
   server: Server | undefined;
   constructor(
     readonly name: string,
@@ -70,6 +72,7 @@ class Backend {
         else answer();
       });
     });
+    this.server.on('connection', () => this.connections++);
     return new Promise((resolve) => this.server!.listen(this.port, '127.0.0.1', () => resolve()));
   }
 
@@ -92,8 +95,8 @@ class Backend {
 
 const ports = await freePorts(10);
 const [site, admin] = ports;
-const [a, b, c, d, spare] = ports.slice(2, 7).map((p, i) => new Backend('abcde'[i], p));
-await Promise.all([a, b, c, d].map((x) => x.start()));
+const [a, b, c, d, spare, e] = ports.slice(2, 8).map((p, i) => new Backend('abcdef'[i], p));
+await Promise.all([a, b, c, d, e].map((x) => x.start()));
 
 const conf = `
 worker_processes 2;
@@ -124,6 +127,13 @@ http {
         server 127.0.0.1:${b.port};
         server 127.0.0.1:${c.port};
     }
+    upstream reused {
+        server 127.0.0.1:${e.port};
+    }
+    upstream closing {
+        server 127.0.0.1:${e.port};
+        keepalive off;
+    }
     upstream health {
         server 127.0.0.1:${spare.port} max_fails=2 fail_timeout=1s slow_start=1s;
         server 127.0.0.1:${b.port};
@@ -136,6 +146,8 @@ http {
         location /limited/ { proxy_pass http://limited; }
         location /hash/ { proxy_pass http://hashed; }
         location /health/ { proxy_pass http://health; }
+        location /reused/ { proxy_pass http://reused; }
+        location /closing/ { proxy_pass http://closing; }
         location /flaky/ {
             proxy_pass http://flaky;
             proxy_next_upstream error timeout http_502;
@@ -158,7 +170,7 @@ http {
 const zonal = await Zonal.start({ 'zonal.conf': conf });
 t.teardown(async () => {
   await zonal.stop();
-  await Promise.all([a, b, c, d, spare].map((x) => x.stop()));
+  await Promise.all([a, b, c, d, spare, e].map((x) => x.stop()));
 });
 
 const status = (path: string) => getJson(`http://127.0.0.1:${admin}/status/${path}`).then((r) => r.body);
@@ -202,6 +214,22 @@ t.test('smooth weighted round robin: 10,000 requests over two workers within ±2
   t.ok(peer.health.header_time >= 0 && peer.health.response_time >= 0);
   const upstream = await status('http/upstreams/weighted');
   t.ok(upstream.keepalive > 0 && upstream.keepalive <= 2 * 3 * 16, `idle cached connections: ${upstream.keepalive}`);
+});
+
+t.test('upstream connections are reused by default, and closed after each response with keepalive off', async (t) => {
+  const before = e.connections;
+  const reused = await load(() => '/reused/x', 200, 4);
+  t.equal(reused.filter((r) => r.status === 200).length, 200, 'every request answered');
+  // 4 clients at a time over 2 workers: each worker needs at most 4 connections.
+  t.ok(e.connections - before <= 8, `200 requests opened ${e.connections - before} connections to the peer`);
+  const idle = (await status('http/upstreams/reused')).keepalive;
+  t.ok(idle >= 1 && idle <= 8, `the status shows the idle cached connections: ${idle}`);
+
+  const start = e.connections;
+  const closing = await load(() => '/closing/x', 100, 4);
+  t.equal(closing.filter((r) => r.status === 200).length, 100, 'every request answered');
+  t.equal(e.connections - start, 100, 'keepalive off: one connection per request');
+  t.equal((await status('http/upstreams/closing')).keepalive, 0, 'and none cached');
 });
 
 t.test('nginx URI replacement, Host and X-Forwarded-For', async (t) => {

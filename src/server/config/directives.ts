@@ -362,7 +362,8 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     contexts: ['upstream'],
     args: [1, 1],
     apply(d, upstream, c) {
-      const n = whole(d.args[0], 1);
+      // `off`: each connection closes after its response, as nginx does without the directive.
+      const n = d.args[0] === 'off' ? 0 : whole(d.args[0], 1);
       if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "keepalive" directive`);
       else upstream.keepalive = n;
     },

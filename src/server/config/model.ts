@@ -117,7 +117,8 @@ export interface UpstreamBlockConfig {
   readonly zone?: { readonly name: string; readonly size?: number };
   readonly servers: readonly PeerParams[];
   readonly method: BalancingMethod;
-  /** `keepalive N`: idle connections each worker keeps per upstream; 0: none. */
+  /** `keepalive N`: idle connections each worker keeps to each peer; 0 (`keepalive off`):
+   * none, every connection closes after its response. Without the directive: DEFAULT_KEEPALIVE. */
   readonly keepalive: number;
   /** `queue N timeout=T` (timeout in ms, default 60 s). */
   readonly queue?: { readonly size: number; readonly timeout: number };

@@ -27,6 +27,13 @@ const PROXY_HEADERS: ProxyConfig['setHeaders'] = [
 ];
 /** Angie's default smoothing of header_time and response_time. */
 const RESPONSE_TIME_FACTOR = 90;
+/**
+ * Idle connections a worker keeps to each peer when the upstream says nothing. nginx
+ * closes every upstream connection without `keepalive`; HAProxy (`http-reuse safe`) and
+ * Envoy reuse them by default, and so does zonal: in Node a new connection costs a worker
+ * far more than the request it carries. `keepalive off` restores nginx's behaviour.
+ */
+export const DEFAULT_KEEPALIVE = 64;
 
 type Header = ProxyConfig['setHeaders'][number];
 
@@ -86,7 +93,7 @@ function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
     ...(zone ? { zone } : {}),
     servers: u.servers,
     method: u.method ?? { kind: 'round_robin' },
-    keepalive: u.keepalive ?? 0,
+    keepalive: u.keepalive ?? DEFAULT_KEEPALIVE,
     ...(u.queue ? { queue: u.queue } : {}),
     responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
     implicit: false,
@@ -128,7 +135,7 @@ class Resolver {
         name,
         servers: [defaultPeer(p.target, address.value, p.origin)],
         method: { kind: 'round_robin' },
-        keepalive: 0,
+        keepalive: DEFAULT_KEEPALIVE,
         responseTimeFactor: RESPONSE_TIME_FACTOR,
         implicit: true,
         origin: p.origin,
