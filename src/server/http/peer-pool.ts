@@ -1,8 +1,8 @@
 // A worker's connections to one peer, as nginx's `keepalive N` keeps them: a connection
 // whose response ended cleanly goes back to the cache of idle ones while it holds fewer
-// than N, and is closed otherwise. Each undici Client here is one connection
-// (pipelining 1): the cache's size is exactly the `keepalive` the status shows.
-import { Client } from 'undici';
+// than N, and is closed otherwise: the cache's size is exactly the `keepalive` the status
+// shows. An idle connection closes itself after the peer's Keep-Alive hint or 60 s.
+import { UpstreamConnection } from './upstream-connection.js';
 
 export interface PeerPoolOptions {
   /** Idle connections kept; 0: every connection closes after its request. */
@@ -13,50 +13,41 @@ export interface PeerPoolOptions {
   readonly idleChanged: (delta: number) => void;
 }
 
-/** How long an idle cached connection stays (nginx's keepalive_timeout default). */
-const IDLE_MS = 60_000;
-
 export class PeerPool {
-  private readonly idle: Client[] = [];
+  private readonly idle: UpstreamConnection[] = [];
   private closed = false;
+  /** The peer closed an idle connection, or it outlived its idle time: no longer cached. */
+  private readonly forget = (conn: UpstreamConnection) => {
+    const i = this.idle.indexOf(conn);
+    if (i < 0) return;
+    this.idle.splice(i, 1);
+    this.options.idleChanged(-1);
+  };
 
   constructor(
-    private readonly origin: string,
+    private readonly host: string,
+    private readonly port: number,
     private readonly options: PeerPoolOptions,
   ) {}
 
   /** An idle connection, or a new one. */
-  take(): Client {
+  take(): UpstreamConnection {
     const cached = this.idle.pop();
     if (cached) {
       this.options.idleChanged(-1);
+      cached.onIdleClose = undefined;
       return cached;
     }
-    const client = new Client(this.origin, {
-      connectTimeout: this.options.connectTimeout,
-      keepAliveTimeout: IDLE_MS,
-      keepAliveMaxTimeout: IDLE_MS,
-      pipelining: 1,
-    });
-    // The peer closed an idle connection: it is no longer cached.
-    client.on('disconnect', () => this.forget(client));
-    return client;
+    return new UpstreamConnection(this.host, this.port, this.options.connectTimeout);
   }
 
-  /** A request on `client` ended; `reusable` when its response ended cleanly. */
-  give(client: Client, reusable: boolean): void {
-    if (reusable && !this.closed && this.idle.length < this.options.keepalive && !client.closed && !client.destroyed) {
-      this.idle.push(client);
+  /** A request on `conn` ended; `reusable` when its response ended cleanly. */
+  give(conn: UpstreamConnection, reusable: boolean): void {
+    if (reusable && conn.reusable && !conn.closed && !this.closed && this.idle.length < this.options.keepalive) {
+      conn.onIdleClose = this.forget;
+      this.idle.push(conn);
       this.options.idleChanged(1);
-    } else void client.close().catch(() => {});
-  }
-
-  private forget(client: Client): void {
-    const i = this.idle.indexOf(client);
-    if (i < 0) return;
-    this.idle.splice(i, 1);
-    this.options.idleChanged(-1);
-    void client.close().catch(() => {});
+    } else conn.close();
   }
 
   /** Closes the idle connections (the peer left the configuration, or the worker stops). */
@@ -64,7 +55,8 @@ export class PeerPool {
     this.closed = true;
     for (const c of this.idle.splice(0)) {
       this.options.idleChanged(-1);
-      void c.close().catch(() => {});
+      c.onIdleClose = undefined;
+      c.close();
     }
   }
 }

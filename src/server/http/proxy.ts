@@ -6,11 +6,11 @@
 // timeout or a listed status while nothing has been sent to the client and the request
 // has no body (a streamed body cannot be sent twice).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Client, Dispatcher } from 'undici';
 import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
 import type { Chosen } from '../upstream/balancer.js';
 import { sendPage } from './pages.js';
 import type { PeerPool } from './peer-pool.js';
+import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRuntime } from './upstream.js';
 import { compileValue, type VariableContext } from './variables.js';
 
@@ -22,9 +22,13 @@ const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 't
 
 type Failure = 'error' | 'timeout';
 
-function failureOf(err: Error & { code?: string }): Failure {
-  return err instanceof ReadTimeout || err.code === 'UND_ERR_CONNECT_TIMEOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' ? 'timeout' : 'error';
+function failureOf(err: Error): Failure {
+  return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
 }
+
+/** A value that would break the request head: a CR, LF or NUL, which a variable can hold
+ * once decoded (`$uri` of `/a%0d%0a`). */
+const UNSAFE_VALUE = /[\r\n\0]/;
 
 export class Proxy {
   private readonly setHeaders: Array<{ lower: string; name: string; value: (c: VariableContext) => string; constant?: string }>;
@@ -60,8 +64,9 @@ export class Proxy {
     return this.config.uri + escapeUri(rest) + (q < 0 ? '' : url.slice(q));
   }
 
-  /** The peer's request headers, as undici takes them: name, value, name, value. */
-  headers(req: IncomingMessage, uri: string): string[] {
+  /** The peer's request headers: name, value, name, value; undefined when a configured
+   * header's value cannot be sent. */
+  headers(req: IncomingMessage, uri: string): string[] | undefined {
     const raw = req.rawHeaders;
     const out: string[] = [];
     const connection = req.headers.connection;
@@ -74,6 +79,7 @@ export class Proxy {
     const ctx: VariableContext = { req, uri, proxyHost: this.upstream.proxyHost };
     for (const h of this.setHeaders) {
       const v = h.value(ctx);
+      if (UNSAFE_VALUE.test(v)) return undefined;
       if (v !== '') out.push(h.name, v);
     }
     return out;
@@ -85,13 +91,12 @@ function escapeUri(s: string): string {
   return /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/.test(s) ? s : encodeURI(s).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
 }
 
-/** One request's way through the proxy: its attempts, and the undici handler of the
- * current one. */
-class Exchange implements Dispatcher.DispatchHandler {
+/** One request's way through the proxy: its attempts, and the handler of the current one. */
+class Exchange implements ExchangeHandler {
   private chosen: Chosen | undefined;
-  private client: Client | undefined;
+  private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
-  private abort: ((err?: Error) => void) | undefined;
+  private abort: ((err: Error) => void) | undefined;
   private tried: Set<number> | undefined;
   private tries = 0;
   /** What the last failed attempt would answer when no other peer is left (nginx: 504
@@ -109,11 +114,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** proxy_read_timeout: from the request's dispatch to the response headers, then
    * between two reads of the body. */
   private timer: NodeJS.Timeout | undefined;
-  /** An abort asked for before undici handed over its abort function. */
-  private pending: Error | undefined;
   private leaveQueue: (() => void) | undefined;
   private readonly path: string;
-  private readonly head: string[];
+  private readonly head: string[] | undefined;
 
   constructor(
     private readonly proxy: Proxy,
@@ -137,6 +140,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   start(): void {
+    // A configured header the request's variables made unsendable: nginx answers 400 too.
+    if (!this.head) return this.fail(400);
     const upstream = this.proxy.upstream;
     const chosen = upstream.pick(this.req, this.uri, this.tried);
     if (typeof chosen !== 'string') {
@@ -169,54 +174,27 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     this.chosen = chosen;
     this.abort = undefined;
-    this.pending = undefined;
     this.tries++;
     this.started = performance.now();
     this.status = 0;
     this.received = 0;
-    this.sent = headLength(this.req.method ?? 'GET', this.path, this.head);
+    const head = this.head!;
+    this.sent = headLength(this.req.method ?? 'GET', this.path, head);
     const upstream = this.proxy.upstream;
     const pool = (this.pool = upstream.pool(chosen, this.proxy.config.connectTimeout));
     const client = (this.client = pool.take());
-    try {
-      client.dispatch(
-        {
-          path: this.path,
-          method: (this.req.method ?? 'GET') as Dispatcher.HttpMethod,
-          headers: this.head,
-          body: this.hasBody ? this.req : null,
-          reset: upstream.config.keepalive === 0,
-          // undici's own timeouts tick once a second or so: proxy_read_timeout is ours.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        },
-        this,
-      );
-      this.timer = setTimeout(readTimedOut, this.proxy.config.readTimeout, this);
-    } catch (err) {
-      // undici refused the request itself (a header it does not allow): not the peer's fault.
-      this.chosen = undefined;
-      pool.give(client, false);
-      upstream.release(chosen, false);
-      this.fail((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' ? 400 : 502);
-    }
+    this.timer = setTimeout(readTimedOut, this.proxy.config.readTimeout, this);
+    client.dispatch({ path: this.path, method: this.req.method ?? 'GET', headers: head, body: this.hasBody ? this.req : null, reset: upstream.config.keepalive === 0 }, this);
   }
 
   /** Ends the current attempt with `err` (its onError follows). */
   abortAttempt(err: Error): void {
     if (!this.chosen) return;
-    if (this.abort) this.abort(err);
-    else this.pending = err;
+    this.abort?.(err);
   }
 
-  onConnect(abort: (err?: Error) => void): void {
+  onConnect(abort: (err: Error) => void): void {
     this.abort = abort;
-    if (this.pending) {
-      const err = this.pending;
-      this.pending = undefined;
-      abort(err);
-      return;
-    }
     if (this.finished) abort(new Error('client closed the connection'));
   }
 
@@ -224,7 +202,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.sent += chunkSize;
   }
 
-  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+  onHeaders(statusCode: number, headers: string[], resume: () => void, statusText: string): boolean {
     this.timer?.refresh();
     if (statusCode < 200) return true;
     this.headerMs = performance.now() - this.started;
@@ -238,8 +216,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     const out: string[] = [];
     for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i].toString('latin1');
-      const value = headers[i + 1].toString('latin1');
+      const name = headers[i];
+      const value = headers[i + 1];
       this.received += name.length + value.length + 4;
       if (!HOP_RESPONSE.has(name.toLowerCase())) out.push(name, value);
     }

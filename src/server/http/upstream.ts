@@ -52,8 +52,7 @@ export class UpstreamRuntime {
     const key = `${chosen.address} ${connectTimeout}`;
     let p = this.pools.get(key);
     if (!p) {
-      const host = chosen.host.includes(':') ? `[${chosen.host}]` : chosen.host;
-      p = new PeerPool(`http://${host}:${chosen.port}`, {
+      p = new PeerPool(chosen.host, chosen.port, {
         keepalive: this.config.keepalive,
         connectTimeout,
         idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),

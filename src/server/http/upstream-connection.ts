@@ -1,0 +1,264 @@
+// One HTTP/1.1 connection to a peer, for the proxy: a request head written as one string,
+// the body streamed with backpressure, the response parsed by node's own llhttp binding
+// (the parser node:http uses, in C++) and handed to an exchange as it comes.
+//
+// Why not undici: a proxied request through undici's Client cost the worker about 5 us of
+// JavaScript more than this (its Request object validates every header again, its wasm
+// parser copies each read into wasm memory and calls back through JS, and each closed
+// connection made an Error with a stack trace). The proxy needs none of that generality:
+// one request at a time on a connection whose head it builds itself from headers that
+// node's parser has already checked.
+import { connect, type Socket } from 'node:net';
+import { createRequire } from 'node:module';
+
+/** node's HTTP parser binding, as node:http's client and server use it. `_http_common`
+ * is a legacy module of node's, there since node 0.x and still in node 24. */
+interface Parser {
+  initialize(type: number, resource: object, maxHeaderSize?: number, lenient?: number): void;
+  execute(data: Buffer): number | Error;
+  finish(): undefined | Error;
+  close(): void;
+  free(): void;
+  [key: number]: unknown;
+}
+interface ParserClass {
+  new (): Parser;
+  readonly RESPONSE: number;
+  readonly kOnHeaders: number;
+  readonly kOnHeadersComplete: number;
+  readonly kOnBody: number;
+  readonly kOnMessageComplete: number;
+  readonly kOnExecute: number;
+}
+const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: ParserClass };
+
+/** What a request tells its exchange, in the order it happens. */
+export interface ExchangeHandler {
+  /** The request is on its way; `abort` ends it (its onError follows). */
+  onConnect(abort: (err: Error) => void): void;
+  onBodySent(bytes: number): void;
+  /** The response head: raw header names and values, alternating. false pauses the
+   * response until `resume` is called. */
+  onHeaders(status: number, headers: string[], resume: () => void, statusText: string): boolean;
+  /** A piece of the body; false pauses the response until `resume` is called. */
+  onData(chunk: Buffer): boolean;
+  onComplete(): void;
+  onError(err: Error): void;
+}
+
+export interface UpstreamRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Name, value, name, value: as they go (values already free of CR and LF), without
+   * Connection or Transfer-Encoding; Host is added from the peer when absent. */
+  readonly headers: readonly string[];
+  /** A request body to stream (its framing: Content-Length when among the headers,
+   * chunked otherwise), or null. */
+  readonly body: NodeJS.ReadableStream | null;
+  /** Close the connection after this response (`Connection: close`). */
+  readonly reset: boolean;
+}
+
+/** The peer did not accept the connection within the connect timeout. */
+export class ConnectTimeout extends Error {
+  readonly code = 'ETIMEDOUT';
+}
+/** The connection ended before the response did. */
+export class PeerClosed extends Error {}
+/** nginx's keepalive_timeout default, for peers that give no Keep-Alive hint. */
+const IDLE_MS = 60_000;
+/** A peer's `Keep-Alive: timeout=N` is honoured this much early, so that a connection is
+ * not reused just as the peer closes it (undici's margin). */
+const IDLE_MARGIN_MS = 1_000;
+
+export class UpstreamConnection {
+  /** Closed: no request can be sent on it any more. */
+  closed = false;
+  /** The last response ended cleanly and the connection may carry another request. */
+  reusable = false;
+  /** Called once when the connection ends while no request is on it (the pool forgets it). */
+  onIdleClose: ((conn: UpstreamConnection) => void) | undefined;
+
+  private readonly socket: Socket;
+  private readonly parser: Parser;
+  private connected = false;
+  private connectTimer: NodeJS.Timeout | undefined;
+  private handler: ExchangeHandler | undefined;
+  private request: UpstreamRequest | undefined;
+  private skipBody = false;
+  /** A 1xx response: its message-complete is not the request's. */
+  private informational = false;
+  private keepAlive = false;
+  private bodyDone = true;
+  private idleMs = IDLE_MS;
+  private readonly resume = () => this.socket.resume();
+  /** Host, when the request has none: the peer's address. */
+  private readonly hostHeader: string;
+
+  constructor(host: string, port: number, connectTimeout: number) {
+    this.hostHeader = (host.includes(':') ? `[${host}]` : host) + (port === 80 ? '' : `:${port}`);
+    const socket = (this.socket = connect({ host, port, noDelay: true }));
+    this.connectTimer = setTimeout(() => this.fail(new ConnectTimeout(`connect to ${host}:${port} timed out`)), connectTimeout);
+    socket.once('connect', () => {
+      clearTimeout(this.connectTimer);
+      this.connected = true;
+      if (this.request) this.writeHead();
+    });
+    socket.on('data', (data: Buffer) => {
+      const ret = this.parser.execute(data);
+      if (ret instanceof Error) this.fail(ret);
+    });
+    socket.on('end', () => {
+      // A body delimited by the connection's end is complete now.
+      const ret = this.handler ? this.parser.finish() : undefined;
+      if (ret instanceof Error) this.fail(ret);
+      this.fail(new PeerClosed('the peer closed the connection'));
+    });
+    socket.on('error', (err) => this.fail(err));
+    socket.on('close', () => {
+      this.fail(new PeerClosed('the connection to the peer closed'));
+      // Freed only now: fail() may run inside one of the parser's own callbacks.
+      this.parser.free();
+    });
+    socket.on('timeout', () => this.close());
+
+    const parser = (this.parser = new HTTPParser());
+    parser.initialize(HTTPParser.RESPONSE, {}, 0, 0);
+    let head: string[] | undefined;
+    parser[HTTPParser.kOnHeaders] = (headers: string[]) => {
+      // More headers than fit one call: they come in parts before the head is complete.
+      head = head ? head.concat(headers) : headers;
+    };
+    parser[HTTPParser.kOnHeadersComplete] = (
+      _major: number,
+      _minor: number,
+      headers: string[] | undefined,
+      _method: unknown,
+      _url: unknown,
+      status: number,
+      statusText: string,
+      _upgrade: boolean,
+      keepAlive: boolean,
+    ): number => {
+      const all = head ? (headers ? head.concat(headers) : head) : (headers ?? []);
+      head = undefined;
+      const handler = this.handler;
+      if (!handler) return 1;
+      if (status < 200) {
+        this.informational = true;
+        return 1;
+      }
+      this.keepAlive = keepAlive;
+      for (let i = 0; i < all.length; i += 2)
+        if (all[i].length === 10 && all[i].toLowerCase() === 'keep-alive') this.idleMs = keepAliveHint(all[i + 1]);
+      if (!handler.onHeaders(status, all, this.resume, statusText)) this.socket.pause();
+      // A HEAD response has a length but no body: the parser must not wait for one.
+      return this.skipBody ? 1 : 0;
+    };
+    parser[HTTPParser.kOnBody] = (chunk: Buffer) => {
+      if (this.handler && !this.handler.onData(chunk)) this.socket.pause();
+    };
+    parser[HTTPParser.kOnMessageComplete] = () => {
+      if (this.informational) {
+        this.informational = false;
+        return;
+      }
+      const handler = this.handler;
+      if (!handler) return;
+      // Reusable when both sides kept the connection and the whole request went out.
+      this.reusable = this.keepAlive && this.bodyDone && !this.request!.reset && this.idleMs > 0;
+      this.handler = undefined;
+      this.request = undefined;
+      if (this.reusable) this.socket.setTimeout(this.idleMs);
+      handler.onComplete();
+    };
+    parser[HTTPParser.kOnExecute] = () => {};
+  }
+
+  /** Sends a request; its handler hears of everything that follows. */
+  dispatch(request: UpstreamRequest, handler: ExchangeHandler): void {
+    this.handler = handler;
+    this.request = request;
+    this.reusable = false;
+    this.keepAlive = false;
+    this.skipBody = request.method === 'HEAD';
+    this.idleMs = IDLE_MS;
+    this.socket.setTimeout(0);
+    handler.onConnect((err) => this.fail(err));
+    if (this.closed) return;
+    if (this.connected) this.writeHead();
+  }
+
+  /** Closes the connection; a request on it fails. */
+  close(): void {
+    this.fail(new PeerClosed('connection closed'));
+  }
+
+  private writeHead(): void {
+    const req = this.request!;
+    const h = req.headers;
+    let head = `${req.method} ${req.path} HTTP/1.1\r\n`;
+    let host = false;
+    let length = false;
+    for (let i = 0; i < h.length; i += 2) {
+      const name = h[i];
+      if (name.length === 4 && name.toLowerCase() === 'host') host = true;
+      else if (name.length === 14 && name.toLowerCase() === 'content-length') length = true;
+      head += `${name}: ${h[i + 1]}\r\n`;
+    }
+    if (!host) head += `Host: ${this.hostHeader}\r\n`;
+    const chunked = req.body !== null && !length;
+    if (chunked) head += 'Transfer-Encoding: chunked\r\n';
+    head += req.reset ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n';
+    this.socket.write(head, 'latin1');
+    if (req.body) this.stream(req.body, chunked);
+  }
+
+  /** Streams the request body, pausing it while the socket is full. */
+  private stream(body: NodeJS.ReadableStream, chunked: boolean): void {
+    const socket = this.socket;
+    const handler = this.handler!;
+    this.bodyDone = false;
+    const drain = () => body.resume();
+    const onData = (chunk: Buffer) => {
+      if (this.handler !== handler) return;
+      handler.onBodySent(chunk.length);
+      const ok = chunked ? socket.write(`${chunk.length.toString(16)}\r\n`) && socket.write(chunk) && socket.write('\r\n') : socket.write(chunk);
+      if (!ok) body.pause();
+    };
+    const onEnd = () => {
+      cleanup();
+      this.bodyDone = true;
+      if (chunked && !this.closed) socket.write('0\r\n\r\n');
+    };
+    const cleanup = () => {
+      body.removeListener('data', onData);
+      body.removeListener('end', onEnd);
+      socket.removeListener('drain', drain);
+    };
+    body.on('data', onData);
+    body.once('end', onEnd);
+    socket.on('drain', drain);
+    socket.once('close', cleanup);
+  }
+
+  private fail(err: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.reusable = false;
+    clearTimeout(this.connectTimer);
+    this.socket.destroy();
+    const handler = this.handler;
+    this.handler = undefined;
+    this.request = undefined;
+    if (handler) handler.onError(err);
+    else this.onIdleClose?.(this);
+  }
+}
+
+/** The idle time a peer's `Keep-Alive: timeout=N` allows, less the margin. */
+function keepAliveHint(value: string): number {
+  const m = /timeout=(\d+)/i.exec(value);
+  if (!m) return IDLE_MS;
+  return Math.max(Math.min(Number(m[1]) * 1000 - IDLE_MARGIN_MS, IDLE_MS), 0);
+}
