@@ -22,6 +22,9 @@ class Backend {
   status = 200;
   /** TCP connections accepted: how a proxy keeps or closes its connections. */
   connections = 0;
+  /** Bytes read on connections that have closed: what a proxy sent, to the byte. */
+  bytesIn = 0;
+  private closed = 0;
   server: Server | undefined;
   constructor(
     readonly name: string,
@@ -72,7 +75,13 @@ class Backend {
         else answer();
       });
     });
-    this.server.on('connection', () => this.connections++);
+    this.server.on('connection', (socket) => {
+      this.connections++;
+      socket.on('close', () => {
+        this.bytesIn += socket.bytesRead;
+        this.closed++;
+      });
+    });
     return new Promise((resolve) => this.server!.listen(this.port, '127.0.0.1', () => resolve()));
   }
 
@@ -85,6 +94,10 @@ class Backend {
     });
   }
 
+  closedConnections(): number {
+    return this.closed;
+  }
+
   reset(): void {
     this.requests = 0;
     this.maxInflight = 0;
@@ -95,8 +108,8 @@ class Backend {
 
 const ports = await freePorts(10);
 const [site, admin] = ports;
-const [a, b, c, d, spare, e] = ports.slice(2, 8).map((p, i) => new Backend('abcdef'[i], p));
-await Promise.all([a, b, c, d, e].map((x) => x.start()));
+const [a, b, c, d, spare, e, f] = ports.slice(2, 9).map((p, i) => new Backend('abcdefg'[i], p));
+await Promise.all([a, b, c, d, e, f].map((x) => x.start()));
 
 const conf = `
 worker_processes 2;
@@ -134,6 +147,10 @@ http {
         server 127.0.0.1:${e.port};
         keepalive off;
     }
+    upstream counted {
+        server 127.0.0.1:${f.port};
+        keepalive off;
+    }
     upstream health {
         server 127.0.0.1:${spare.port} max_fails=2 fail_timeout=1s slow_start=1s;
         server 127.0.0.1:${b.port};
@@ -148,6 +165,7 @@ http {
         location /health/ { proxy_pass http://health; }
         location /reused/ { proxy_pass http://reused; }
         location /closing/ { proxy_pass http://closing; }
+        location /counted/ { proxy_pass http://counted; }
         location /flaky/ {
             proxy_pass http://flaky;
             proxy_next_upstream error timeout http_502;
@@ -170,7 +188,7 @@ http {
 const zonal = await Zonal.start({ 'zonal.conf': conf });
 t.teardown(async () => {
   await zonal.stop();
-  await Promise.all([a, b, c, d, spare, e].map((x) => x.stop()));
+  await Promise.all([a, b, c, d, spare, e, f].map((x) => x.stop()));
 });
 
 const status = (path: string) => getJson(`http://127.0.0.1:${admin}/status/${path}`).then((r) => r.body);
@@ -230,6 +248,23 @@ t.test('upstream connections are reused by default, and closed after each respon
   t.equal(closing.filter((r) => r.status === 200).length, 100, 'every request answered');
   t.equal(e.connections - start, 100, 'keepalive off: one connection per request');
   t.equal((await status('http/upstreams/closing')).keepalive, 0, 'and none cached');
+});
+
+t.test("a peer's data.sent is what the peer read, to the byte, with bodies of both framings", async (t) => {
+  const sized = await fetch(`http://127.0.0.1:${site}/counted/sized`, { method: 'POST', body: 'x'.repeat(1000) });
+  await sized.arrayBuffer();
+  t.equal(f.bodyBytes, 1000, 'a Content-Length body arrived whole');
+  const parts = [Buffer.alloc(3000, 97), Buffer.alloc(17, 98)];
+  const chunked = await fetch(`http://127.0.0.1:${site}/counted/chunked`, {
+    method: 'POST',
+    body: Readable.toWeb(Readable.from(parts)) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  await chunked.arrayBuffer();
+  t.equal(f.bodyBytes, 4017, 'a chunked body arrived whole');
+  t.ok(await eventually(async () => f.closedConnections() === 2), 'the peer saw both connections close');
+  const peer = await status(peerPath('counted', f));
+  t.equal(peer.data.sent, f.bytesIn, `data.sent counts what the peer read (${f.bytesIn} bytes)`);
 });
 
 t.test('nginx URI replacement, Host and X-Forwarded-For', async (t) => {

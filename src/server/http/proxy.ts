@@ -14,8 +14,9 @@ import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from '.
 import type { UpstreamRuntime } from './upstream.js';
 import { compileValue, type VariableContext } from './variables.js';
 
-/** Request headers that belong to the client's hop (RFC 9110 7.6.1), and those undici
- * manages itself. */
+/** Request headers that belong to the client's hop (RFC 9110 7.6.1), and those the
+ * upstream connection writes itself (Host is `proxy_set_header`'s, `$proxy_host` by
+ * default; 100-continue stays between the client and zonal). */
 const HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
 /** Response headers of the peer's hop. */
 const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -179,12 +180,12 @@ class Exchange implements ExchangeHandler {
     this.status = 0;
     this.received = 0;
     const head = this.head!;
-    this.sent = headLength(this.req.method ?? 'GET', this.path, head);
     const upstream = this.proxy.upstream;
     const pool = (this.pool = upstream.pool(chosen, this.proxy.config.connectTimeout));
     const client = (this.client = pool.take());
     this.timer = setTimeout(readTimedOut, this.proxy.config.readTimeout, this);
-    client.dispatch({ path: this.path, method: this.req.method ?? 'GET', headers: head, body: this.hasBody ? this.req : null, reset: upstream.config.keepalive === 0 }, this);
+    // The body's bytes follow through onBodySent, never before dispatch returns.
+    this.sent = client.dispatch({ path: this.path, method: this.req.method ?? 'GET', headers: head, body: this.hasBody ? this.req : null, reset: upstream.config.keepalive === 0 }, this);
   }
 
   /** Ends the current attempt with `err` (its onError follows). */
@@ -295,11 +296,4 @@ class ReadTimeout extends Error {}
 
 function readTimedOut(exchange: { abortAttempt(err: Error): void }): void {
   exchange.abortAttempt(new ReadTimeout('proxy_read_timeout'));
-}
-
-/** Bytes of the request line and headers sent to the peer (before undici's own few). */
-function headLength(method: string, path: string, headers: string[]): number {
-  let n = method.length + path.length + 12;
-  for (let i = 0; i < headers.length; i++) n += headers[i].length + 2;
-  return n + 2;
 }

@@ -90,6 +90,9 @@ export class UpstreamConnection {
   private informational = false;
   private keepAlive = false;
   private bodyDone = true;
+  /** The head of the request, until the connection is up to take it. */
+  private pendingHead = '';
+  private chunked = false;
   private idleMs = IDLE_MS;
   private readonly resume = () => this.socket.resume();
   /** Host, when the request has none: the peer's address. */
@@ -175,8 +178,9 @@ export class UpstreamConnection {
     parser[HTTPParser.kOnExecute] = () => {};
   }
 
-  /** Sends a request; its handler hears of everything that follows. */
-  dispatch(request: UpstreamRequest, handler: ExchangeHandler): void {
+  /** Sends a request; its handler hears of everything that follows. Returns the bytes of
+   * its request line and headers. */
+  dispatch(request: UpstreamRequest, handler: ExchangeHandler): number {
     this.handler = handler;
     this.request = request;
     this.reusable = false;
@@ -184,9 +188,10 @@ export class UpstreamConnection {
     this.skipBody = request.method === 'HEAD';
     this.idleMs = IDLE_MS;
     this.socket.setTimeout(0);
+    const head = (this.pendingHead = this.head(request));
     handler.onConnect((err) => this.fail(err));
-    if (this.closed) return;
-    if (this.connected) this.writeHead();
+    if (!this.closed && this.connected) this.writeHead();
+    return head.length;
   }
 
   /** Closes the connection; a request on it fails. */
@@ -194,8 +199,8 @@ export class UpstreamConnection {
     this.fail(new PeerClosed('connection closed'));
   }
 
-  private writeHead(): void {
-    const req = this.request!;
+  /** The request line and headers as they go on the wire (latin1: a byte a character). */
+  private head(req: UpstreamRequest): string {
     const h = req.headers;
     let head = `${req.method} ${req.path} HTTP/1.1\r\n`;
     let host = false;
@@ -207,11 +212,16 @@ export class UpstreamConnection {
       head += `${name}: ${h[i + 1]}\r\n`;
     }
     if (!host) head += `Host: ${this.hostHeader}\r\n`;
-    const chunked = req.body !== null && !length;
-    if (chunked) head += 'Transfer-Encoding: chunked\r\n';
-    head += req.reset ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n';
-    this.socket.write(head, 'latin1');
-    if (req.body) this.stream(req.body, chunked);
+    this.chunked = req.body !== null && !length;
+    if (this.chunked) head += 'Transfer-Encoding: chunked\r\n';
+    return head + (req.reset ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n');
+  }
+
+  private writeHead(): void {
+    this.socket.write(this.pendingHead, 'latin1');
+    this.pendingHead = '';
+    const body = this.request!.body;
+    if (body) this.stream(body, this.chunked);
   }
 
   /** Streams the request body, pausing it while the socket is full. */
@@ -222,14 +232,24 @@ export class UpstreamConnection {
     const drain = () => body.resume();
     const onData = (chunk: Buffer) => {
       if (this.handler !== handler) return;
-      handler.onBodySent(chunk.length);
-      const ok = chunked ? socket.write(`${chunk.length.toString(16)}\r\n`) && socket.write(chunk) && socket.write('\r\n') : socket.write(chunk);
+      let ok: boolean;
+      if (chunked) {
+        const size = `${chunk.length.toString(16)}\r\n`;
+        handler.onBodySent(size.length + chunk.length + 2);
+        ok = socket.write(size) && socket.write(chunk) && socket.write('\r\n');
+      } else {
+        handler.onBodySent(chunk.length);
+        ok = socket.write(chunk);
+      }
       if (!ok) body.pause();
     };
     const onEnd = () => {
       cleanup();
       this.bodyDone = true;
-      if (chunked && !this.closed) socket.write('0\r\n\r\n');
+      if (chunked && !this.closed) {
+        handler.onBodySent(5);
+        socket.write('0\r\n\r\n');
+      }
     };
     const cleanup = () => {
       body.removeListener('data', onData);
