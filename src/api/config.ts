@@ -7,6 +7,7 @@
 // Writes are taken from an upstream down. Above it (/config, /config/http,
 // /config/http/upstreams) an update would span several zones, which one publication
 // cannot make atomic: those paths are read-only (405).
+import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
 import { peerName } from '../metrics/catalog.js';
 import { parseTime, PEER_PARAMS, peerSet, type PeerEntry } from '../metrics/peers.js';
@@ -93,8 +94,12 @@ function peerJson(p: PeerConfig, protocol: Protocol, defaults: boolean): { [key:
 }
 
 function serversJson(status: Status, u: UpstreamConfig, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
+  return serversOf(peerSet(status, u).peers, protocol, defaults);
+}
+
+function serversOf(peers: readonly PeerConfig[], protocol: Protocol, defaults: boolean): { [key: string]: Json } {
   const out: { [key: string]: Json } = {};
-  for (const p of peerSet(status, u).peers) out[peerName(p)] = peerJson(p, protocol, defaults);
+  for (const p of peers) out[peerName(p)] = peerJson(p, protocol, defaults);
   return out;
 }
 
@@ -129,6 +134,22 @@ export interface ConfigRequest {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly body?: Uint8Array;
+  /** The Content-Type header of a write. */
+  readonly contentType?: string;
+  /** If-Match and If-None-Match: a write applies only when they hold. */
+  readonly ifMatch?: string;
+  readonly ifNoneMatch?: string;
+}
+
+/** What a /config write did, for an audit log: applied (2xx) or refused, and why. */
+export interface ConfigChange {
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  /** The error's description when refused; the success's otherwise. */
+  readonly description: string;
+  /** The body as sent (for DELETE: none), shortened for a log line. */
+  readonly value?: string;
 }
 
 /** What a path names: how deep it goes and what it found on the way. */
@@ -152,17 +173,60 @@ export function handleConfig(status: Status, req: ConfigRequest): ApiResponse {
   const writable = !!t.upstream;
   if (req.method === 'GET' || head) {
     const value = read(status, t, defaults);
-    return value === undefined ? pathNotFound(req.path, head) : jsonResponse(200, value, pretty, head);
+    if (value === undefined) return pathNotFound(req.path, head);
+    // The tag is the entity's own (its parameters as set, whatever `defaults` shows).
+    return jsonResponse(200, value, pretty, head, { ETag: entityTag(defaults ? read(status, t, false) : value) });
   }
   if (!['PUT', 'PATCH', 'DELETE'].includes(req.method) || !writable)
     return methodNotAllowed(req.method, req.path, writable ? WRITABLE : READ_ONLY);
   let body: Json | undefined;
   if (req.method !== 'DELETE') {
+    const refused = unsupportedType(req.method, req.contentType);
+    if (refused) return refused;
     const parsed = parseBody(req.body);
     if ('response' in parsed) return parsed.response;
     body = parsed.value;
   }
   return write(status, t, req, body);
+}
+
+/** The JSON types a write may carry: a PATCH is a JSON merge patch (RFC 7386) either way. */
+const PATCH_TYPES = 'application/json, application/merge-patch+json';
+
+/** 415 unless the body is declared JSON: a browser sends a cross-site form or a
+ * `text/plain` fetch without asking first, never `application/json`. */
+function unsupportedType(method: string, contentType: string | undefined): ApiResponse | undefined {
+  const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (type === 'application/json' || (method === 'PATCH' && type === 'application/merge-patch+json')) return undefined;
+  const accepted = method === 'PATCH' ? PATCH_TYPES : 'application/json';
+  return apiError(
+    415,
+    'UnsupportedMediaType',
+    `The request body must be ${method === 'PATCH' ? 'application/json or application/merge-patch+json' : 'application/json'}${type ? `, not ${type}` : ': the request has no Content-Type'}.`,
+    false,
+    method === 'PATCH' ? { 'Accept-Patch': accepted } : {},
+  );
+}
+
+/** A strong entity tag of an entity's JSON: equal JSON, equal tag. */
+export function entityTag(value: Json | undefined): string {
+  return `"${createHash('sha1').update(JSON.stringify(value ?? null)).digest('base64url').slice(0, 22)}"`;
+}
+
+/** Whether If-Match and If-None-Match hold for the entity as it is (`undefined`: absent),
+ * with RFC 9110's strong comparison: a weak tag never matches If-Match. */
+function preconditionsHold(current: Json | undefined, ifMatch: string | undefined, ifNoneMatch: string | undefined): boolean {
+  const tag = current === undefined ? undefined : entityTag(current);
+  const listed = (header: string) => header.split(',').map((s) => s.trim());
+  if (ifMatch !== undefined) {
+    const tags = listed(ifMatch);
+    if (tag === undefined || !(tags.includes('*') || tags.includes(tag))) return false;
+  }
+  if (ifNoneMatch !== undefined && tag !== undefined) {
+    const tags = listed(ifNoneMatch);
+    if (tags.includes('*') || tags.some((x) => x.replace(/^W\//, '') === tag)) return false;
+  }
+  return true;
 }
 
 function target(status: Status, s: readonly string[]): Target | undefined {
@@ -194,7 +258,12 @@ function read(status: Status, t: Target, defaults: boolean): Json | undefined {
     for (const u of upstreamsOf(status, t.protocol)) ups[u.name] = { servers: serversJson(status, u, t.protocol, defaults) };
     return t.depth === 1 ? { upstreams: ups } : ups;
   }
-  const servers = serversJson(status, t.upstream, t.protocol, defaults);
+  return entityOf(t, peerSet(status, t.upstream).peers, defaults);
+}
+
+/** The entity an upstream's path names, from a set of its peers. */
+function entityOf(t: Target, peers: readonly PeerConfig[], defaults: boolean): Json | undefined {
+  const servers = serversOf(peers, t.protocol!, defaults);
   if (!t.servers) return { servers };
   if (t.name === undefined) return servers;
   const peer = servers[t.name] as { [key: string]: Json } | undefined;
@@ -225,6 +294,9 @@ const isObject = (v: Json | undefined): v is { [key: string]: Json } => typeof v
 class FormatError {
   constructor(readonly description: string) {}
 }
+
+/** If-Match or If-None-Match did not hold when the write was to be made. */
+class PreconditionFailed {}
 
 /** A peer's parameters after a PUT (`base` empty) or a PATCH (`base` the current ones). */
 function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch: Json, merge: boolean, existing: PeerConfig | undefined): Params {
@@ -314,10 +386,14 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
   const merge = req.method === 'PATCH';
   const del = req.method === 'DELETE';
   let missing = false;
-  const change = (peers: readonly PeerEntry[]): PeerConfig[] | { error: FormatError } => {
+  const conditional = req.ifMatch !== undefined || req.ifNoneMatch !== undefined;
+  const change = (peers: readonly PeerEntry[]): PeerConfig[] | { error: FormatError | PreconditionFailed } => {
     missing = false;
     try {
       const list = peers.map(stripId);
+      // Checked on the set being replaced, inside the compare-and-swap: of two writers
+      // holding the same tag, the second sees the first's change and fails.
+      if (conditional && !preconditionsHold(entityOf(t, list, false), req.ifMatch, req.ifNoneMatch)) return { error: new PreconditionFailed() };
       if (!t.servers) {
         // The upstream: `servers` is its one member.
         if (del) return [];
@@ -363,16 +439,22 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
   if (!result.ok) {
     if (result.error === 'no-room')
       return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+    if (result.error instanceof PreconditionFailed)
+      return apiError(412, 'PreconditionFailed', `Configuration API entity "${req.path}" does not match the If-Match or If-None-Match condition: it was changed or created since it was read.`);
     return apiError(400, 'FormatError', (result.error as FormatError).description);
   }
   if (missing) return pathNotFound(req.path);
-  if (del) return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false);
+  // The entity's new tag, for the writer's next conditional write.
+  const after = entityOf(t, peerSet(status, u).peers, false);
+  const tag: Record<string, string> = after === undefined ? {} : { ETag: entityTag(after) };
+  if (del) return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false, tag);
   if (result.created && t.name !== undefined && !t.param)
-    return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created.` }, true, false);
+    return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created.` }, true, false, tag);
   return jsonResponse(
     200,
     { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` },
     true,
     false,
+    tag,
   );
 }

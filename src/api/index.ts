@@ -5,14 +5,16 @@ import type { Status } from '../metrics/status.js';
 import { statusRoot } from '../metrics/root.js';
 import type { RenderContext } from '../metrics/shape.js';
 import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
-import { configJson, handleConfig } from './config.js';
+import { configJson, handleConfig, type ConfigChange } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
 import { mapRequest } from './mapping.js';
+import { literalOrLocalhost, normaliseOrigin, originAllowed } from './origin.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
 
 export type { ApiMount, ApiRequest, ApiResponse } from './types.js';
+export type { ConfigChange } from './config.js';
 export { mapRequest, findMount, decodePath } from './mapping.js';
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | undefined;
@@ -27,7 +29,22 @@ export interface ApiOptions {
   readonly status: Status;
   /** Where the API answers; by default `/status/` as itself. */
   readonly mounts?: readonly ApiMount[];
+  /** Told of every /config write that reached the configuration, applied or refused:
+   * an audit log's source. */
+  readonly onConfigChange?: (change: ConfigChange, request: ApiRequest) => void;
+  /**
+   * Whether the API answers a request with this Host header (a DNS-rebinding page sends
+   * its own domain): by default an address literal or `localhost`, any port. `write`:
+   * the request would change /config. A request without Host (not a browser's) is answered.
+   */
+  readonly acceptHost?: (host: string, request: ApiRequest, write: boolean) => boolean;
+  /** Origins (`https://dash.example.com`) besides the API's own whose pages may write. */
+  readonly origins?: readonly string[];
 }
+
+const WRITES = new Set(['PUT', 'PATCH', 'DELETE', 'POST']);
+/** How much of a written value an audit line keeps. */
+const AUDIT_VALUE_CHARS = 200;
 
 const READ_METHODS = 'GET, HEAD';
 
@@ -51,6 +68,9 @@ export function createApi(options: ApiOptions): ApiHandler {
     { location: '/config/', api: '/config/' },
   ];
   const status = options.status;
+  const acceptHost = options.acceptHost ?? literalOrLocalhost;
+  const origins = (options.origins ?? []).map((o) => normaliseOrigin(o) ?? o);
+  const audit = options.onConfigChange;
   // The API root: `/` lists the trees there are.
   const root = new ObjectNode(() => [
     ['status', statusRoot(status)],
@@ -71,8 +91,27 @@ export function createApi(options: ApiOptions): ApiHandler {
       now: Date.now(),
     };
     const segments = mapped.path.split('/').filter(Boolean);
-    if (segments[0] === 'config')
-      return handleConfig(status, { method: request.method, segments: segments.slice(1), path: mapped.path, query, body: request.body });
+    const write = WRITES.has(request.method);
+    const refused = refusal(request, write, acceptHost, origins);
+    if (refused) {
+      const response = apiError(403, 'Forbidden', refused, head);
+      if (audit && write && segments[0] === 'config') audit(changeOf(request, mapped.path, response), request);
+      return response;
+    }
+    if (segments[0] === 'config') {
+      const response = handleConfig(status, {
+        method: request.method,
+        segments: segments.slice(1),
+        path: mapped.path,
+        query,
+        body: request.body,
+        contentType: request.contentType,
+        ifMatch: request.ifMatch,
+        ifNoneMatch: request.ifNoneMatch,
+      });
+      if (audit && write) audit(changeOf(request, mapped.path, response), request);
+      return response;
+    }
     let trail: Step[] | undefined;
     try {
       trail = resolve(root, segments, ctx);
@@ -95,4 +134,32 @@ export function createApi(options: ApiOptions): ApiHandler {
     w.text('\n');
     return { ...textResponse(200, 'application/json', w.result(), head), release: w.recycle() };
   };
+}
+
+/** Why a request from a browser page is refused, or undefined. */
+function refusal(request: ApiRequest, write: boolean, acceptHost: NonNullable<ApiOptions['acceptHost']>, origins: readonly string[]): string | undefined {
+  const host = request.host;
+  if (host !== undefined && !acceptHost(host, request, write))
+    return `The Host "${host}" is not a name of this API's server: a page of another site may not reach it (DNS rebinding).`;
+  if (write && !originAllowed(request.origin, host, request.secure === true, origins))
+    return `Writes from the origin "${request.origin}" are not allowed: list it in "api_origins" to let its pages change the configuration.`;
+  return undefined;
+}
+
+/** A /config write and its outcome, as the audit tells it. */
+function changeOf(request: ApiRequest, path: string, response: ApiResponse): ConfigChange {
+  let description = '';
+  try {
+    description = String((JSON.parse(bodyText(response)) as { description?: unknown }).description ?? '');
+  } catch {
+    // every /config answer is JSON; an odd one is told without its description
+  }
+  const body = request.body;
+  let value: string | undefined;
+  if (body && body.length > 0) {
+    // Whitespace folded, so that a value is one line of the log.
+    const text = Buffer.from(body.buffer, body.byteOffset, Math.min(body.byteLength, AUDIT_VALUE_CHARS * 4)).toString('utf8').replace(/\s+/g, ' ');
+    value = text.length > AUDIT_VALUE_CHARS || body.byteLength > AUDIT_VALUE_CHARS * 4 ? `${text.slice(0, AUDIT_VALUE_CHARS)}...` : text;
+  }
+  return { method: request.method, path, status: response.status, description, ...(value !== undefined ? { value } : {}) };
 }

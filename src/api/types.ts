@@ -11,12 +11,23 @@ export interface ApiRequest {
   readonly body?: Buffer;
   /** The local address that accepted the connection (`/status/server/address`). */
   readonly address: string;
-  /** The Host header, for `$host` in `api` paths. */
+  /** The Host header, for `$host` in `api` paths and the Host check. */
   readonly host?: string;
+  /** The connection is TLS: the request's own origin is https. */
+  readonly secure?: boolean;
   /** The client's address, for access rules (`allow`, `deny`) in front of the API. */
   readonly remoteAddress?: string;
   /** The Authorization header, for basic auth in front of the API. */
   readonly authorization?: string;
+  /** The user basic auth let through, for the audit of /config changes. */
+  readonly user?: string;
+  /** Content-Type: a /config write must be JSON. */
+  readonly contentType?: string;
+  /** Origin: a cross-site write is refused unless its origin is allowed. */
+  readonly origin?: string;
+  /** If-Match and If-None-Match: conditional /config writes. */
+  readonly ifMatch?: string;
+  readonly ifNoneMatch?: string;
 }
 
 export interface ApiResponse {

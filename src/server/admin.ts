@@ -11,6 +11,8 @@ import { ServerNames } from './http/server-names.js';
 import { Site, type Place } from './http/site.js';
 import { normalizeUri } from './http/uri.js';
 import { listenGroups } from './listens.js';
+import { auditLine, logAudit } from './audit.js';
+import type { Log } from './log.js';
 
 type Handler = (req: ApiRequest) => ApiResponse | undefined | Promise<ApiResponse | undefined>;
 
@@ -23,7 +25,10 @@ interface Listener {
 export class AdminListeners {
   private readonly listeners = new Map<string, Listener>();
 
-  constructor(private readonly status: Status) {}
+  constructor(
+    private readonly status: Status,
+    private readonly log: Log,
+  ) {}
 
   /** Serves the configuration's admin servers: addresses it keeps get the new servers,
    * new ones are opened, those it no longer has are closed. */
@@ -54,7 +59,7 @@ export class AdminListeners {
 
   private handler(servers: VirtualServerConfig[], address: { host: string; port: number }): Handler {
     const names = new ServerNames(servers, address);
-    const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false })]));
+    const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false, audit: (change, request) => logAudit(this.log, auditLine(change, request)) })]));
     return (req) => {
       const site = sites.get(names.select(req.host))!;
       const uri = normalizeUri(req.path);

@@ -102,3 +102,17 @@ function hex(c: number): number {
   if (c >= 0x41 && c <= 0x46) return c - 0x37;
   return -1;
 }
+
+/** Whether an address (text, IPv6 with or without brackets) is this machine's loopback:
+ * 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into IPv6. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const a = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  const v4 = parseInet4(a, 0, a.length);
+  if (v4 >= 0) return v4 >>> 24 === 127;
+  const b = new Uint8Array(16);
+  if (!parseInet6(a, b)) return false;
+  if (isMapped(b)) return b[12] === 127;
+  for (let i = 0; i < 15; i++) if (b[i] !== 0) return false;
+  return b[15] === 1;
+}

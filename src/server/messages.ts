@@ -6,9 +6,13 @@ export type FromPrimary =
   /** Stop accepting, finish what is in flight, exit. */
   | { type: 'drain' };
 
+import type { AuditLine } from './audit.js';
+
 export type ToPrimary =
   /** The worker listens for messages: cluster's own 'online' comes before the worker's
    * module runs, and a message sent then would be lost. */
   | { type: 'waiting' }
   | { type: 'ready' }
-  | { type: 'failed'; message: string };
+  | { type: 'failed'; message: string }
+  /** A /config write through an API location of the worker, for the primary's log. */
+  | { type: 'audit'; line: AuditLine };

@@ -15,10 +15,12 @@ import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { AdminListeners } from './admin.js';
+import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
 import { formatConfigError, loadConfig } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
+import { stderrLog, type Log } from './log.js';
 
 /** How long draining workers may take before they are killed. */
 const DRAIN_MS = 30_000;
@@ -33,9 +35,7 @@ interface WorkerRecord {
   state: 'starting' | 'ready' | 'draining';
 }
 
-export type Log = (level: 'notice' | 'warn' | 'error' | 'emerg', message: string) => void;
-
-export const stderrLog: Log = (level, message) => process.stderr.write(`zonal: [${level}] ${message}\n`);
+export { stderrLog, type Log } from './log.js';
 
 export class Primary {
   private readonly workers = new Set<WorkerRecord>();
@@ -54,7 +54,7 @@ export class Primary {
     private readonly log: Log,
   ) {
     this.freeSlots = Array.from({ length: status.zone.workerSlots }, (_, i) => i);
-    this.admin = new AdminListeners(status);
+    this.admin = new AdminListeners(status, log);
   }
 
   /** Reads the configuration, creates the zones, starts the workers and admin listeners. */
@@ -102,6 +102,7 @@ export class Primary {
       let failure = 'the worker exited before it was ready';
       worker.on('message', (m: ToPrimary) => {
         if (m.type === 'waiting') worker.send(start);
+        else if (m.type === 'audit') logAudit(this.log, m.line);
         else if (m.type === 'ready' && record.state === 'starting') {
           record.state = 'ready';
           resolve(record);

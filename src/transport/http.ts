@@ -49,6 +49,7 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
       address: localAddress(req.socket.localAddress),
       ...(req.headers.host ? { host: req.headers.host } : {}),
       ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+      ...conditions(req),
       remoteAddress: localAddress(req.socket.remoteAddress),
     };
 
@@ -134,4 +135,19 @@ export function mountApi(server: Server, handler: ApiHandler, fallback?: (req: I
     listener(req, res, fallback ? () => fallback(req, res) : undefined);
   });
   return listener;
+}
+
+/** The headers that make a write safe (Content-Type, Origin) and conditional (If-Match,
+ * If-None-Match): read only for methods that write, so that a GET costs nothing more. */
+function conditions(req: IncomingMessage): Partial<ApiRequest> {
+  const m = req.method;
+  if (m === 'GET' || m === 'HEAD') return {};
+  const h = req.headers;
+  const out: { -readonly [K in keyof ApiRequest]?: ApiRequest[K] } = {};
+  if ((req.socket as { encrypted?: boolean }).encrypted) out.secure = true;
+  if (h['content-type'] !== undefined) out.contentType = h['content-type'];
+  if (h.origin !== undefined) out.origin = h.origin;
+  if (h['if-match'] !== undefined) out.ifMatch = h['if-match'];
+  if (h['if-none-match'] !== undefined) out.ifNoneMatch = h['if-none-match'];
+  return out;
 }

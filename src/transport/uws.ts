@@ -59,6 +59,12 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     const query = req.getQuery() ?? '';
     const hostHeader = req.getHeader('host');
     const authorization = req.getHeader('authorization');
+    // What makes a write safe (Content-Type, Origin) and conditional: only writes read it.
+    const writes = method !== 'GET' && method !== 'HEAD';
+    const contentType = writes ? req.getHeader('content-type') : '';
+    const origin = writes ? req.getHeader('origin') : '';
+    const ifMatch = writes ? req.getHeader('if-match') : '';
+    const ifNoneMatch = writes ? req.getHeader('if-none-match') : '';
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     let aborted = false;
     let answered = false;
@@ -79,6 +85,10 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         ...(size > 0 ? { body: Buffer.concat(chunks, size) } : {}),
         ...(hostHeader ? { host: hostHeader } : {}),
         ...(authorization ? { authorization } : {}),
+        ...(contentType ? { contentType } : {}),
+        ...(origin ? { origin } : {}),
+        ...(ifMatch ? { ifMatch } : {}),
+        ...(ifNoneMatch ? { ifNoneMatch } : {}),
         remoteAddress,
       };
       chunks.length = 0;

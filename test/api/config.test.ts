@@ -31,7 +31,7 @@ function setup(t: { teardown(fn: () => void): void }, config: StatusConfig = CON
   const api = createApi({ status });
   const call = (method: string, path: string, body?: unknown, query = '') => {
     const raw = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const r = api({ method, path, query, address: '127.0.0.1', body: raw })!;
+    const r = api({ method, path, query, address: '127.0.0.1', body: raw, ...(raw ? { contentType: 'application/json' } : {}) })!;
     const text = bodyText(r);
     const json = text && r.headers['Content-Type'] === 'application/json';
     return { status: r.status, headers: r.headers, text, body: json ? (JSON.parse(text) as Any) : undefined };

@@ -39,7 +39,7 @@ function setup(t: Test, upstreams: UpstreamConfig[]) {
   t.teardown(() => status.remove());
   const api = createApi({ status });
   const call = (method: string, path: string, body?: unknown) => {
-    const r = api({ method, path, query: '', address: '127.0.0.1', body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)) })!;
+    const r = api({ method, path, query: '', address: '127.0.0.1', contentType: 'application/json', body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)) })!;
     const text = bodyText(r);
     return { status: r.status, body: text ? (JSON.parse(text) as Any) : undefined };
   };

@@ -191,6 +191,7 @@ t.teardown(async () => {
   await Promise.all([a, b, c, d, spare, e, f].map((x) => x.stop()));
 });
 
+const JSON_TYPE = { 'Content-Type': 'application/json' };
 const status = (path: string) => getJson(`http://127.0.0.1:${admin}/status/${path}`).then((r) => r.body);
 const peerPath = (u: string, backend: Backend) => `http/upstreams/${u}/peers/127.0.0.1:${backend.port}`;
 
@@ -428,7 +429,7 @@ t.test('hash consistent: a key stays on its peer; adding a peer moves about 1/N 
   t.ok(new Set(first.values()).size === 4, 'all four peers used');
   await spare.start();
   t.teardown(() => spare.stop());
-  const put = await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/hashed/servers/127.0.0.1:${spare.port}`, { method: 'PUT', body: '{}' });
+  const put = await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/hashed/servers/127.0.0.1:${spare.port}`, { method: 'PUT', body: '{}', headers: JSON_TYPE });
   t.equal(put.status, 201, 'a fifth peer through /config');
   const after = await where();
   const moved = keys.filter((k) => after.get(k) !== first.get(k));
@@ -452,9 +453,9 @@ t.test('/config in the middle of traffic: a new peer gets requests, down stops t
       }
     }),
   );
-  t.equal((await getJson(`${base}/127.0.0.1:${d.port}`, { method: 'PUT', body: '{"weight": 5}' })).status, 201);
+  t.equal((await getJson(`${base}/127.0.0.1:${d.port}`, { method: 'PUT', body: '{"weight": 5}', headers: JSON_TYPE })).status, 201);
   t.ok(await eventually(async () => d.requests > 50, 5000), 'the new peer receives traffic');
-  t.equal((await getJson(`${base}/127.0.0.1:${d.port}/down`, { method: 'PUT', body: 'true' })).status, 200);
+  t.equal((await getJson(`${base}/127.0.0.1:${d.port}/down`, { method: 'PUT', body: 'true', headers: JSON_TYPE })).status, 200);
   t.ok(await eventually(async () => d.inflight === 0, 2000), 'what it had in flight finished');
   const atDown = d.requests;
   await load(() => '/w/x', 200, 8);

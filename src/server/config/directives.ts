@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime } from '../../metrics/peers.js';
+import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
@@ -595,6 +596,21 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       const error = checkApiPath(d.args[0]);
       if (error) c.error(d.origin, `${error} in "api" directive`);
       else location.api = { value: d.args[0], origin: d.origin };
+    },
+  }),
+
+  api_origins: define({
+    contexts: inheritable,
+    args: [1, 64],
+    admin: true,
+    apply(d, level, c) {
+      const origins: string[] = [];
+      for (const arg of d.args) {
+        const origin = normaliseOrigin(arg);
+        if (origin === undefined) return void c.error(d.origin, `invalid origin "${arg}" in "api_origins" directive, it must be http://<host>[:<port>] or https://<host>[:<port>]`);
+        origins.push(origin);
+      }
+      level.apiOrigins = origins;
     },
   }),
 

@@ -21,6 +21,8 @@ export interface InheritableLevel extends Level {
   /** `false` for `auth_basic off`. */
   authBasic?: At<string | false>;
   authUserFile?: string;
+  /** `api_origins`: origins allowed to write to the API from a browser, normalised. */
+  apiOrigins?: string[];
   /** Only the headers written in this block: a block with any replaces the outer list. */
   readonly proxySetHeaders: Array<{ readonly name: string; readonly value: string }>;
   /** Milliseconds. */

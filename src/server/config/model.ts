@@ -50,6 +50,9 @@ export interface Inherited {
   readonly access: readonly AccessRule[];
   /** Absent: `auth_basic off` or never set. */
   readonly authBasic?: BasicAuthConfig;
+  /** `api_origins`: the origins besides the server's own whose browser pages may write
+   * to /config (`scheme://host[:port]`, lowercase, default port left out); absent: none. */
+  readonly apiOrigins?: readonly string[];
 }
 
 /** `proxy_next_upstream` conditions. */

@@ -57,12 +57,14 @@ interface Merged {
   readonly access: readonly AccessRule[];
   readonly authBasic?: At<string | false>;
   readonly authUserFile?: string;
+  readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
   readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri'>;
 }
 
 const TOP: Merged = {
   access: [],
+  apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
 };
 
@@ -73,6 +75,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
   const o = outer.proxy;
   return {
     access: level.access.length ? level.access : outer.access,
+    apiOrigins: level.apiOrigins ?? outer.apiOrigins,
     ...(root !== undefined ? { root } : {}),
     ...(authBasic ? { authBasic } : {}),
     ...(authUserFile !== undefined ? { authUserFile } : {}),
@@ -156,6 +159,7 @@ class Resolver {
 
   private settle(m: Merged): Inherited {
     const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
+    if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     const realm = m.authBasic?.value;
     if (m.authBasic && realm !== false && realm !== undefined) {

@@ -18,6 +18,8 @@ import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
 import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
 import { listenGroups } from '../listens.js';
+import { auditLine } from '../audit.js';
+import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage } from './pages.js';
 import { ServerNames } from './server-names.js';
 import { Site, type Place } from './site.js';
@@ -82,7 +84,7 @@ export class HttpPlane {
 
   private site(server: VirtualServerConfig): Site {
     let s = this.sites.get(server);
-    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams })));
+    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams, audit: sendAudit })));
     return s;
   }
 
@@ -315,4 +317,9 @@ export class HttpPlane {
       for (const u of this.upstreams.values()) u.close();
     });
   }
+}
+
+/** A /config write through one of this worker's API locations, to the primary's log. */
+function sendAudit(...args: Parameters<typeof auditLine>): void {
+  process.send?.({ type: 'audit', line: auditLine(...args) } satisfies ToPrimary);
 }

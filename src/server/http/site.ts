@@ -1,11 +1,13 @@
 // A virtual server at run time: its zone, its guard and `return`, and for each of its
 // locations what answers there. The workers' node:http plane and the primary's admin
 // listeners both build their servers from this.
-import { createApi, type ApiHandler } from '../../api/index.js';
-import type { ApiMount } from '../../api/types.js';
+import { createApi, type ApiHandler, type ConfigChange } from '../../api/index.js';
+import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
 import type { LocationConfig, VirtualServerConfig } from '../config/model.js';
+import { apiHostRule } from './api-hosts.js';
+import { parseAuthorization } from './auth.js';
 import { Guard } from './guard.js';
 import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
@@ -31,6 +33,8 @@ export interface SiteOptions {
   readonly recorders?: Map<string, HttpZone>;
   /** The process's upstreams by name, for proxy_pass. */
   readonly upstreams?: ReadonlyMap<string, UpstreamRuntime>;
+  /** Told of every /config write its API locations took or refused. */
+  readonly audit?: (change: ConfigChange, request: ApiRequest) => void;
 }
 
 export class Site {
@@ -54,13 +58,24 @@ export class Site {
     this.zone = record('server', config.statusZone);
     this.place = { guard: new Guard(config), ...(config.return ? { return: new Return(config.return) } : {}), ...(config.root ? { root: config.root } : {}) };
     this.index = new LocationIndex(config.locations);
+    const acceptHost = apiHostRule(config);
+    const audit = options.audit;
+    const api = (l: LocationConfig) =>
+      createApi({
+        status: options.status,
+        mounts: [mountOf(l)],
+        acceptHost,
+        origins: l.apiOrigins,
+        // The user is the one basic auth let through; without auth_basic there is none.
+        ...(audit ? { onConfigChange: (change, request) => audit(change, l.authBasic ? { ...request, user: parseAuthorization(request.authorization)?.user } : request) } : {}),
+      });
     const visit = (locations: readonly LocationConfig[]) => {
       for (const l of locations) {
         this.places.set(l, {
           zone: record('location', l.statusZone),
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
-          ...(l.api ? { api: createApi({ status: options.status, mounts: [mountOf(l)] }) } : {}),
+          ...(l.api ? { api: api(l) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
           ...(l.root ? { root: l.root } : {}),
         });
