@@ -1,18 +1,20 @@
 // What the benchmarks that run servers as child processes and load them with autocannon
-// (bench/server.ts, bench/proxy.ts) share, kept in one place so that they start, wait for,
-// measure, load and stop their servers the same way, and a fix to one is a fix to both.
+// or wrk (bench/server.ts, bench/proxy.ts, bench/side.ts) share, kept in one place so that
+// they start, wait for, measure, load and stop their servers the same way, and a fix to
+// one is a fix to all: nginx (found, or installed, and started), zonal's counts read
+// through its API, and the plain Node proxies' header handling included.
 // Not a benchmark: scripts/bench.mjs lists it among its HELPERS.
 //
 // Every wait here is bounded in tries and time; every child started here is stopped with
 // SIGTERM (SIGKILL after 10 s) when runBench()'s body ends, and sent SIGTERM when the
 // process exits in any other way. Everything listens on 127.0.0.1 only.
 import cluster from 'node:cluster';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autocannon, fail, fmt, nowNs, table, type Cell } from './report.js';
 
@@ -92,6 +94,27 @@ function stop(child: Child): Promise<void> {
       resolve();
     });
     proc.kill('SIGTERM');
+  });
+}
+
+/** Resolves with the exit code of a command start() has just started (in the same tick)
+ * once it has ended and its output is all read (`output`); SIGKILL if it has not ended
+ * within `seconds`, which is then Broken. */
+export function finished(child: Child, seconds: number): Promise<number> {
+  const proc = child.process;
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      proc.kill('SIGKILL');
+    }, seconds * 1000);
+    // 'close' comes after 'exit' and the end of both pipes; a command that could not be
+    // started has 'error' (kept in its output by start()) and then 'close' too.
+    proc.once('close', (code) => {
+      clearTimeout(timer);
+      if (late) reject(new Broken(`${child.name} did not end within ${seconds} s:\n${child.output}`));
+      else resolve(code ?? -1);
+    });
   });
 }
 
@@ -224,13 +247,21 @@ export function childPids(pid: number): number[] {
 
 /** CPU seconds (user + system) processes have used so far: clock ticks of 1/100 s,
  * utime and stime being fields 14 and 15 (12 and 13 after the name). */
-function cpuSecondsOfTree(pids: readonly number[]): number {
+export function cpuSecondsOfTree(pids: readonly number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     const f = statFields(pid);
     if (f) ticks += Number(f[11]) + Number(f[12]);
   }
   return ticks / 100;
+}
+
+/** CPU seconds (user + system) of this process's children that have exited and been
+ * waited for, cutime and cstime (fields 16 and 17): the difference across a command run
+ * to its end (a load generator) is what that command used. */
+export function reapedChildrenCpuSeconds(): number {
+  const f = statFields(process.pid);
+  return f ? (Number(f[13]) + Number(f[14])) / 100 : 0;
 }
 
 // ---- Load ----------------------------------------------------------------------------------
@@ -325,6 +356,148 @@ export function checkZonalCount(answered: number, counted: number, countedRoot: 
 export function showTarget(overheadPct: number): void {
   const met = overheadPct <= 5 ? 'met' : 'MISSED';
   table('Target (shown, not asserted)', ['target', 'measured', 'status'], [['overhead_pct <= 5', `${fmt(Math.round(overheadPct * 10) / 10, 1)} %`, met]]);
+}
+
+// ---- Commands of Debian's packages (nginx, wrk) ------------------------------------------
+
+/** A command on PATH, or in the sbin folders a non-root PATH may lack. */
+function findCommand(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
+  for (const dir of dirs) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, name), fsConstants.X_OK);
+      return join(dir, name);
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
+}
+
+/** Runs a command to its end, for at most `seconds`; its output when it fails. */
+export function runFor(command: string, args: string[], seconds: number): { ok: boolean; output: string } {
+  const r = spawnSync(command, args, {
+    encoding: 'utf8',
+    timeout: seconds * 1000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = `${r.error ? `${r.error.message}\n` : ''}${r.stdout ?? ''}${r.stderr ?? ''}`.trim().slice(-1000);
+  return { ok: r.status === 0, output };
+}
+
+export type Command = { command: string; installed: boolean } | { reason: string };
+
+/** The command `name` of Debian's package `pkg`, or why there is none. Installs the
+ * package when the command is missing and this runs as root: from the package lists as
+ * they are, and after `apt-get update` if that fails (each step at most 60 s). */
+export function debianCommand(name: string, pkg = name): Command {
+  let command = findCommand(name);
+  if (command) return { command, installed: false };
+  if (process.getuid?.() !== 0) return { reason: `${name} is not installed, and this is not root to install it` };
+  if (!findCommand('apt-get')) return { reason: `${name} is not installed, and there is no apt-get to install it` };
+  console.error(`${name} is not installed: apt-get install ${pkg} ...`);
+  const install = ['install', '-y', '-qq', '--no-install-recommends', pkg];
+  let r = runFor('apt-get', install, 60);
+  if (!r.ok) {
+    const update = runFor('apt-get', ['update', '-qq'], 60);
+    r = update.ok ? runFor('apt-get', install, 60) : update;
+  }
+  command = findCommand(name);
+  if (!r.ok || !command) return { reason: `apt-get could not install ${pkg}: ${r.output}` };
+  return { command, installed: true };
+}
+
+/** nginx (installed if need be, as debianCommand() says) and its version, or why there is
+ * none. */
+export function nginxCommand(): { command: string; version: string; installed: boolean } | { reason: string } {
+  const found = debianCommand('nginx');
+  if ('reason' in found) return found;
+  const v = runFor(found.command, ['-v'], 10);
+  if (!v.ok) return { reason: `${found.command} -v failed: ${v.output}` };
+  return { ...found, version: v.output.replace(/^nginx version:\s*/, '') };
+}
+
+/** Starts nginx (`command`) as a child, in the foreground, with its configuration, logs,
+ * pid and temporary paths in `dir` (made here): a master and one worker, the access log
+ * off, keep-alive connections not limited to nginx's 1000 requests (node:http has no such
+ * limit), and `http` inside the `http {}` block. `name` names it in messages. */
+export function startNginx(name: string, command: string, dir: string, http: string): Child {
+  mkdirSync(dir, { recursive: true });
+  const indented = http.trim().replace(/^/gm, '    ');
+  const conf = `# written by zonal's bench/
+worker_processes 1;
+error_log ${dir}/error.log;
+pid ${dir}/nginx.pid;
+events {
+    worker_connections 4096;
+}
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path ${dir}/client_body;
+    proxy_temp_path ${dir}/proxy;
+    fastcgi_temp_path ${dir}/fastcgi;
+    uwsgi_temp_path ${dir}/uwsgi;
+    scgi_temp_path ${dir}/scgi;
+${indented}
+}
+`;
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  // -e: the error log from the start, before the configuration is read.
+  return start(name, command, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;']);
+}
+
+// ---- zonal's API -------------------------------------------------------------------------
+
+/** Reads one number of zonal's status tree through an API mounted at /status/ on `port`
+ * (a location or an admin listener); undefined when the path is not found. */
+export async function statusNumber(port: number, path: string): Promise<number | undefined> {
+  const a = await getOnce(port, `/status/${path}`);
+  if (a.status === 404) return undefined;
+  const value: unknown = a.status === 200 ? JSON.parse(a.body) : undefined;
+  if (typeof value !== 'number') broken(`GET /status/${path} answered ${a.status}: ${a.body.slice(0, 300)}`);
+  return value;
+}
+
+/** The requests forwarded to the peer `127.0.0.1:<peerPort>` of `upstream`: its name as
+ * it is in a path, or with the ':' percent-encoded; the path it was read at. */
+export async function peerSelected(port: number, upstream: string, peerPort: number): Promise<{ path: string; value: number }> {
+  const paths = [`${HOST}:${peerPort}`, `${HOST}%3A${peerPort}`].map((peer) => `http/upstreams/${upstream}/peers/${peer}/selected/total`);
+  for (const path of paths) {
+    const value = await statusNumber(port, path);
+    if (value !== undefined) return { path, value };
+  }
+  const a = await getOnce(port, `/status/http/upstreams/${upstream}/peers`);
+  broken(`zonal shows no peer ${HOST}:${peerPort} in upstream ${upstream} (GET ${paths.join(' and ')}: 404); its peers: ${a.status} ${a.body.slice(0, 300)}`);
+}
+
+/** zonal's own counts, each next to the requests the load generator had answered by that
+ * part of zonal (`answered`): printed, and the run fails if any counted fewer (the
+ * metrics were not on). Requests in flight when a round stopped were counted too,
+ * unanswered: hence "at least". */
+export function checkCounted(title: string, checks: readonly { what: string; answered: number; counted: number }[]): void {
+  table(title, ['what', 'answered', 'counted'], checks.map((c) => [c.what, c.answered, c.counted]));
+  for (const c of checks) if (c.counted < c.answered) broken(`zonal counted ${c.counted} for ${c.what}, fewer than the ${c.answered} requests answered: the metrics were not on`);
+}
+
+// ---- Plain Node proxies ------------------------------------------------------------------
+
+/** Headers meant for one connection only (RFC 9110 7.6.1), which a proxy does not pass on. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** The end-to-end headers of a message: without the hop-by-hop ones, those its
+ * `Connection` header names, and `also` (`host`, when the backend is told its own). */
+export function endToEnd(headers: IncomingHttpHeaders, also: readonly string[] = []): Record<string, string | string[]> {
+  const connection = headers.connection;
+  const named = connection ? connection.toLowerCase().split(',').map((t) => t.trim()) : [];
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.includes(name) || also.includes(name)) continue;
+    out[name] = value;
+  }
+  return out;
 }
 
 // ---- Options -----------------------------------------------------------------------------

@@ -49,13 +49,12 @@
 // temporary directory (configurations, nginx's logs and temp paths) is removed on every
 // exit. Everything listens on 127.0.0.1 only.
 import cluster from 'node:cluster';
-import { spawnSync } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { delimiter, join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, freePort, getOnce, headerLine, HOST, load, oneWorkerPrimary, ready, roundOptions, runBench, showTarget, start, wholeOption, ZONAL, type Answer, type Child, type Measured } from './processes.js';
+import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, endToEnd, freePort, getOnce, headerLine, HOST, load, nginxCommand, oneWorkerPrimary, peerSelected, ready, roundOptions, runBench, showTarget, start, startNginx, statusNumber, wholeOption, ZONAL, type Answer, type Child, type Measured } from './processes.js';
 import { median, round2, table } from './report.js';
 
 /** This file, which the children run in their own modes: not shared, as processes.ts's
@@ -87,25 +86,10 @@ function backend(port: number): void {
 }
 
 // ---- The plain Node proxy (a child: `proxy.js --plain <port> <backendPort>`) -------------
-// Its primary is processes.ts's oneWorkerPrimary(), as the plain server's is.
-
-/** Headers meant for one connection only (RFC 9110 7.6.1), which a proxy does not pass on,
- * and `host`: the backend is told its own (undici sets it from the origin, as nginx sends
- * the upstream's name by default). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
-/** The end-to-end headers of a message: without the hop-by-hop ones and those its
- * `Connection` header names. */
-function endToEnd(headers: IncomingHttpHeaders, also: readonly string[] = []): Record<string, string | string[]> {
-  const connection = headers.connection;
-  const named = connection ? connection.toLowerCase().split(',').map((t) => t.trim()) : [];
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.includes(name) || also.includes(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
+// Its primary is processes.ts's oneWorkerPrimary(), as the plain server's is. Headers go
+// through processes.ts's endToEnd() both ways; `host` is left out of the request's, so
+// that the backend is told its own (undici sets it from the origin, as nginx sends the
+// upstream's name by default).
 
 /** Whether a request has a body to forward: undici would send a stream it is given as a
  * chunked body, even an empty one for a GET. */
@@ -152,98 +136,22 @@ function plainWorker(port: number, backendPort: number): void {
 
 // ---- nginx -----------------------------------------------------------------------------
 
-/** The nginx command: on PATH, or in the sbin folders a non-root PATH may lack. */
-function findNginx(): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    try {
-      accessSync(join(dir, 'nginx'), fsConstants.X_OK);
-      return join(dir, 'nginx');
-    } catch {
-      // not there
-    }
-  }
-  return undefined;
-}
-
-/** Runs a command to its end, for at most `seconds`; its output when it fails. */
-function runFor(command: string, args: string[], seconds: number): { ok: boolean; output: string } {
-  const r = spawnSync(command, args, {
-    encoding: 'utf8',
-    timeout: seconds * 1000,
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output = `${r.error ? `${r.error.message}\n` : ''}${r.stdout ?? ''}${r.stderr ?? ''}`.trim().slice(-1000);
-  return { ok: r.status === 0, output };
-}
-
-/** nginx, or why there is none. Installs Debian's package when it is missing and this
- * runs as root: from the package lists as they are, and after `apt-get update` if that
- * fails (each step at most 60 s). */
-function nginxCommand(): { command: string; version: string; installed: boolean } | { reason: string } {
-  let command = findNginx();
-  let installed = false;
-  if (!command) {
-    if (process.getuid?.() !== 0) return { reason: 'nginx is not installed, and this is not root to install it' };
-    if (!findOnPath('apt-get')) return { reason: 'nginx is not installed, and there is no apt-get to install it' };
-    console.error('nginx is not installed: apt-get install nginx ...');
-    const install = ['install', '-y', '-qq', '--no-install-recommends', 'nginx'];
-    let r = runFor('apt-get', install, 60);
-    if (!r.ok) {
-      const update = runFor('apt-get', ['update', '-qq'], 60);
-      r = update.ok ? runFor('apt-get', install, 60) : update;
-    }
-    command = findNginx();
-    if (!r.ok || !command) return { reason: `apt-get could not install nginx: ${r.output}` };
-    installed = true;
-  }
-  const v = runFor(command, ['-v'], 10);
-  if (!v.ok) return { reason: `${command} -v failed: ${v.output}` };
-  return { command, version: v.output.replace(/^nginx version:\s*/, ''), installed };
-}
-
-function findOnPath(name: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, name), fsConstants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
-
-function nginxConfig(dir: string, port: number, backendPort: number, keepalive: number): string {
-  return `# written by bench/proxy.ts
-worker_processes 1;
-error_log ${dir}/error.log;
-pid ${dir}/nginx.pid;
-events {}
-http {
-    access_log off;
+/** The http block's content for nginx as the proxy (processes.ts's startNginx() adds
+ * the rest). */
+function nginxHttp(port: number, backendPort: number, keepalive: number): string {
+  return `upstream backend {
+    server ${HOST}:${backendPort};
+    keepalive ${keepalive};
     keepalive_requests 1000000;
-    client_body_temp_path ${dir}/client_body;
-    proxy_temp_path ${dir}/proxy;
-    fastcgi_temp_path ${dir}/fastcgi;
-    uwsgi_temp_path ${dir}/uwsgi;
-    scgi_temp_path ${dir}/scgi;
-    upstream backend {
-        server ${HOST}:${backendPort};
-        keepalive ${keepalive};
-        keepalive_requests 1000000;
-    }
-    server {
-        listen ${HOST}:${port};
-        location / {
-            proxy_pass http://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
 }
-`;
+server {
+    listen ${HOST}:${port};
+    location / {
+        proxy_pass http://backend;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+    }
+}`;
 }
 
 // ---- zonal -------------------------------------------------------------------------------
@@ -269,28 +177,6 @@ http {
     }
 }
 `;
-}
-
-/** Reads one number of zonal's status tree through its API location; undefined when
- * the path is not found. */
-async function statusNumber(port: number, path: string): Promise<number | undefined> {
-  const a = await getOnce(port, `/status/${path}`);
-  if (a.status === 404) return undefined;
-  const value: unknown = a.status === 200 ? JSON.parse(a.body) : undefined;
-  if (typeof value !== 'number') broken(`GET /status/${path} answered ${a.status}: ${a.body.slice(0, 300)}`);
-  return value;
-}
-
-/** The peer's requests forwarded: its name `127.0.0.1:<port>` as it is in a path, or
- * with the ':' percent-encoded. */
-async function peerSelected(port: number, backendPort: number): Promise<{ path: string; value: number }> {
-  const paths = [`${HOST}:${backendPort}`, `${HOST}%3A${backendPort}`].map((peer) => `http/upstreams/backend/peers/${peer}/selected/total`);
-  for (const path of paths) {
-    const value = await statusNumber(port, path);
-    if (value !== undefined) return { path, value };
-  }
-  const a = await getOnce(port, '/status/http/upstreams/backend/peers');
-  broken(`zonal shows no peer ${HOST}:${backendPort} in upstream backend (GET ${paths.join(' and ')}: 404); its peers: ${a.status} ${a.body.slice(0, 300)}`);
 }
 
 // ---- Load ----------------------------------------------------------------------------------
@@ -388,11 +274,7 @@ async function main(): Promise<void> {
       zonal: start('zonal', process.execPath, [ZONAL, '-c', zonalConf]),
     };
     if (!('reason' in nginx)) {
-      const nginxDir = join(dir, 'nginx');
-      mkdirSync(nginxDir);
-      writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfig(nginxDir, ports.nginx, backendPort, keepalive));
-      // -e: the error log from the start, before the configuration is read.
-      servers.nginx = start('nginx', nginx.command, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log'), '-g', 'daemon off;']);
+      servers.nginx = startNginx('nginx', nginx.command, join(dir, 'nginx'), nginxHttp(ports.nginx, backendPort, keepalive));
     }
     const sides = (['plain', 'zonal', 'nginx'] as const).filter((s) => servers[s]);
     const first: Partial<Record<Side, Answer>> = {};
@@ -418,7 +300,7 @@ async function main(): Promise<void> {
     // in flight when a round stopped were counted too, unanswered: hence "at least").
     const counted = (await statusNumber(ports.zonal, 'http/server_zones/bench/requests/total')) ?? broken('zonal has no server zone bench');
     const countedRoot = (await statusNumber(ports.zonal, 'http/location_zones/root/requests/total')) ?? broken('zonal has no location zone root');
-    const selected = await peerSelected(ports.zonal, backendPort);
+    const selected = await peerSelected(ports.zonal, 'backend', backendPort);
 
     const of = (s: Side) => timed.filter((r) => r.side === s);
     const med = (s: Side, f: (r: Round) => number) => median(of(s).map(f));

@@ -29,7 +29,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, freePort, getOnce, headerLine, HOST, load, oneWorkerPrimary, ready, roundOptions, runBench, showTarget, start, ZONAL, type Measured } from './processes.js';
+import { alternate, broken, checkZonalCount, childPids, CONNECTIONS, freePort, headerLine, HOST, load, oneWorkerPrimary, ready, roundOptions, runBench, showTarget, start, statusNumber, ZONAL, type Measured } from './processes.js';
 import { finish, median, table } from './report.js';
 
 /** This file, which the children run in their own modes: not shared, as processes.ts's
@@ -101,14 +101,6 @@ http {
 `;
 }
 
-/** Reads one number of zonal's status tree through its API location. */
-async function statusNumber(port: number, path: string): Promise<number> {
-  const a = await getOnce(port, `/status/${path}`);
-  const value: unknown = a.status === 200 ? JSON.parse(a.body) : undefined;
-  if (typeof value !== 'number') broken(`GET /status/${path} answered ${a.status}: ${a.body.slice(0, 300)}`);
-  return value;
-}
-
 async function main(): Promise<void> {
   const { rounds, seconds, warmupSeconds } = roundOptions();
   await runBench('server', async (dir) => {
@@ -135,8 +127,8 @@ async function main(): Promise<void> {
 
     // The metrics were on: every request autocannon saw answered was counted (requests
     // in flight when a round stopped were counted too, unanswered: hence "at least").
-    const counted = await statusNumber(zonalPort, 'http/server_zones/bench/requests/total');
-    const countedRoot = await statusNumber(zonalPort, 'http/location_zones/root/requests/total');
+    const counted = (await statusNumber(zonalPort, 'http/server_zones/bench/requests/total')) ?? broken('zonal has no server zone bench');
+    const countedRoot = (await statusNumber(zonalPort, 'http/location_zones/root/requests/total')) ?? broken('zonal has no location zone root');
 
     const plainRounds = timed.filter((r) => r.side === 'plain');
     const zonalRounds = timed.filter((r) => r.side === 'zonal');

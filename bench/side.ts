@@ -1,0 +1,530 @@
+// npm run bench -- side [--seconds S] [--connections C] [--rounds N] (by default one round
+// of `wrk -t1 -c32 -d5s` on each side, after 1 s of warm-up each): zonal next to what users
+// would run instead, path by path, with one worker per server:
+// - admin_connections: `GET /status/connections` on the admin listener of zonal's example
+//   configuration (uWebSockets.js in the primary) | a bare uWebSockets.js server of the
+//   project's own dependency answering "hello\n" synchronously in its handler (silent: no
+//   `uWebSockets: 20` header) | nginx's `stub_status`.
+// - full_tree: `GET /status/` (the whole tree) on the same admin listener | the bare
+//   uWebSockets.js server answering a body of the same byte size, built once: zonal's tree
+//   fetched once before the load, its length taken.
+// - return_200: `return 200 "hello\n"` in a zonal server with `status_zone` on the server
+//   and the location (metrics on), and in the same configuration without any status_zone
+//   (metrics off) | a bare node:http server (one process, `Content-Type: text/plain`,
+//   `Content-Length: 6`, as zonal's `return`) | nginx's `return 200 "hello\n"`.
+// - proxy_no_keepalive: zonal's `proxy_pass` to an upstream with no `keepalive` directive,
+//   as a user who writes none gets it (zonal then keeps up to 64 idle connections to each
+//   peer: README, src/server/http/peer-pool.ts), metrics on and off, and with `keepalive
+//   off` (a new connection per request, nginx's default), metrics on | node:http
+//   forwarding with `http.request({ agent: false })` (a connection per request), the
+//   response piped | nginx's `proxy_pass` to an upstream without `keepalive` (HTTP/1.0 and
+//   `Connection: close` to the backend: a connection per request).
+// - proxy_keepalive: zonal with `keepalive 64` | node:http forwarding through
+//   `new http.Agent({ keepAlive: true, maxSockets: 64 })` | nginx with `keepalive 64`,
+//   `proxy_http_version 1.1` and `proxy_set_header Connection ""`.
+// Ratios are zonal / reference (above 1: zonal serves more); metrics_overhead_pct =
+// (rps_off - rps_on) / rps_off * 100.
+//
+// Every proxy is in front of the same backend, a separate nginx (a master and one worker)
+// answering `return 200 "hello\n"` with keepalive_requests 1000000: the cheapest backend
+// there is, so that what the proxy rows measure is the proxy. nginx is Debian's package and
+// wrk Debian's too, both installed with apt-get when missing and this runs as root.
+//
+// The zonal servers: the example configuration conf/zonal.conf (what `npm start` runs)
+// with its ports moved to free ones, `worker_processes 1` and its relative `root` made
+// absolute; one zonal running the return and proxy servers with metrics on, and one
+// running the same configuration without status_zone, each with an admin listener through
+// which the bench reads the counts (admin traffic is counted nowhere). nginx as the
+// reference is one more instance (a master and one worker) serving its four sides on four
+// ports. Each server runs as a child process for the whole run, and wrk loads one of them
+// at a time, in the order of the rows; with --rounds N > 1 each row's sides alternate
+// round by round (a, b, c, a, b, c...) after a warm-up round each, and every figure is the
+// median of a side's rounds. wrk's answers are checked: any socket error or non-2xx/3xx
+// answer fails the run, naming the side. After the load, zonal's own counts (each server
+// zone's requests, each peer's selected) must be at least the requests wrk had answered
+// by that server, and the run fails otherwise: the metrics were not on.
+//
+// The CPU each server's processes (and the backend's) used in a round is read from
+// /proc/<pid>/stat and shown per request: on these noisy 2-core machines, where wrk, the
+// server and the backend share the cores, it says what a request costs better than req/s.
+//
+// Every wait is bounded in tries and time, a server is loaded only once it answers; every
+// child is stopped with SIGTERM (SIGKILL after 10 s) at the end, failure included, and
+// sent SIGTERM when this process exits in any other way. Everything listens on 127.0.0.1.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Agent, createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type * as UWS from 'uWebSockets.js';
+import { alternate, broken, checkCounted, childPids, endToEnd, freePort, getOnce, headerLine, HOST, nginxCommand, peerSelected, ready, ROOT, runBench, start, startNginx, statusNumber, wholeOption, ZONAL, type Answer, type Child } from './processes.js';
+import { median, round2, table } from './report.js';
+import { wrk, wrkCommand, type WrkMeasured } from './wrk.js';
+
+/** This file, which the children run in their own modes. */
+const SCRIPT = fileURLToPath(import.meta.url);
+const BODY = 'hello\n';
+/** Idle upstream connections kept by the keep-alive sides. */
+const KEEPALIVE = 64;
+
+// ---- The bare servers and the plain proxies (children: `side.js --<mode> ...`) -------------
+
+/** `--uws <port> <treeBytes>`: uWebSockets.js answering GET /status/ with a JSON body of
+ * `treeBytes` bytes and anything else with "hello\n", both built once. */
+function bareUws(port: number, treeBytes: number): void {
+  const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
+  uWS._cfg('silent');
+  const hello = Buffer.from(BODY);
+  // `{`, spaces, `}`: valid JSON of the tree's size.
+  const tree = Buffer.alloc(treeBytes, ' ');
+  tree[0] = 0x7b;
+  tree[treeBytes - 1] = 0x7d;
+  uWS
+    .App()
+    .get('/status/', (res) => {
+      res.writeHeader('Content-Type', 'application/json').end(tree);
+    })
+    .any('/*', (res) => {
+      res.writeHeader('Content-Type', 'text/plain').end(hello);
+    })
+    .listen(HOST, port, (socket) => {
+      if (!socket) {
+        console.error(`bare uWebSockets.js: cannot listen on ${HOST}:${port}`);
+        process.exit(1);
+      }
+    });
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+/** `--node-hello <port>`: one node:http process, the same answer as zonal's `return`. */
+function nodeHello(port: number): void {
+  const body = Buffer.from(BODY);
+  const headers = { 'Content-Type': 'text/plain', 'Content-Length': body.length };
+  createHttpServer((_req, res) => {
+    res.writeHead(200, headers);
+    res.end(body);
+  }).listen(port, HOST);
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+/** `--node-proxy <port> <backendPort> keepalive|close`: one node:http process forwarding
+ * every request with http.request, through a keep-alive Agent of KEEPALIVE sockets or
+ * with `agent: false` (a connection per request, `Connection: close`); the backend is
+ * told its own Host, hop-by-hop headers stay on their hop, bodies are piped both ways. */
+function nodeProxy(port: number, backendPort: number, keepAlive: boolean): void {
+  const agent = keepAlive ? new Agent({ keepAlive: true, maxSockets: KEEPALIVE }) : false;
+  createHttpServer((req, res) => {
+    const upstream = httpRequest({ host: HOST, port: backendPort, method: req.method, path: req.url, headers: endToEnd(req.headers, ['host']), agent }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
+      answer.on('error', () => res.destroy());
+      answer.pipe(res);
+    });
+    upstream.on('error', () => {
+      if (res.headersSent) res.destroy();
+      else res.writeHead(502, { 'Content-Length': 0 }).end();
+    });
+    // A client that leaves stops the backend's request.
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.pipe(upstream);
+  }).listen(port, HOST);
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// ---- Configurations ------------------------------------------------------------------------
+
+/** conf/zonal.conf with every 127.0.0.1 port moved to a free one (the same old port, the
+ * same new one: its upstreams keep pointing at its demo backends), one worker, and its
+ * relative `root` paths resolved where the file is. The admin and one data port, new. */
+async function exampleConfig(): Promise<{ text: string; adminPort: number; sitePort: number }> {
+  const confDir = join(ROOT, 'conf');
+  const original = readFileSync(join(confDir, 'zonal.conf'), 'utf8');
+  const moved = new Map<string, number>();
+  for (const [, port] of original.matchAll(/127\.0\.0\.1:(\d+)/g)) if (!moved.has(port)) moved.set(port, await freePort());
+  const text = original
+    .replace(/127\.0\.0\.1:(\d+)/g, (_, port: string) => `${HOST}:${moved.get(port)}`)
+    .replace(/^(\s*worker_processes)\s+\w+;/m, '$1 1;')
+    .replace(/^(\s*root)\s+([^/\s;][^\s;]*);/gm, (_, directive: string, path: string) => `${directive} ${join(confDir, path)};`);
+  const admin = /listen\s+127\.0\.0\.1:(\d+)\s+admin\s*;/.exec(text);
+  const site = /listen\s+127\.0\.0\.1:(\d+)\s*;/.exec(text);
+  if (!admin || !site || !/^\s*worker_processes 1;/m.test(text))
+    broken(`conf/zonal.conf no longer has what this bench expects (worker_processes, a 127.0.0.1 listener and an admin one)`);
+  return { text, adminPort: Number(admin[1]), sitePort: Number(site[1]) };
+}
+
+interface DataPorts {
+  hello: number;
+  proxyDefault: number;
+  proxyOff: number;
+  proxyKeepalive: number;
+  admin: number;
+}
+
+/** The upstreams (every peer is the backend) and the server zones of the data plane. */
+const UPSTREAM = { proxyDefault: 'u_default', proxyOff: 'u_keepalive_off', proxyKeepalive: 'u_keepalive' } as const;
+
+/** zonal's data plane: `return` and the three proxies, each a server of its own, with a
+ * server zone and a location zone each when `metrics`, none otherwise; and an admin
+ * listener for the bench's reads. */
+function zonalConfig(p: DataPorts, backendPort: number, metrics: boolean): string {
+  const zone = (name: string) => (metrics ? `status_zone ${name};` : '# no status_zone');
+  const server = (port: number, name: string, content: string) => `
+    server {
+        listen ${HOST}:${port};
+        ${zone(name)}
+        location / {
+            ${zone(`${name}_root`)}
+            ${content}
+        }
+    }`;
+  return `# written by bench/side.ts (metrics ${metrics ? 'on' : 'off'})
+worker_processes 1;
+http {
+    upstream ${UPSTREAM.proxyDefault} {
+        server ${HOST}:${backendPort};
+    }
+    upstream ${UPSTREAM.proxyOff} {
+        server ${HOST}:${backendPort};
+        keepalive off;
+    }
+    upstream ${UPSTREAM.proxyKeepalive} {
+        server ${HOST}:${backendPort};
+        keepalive ${KEEPALIVE};
+    }
+${server(p.hello, 'hello', 'return 200 "hello\\n";')}
+${server(p.proxyDefault, 'proxy_default', `proxy_pass http://${UPSTREAM.proxyDefault};`)}
+${server(p.proxyOff, 'proxy_keepalive_off', `proxy_pass http://${UPSTREAM.proxyOff};`)}
+${server(p.proxyKeepalive, 'proxy_keepalive', `proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
+    server {
+        listen ${HOST}:${p.admin} admin;
+        location / {
+            api /;
+        }
+    }
+}
+`;
+}
+
+interface NginxPorts {
+  stub: number;
+  hello: number;
+  proxyClose: number;
+  proxyKeepalive: number;
+}
+
+/** nginx as the reference: its four sides, a port each. */
+function nginxHttp(p: NginxPorts, backendPort: number): string {
+  return `upstream backend_close {
+    server ${HOST}:${backendPort};
+}
+upstream backend_keepalive {
+    server ${HOST}:${backendPort};
+    keepalive ${KEEPALIVE};
+    keepalive_requests 1000000;
+}
+server {
+    listen ${HOST}:${p.stub};
+    location / {
+        stub_status;
+    }
+}
+server {
+    listen ${HOST}:${p.hello};
+    location / {
+        return 200 "hello\\n";
+    }
+}
+server {
+    listen ${HOST}:${p.proxyClose};
+    location / {
+        proxy_pass http://backend_close;
+    }
+}
+server {
+    listen ${HOST}:${p.proxyKeepalive};
+    location / {
+        proxy_pass http://backend_keepalive;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+    }
+}`;
+}
+
+/** The backend every proxy forwards to: nginx's cheapest answer. */
+const backendHttp = (port: number) => `server {
+    listen ${HOST}:${port};
+    location / {
+        return 200 "hello\\n";
+    }
+}`;
+
+// ---- Sides and rows ------------------------------------------------------------------------
+
+type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive';
+
+/** One server under load: its key in the JSON, where wrk sends its requests, the
+ * processes whose CPU it is, and what its first answer must be (an error message, or
+ * undefined when right). */
+interface Side {
+  key: string;
+  name: string;
+  port: number;
+  path: string;
+  pids: number[];
+  check: (a: Answer) => string | undefined;
+}
+
+interface Row {
+  name: RowName;
+  title: string;
+  /** zonal first (the one the ratios are of), then the others. */
+  sides: Side[];
+  /** The backend's pids, for a proxy row. */
+  backend?: number[];
+}
+
+interface Round extends WrkMeasured {
+  side: string;
+  cpuUsPerRequest: number;
+  backendUsPerRequest: number;
+}
+
+const hasSide = (row: Row, key: string) => row.sides.some((s) => s.key === key);
+
+const isHello = (a: Answer) => (a.status === 200 && a.body === BODY ? undefined : `answered ${a.status}: ${JSON.stringify(a.body.slice(0, 200))}`);
+
+/** The pids of a server: its main process and, for a master or primary, its `workers`. */
+function pidsOf(child: Child, workers: number): number[] {
+  const pid = child.process.pid!;
+  const pids = [pid, ...childPids(pid)];
+  if (pids.length !== 1 + workers) broken(`the ${child.name} server runs ${pids.length} processes, not ${1 + workers}`);
+  return pids;
+}
+
+// ---- Run -----------------------------------------------------------------------------------
+
+const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+const tenth = (x: number) => Math.round(x * 10) / 10;
+
+async function main(): Promise<void> {
+  const seconds = wholeOption('--seconds', 5);
+  const connections = wholeOption('--connections', 32, 1000);
+  const rounds = wholeOption('--rounds', 1);
+  const threads = 1;
+  const warmupSeconds = 1;
+
+  await runBench('side', async (dir) => {
+    const wrkTool = wrkCommand();
+    if ('reason' in wrkTool) broken(`wrk is needed: ${wrkTool.reason}`);
+    const nginx = nginxCommand();
+    if ('reason' in nginx) broken(`nginx is needed (the backend of every proxy): ${nginx.reason}`);
+
+    // The backend first: the proxies answer only once it does.
+    const backendPort = await freePort();
+    const backend = startNginx('backend nginx', nginx.command, join(dir, 'backend'), backendHttp(backendPort));
+    const backendFirst = await ready(backend, backendPort);
+    if (isHello(backendFirst)) broken(`the backend ${isHello(backendFirst)}`);
+
+    const example = await exampleConfig();
+    writeFileSync(join(dir, 'example.conf'), example.text);
+    const onPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), admin: await freePort() };
+    const offPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), admin: await freePort() };
+    writeFileSync(join(dir, 'on.conf'), zonalConfig(onPorts, backendPort, true));
+    writeFileSync(join(dir, 'off.conf'), zonalConfig(offPorts, backendPort, false));
+    const nginxPorts: NginxPorts = { stub: await freePort(), hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
+    const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
+    const uwsPort = await freePort();
+
+    const zonalExample = start('zonal (example configuration)', process.execPath, [ZONAL, '-c', join(dir, 'example.conf')]);
+    const zonalOn = start('zonal (metrics on)', process.execPath, [ZONAL, '-c', join(dir, 'on.conf')]);
+    const zonalOff = start('zonal (metrics off)', process.execPath, [ZONAL, '-c', join(dir, 'off.conf')]);
+    const nginxRef = startNginx('nginx', nginx.command, join(dir, 'nginx'), nginxHttp(nginxPorts, backendPort));
+    const nodeHelloChild = start('bare node:http', process.execPath, [SCRIPT, '--node-hello', String(nodePorts.hello)]);
+    const nodeClose = start('node:http proxy, agent: false', process.execPath, [SCRIPT, '--node-proxy', String(nodePorts.proxyClose), String(backendPort), 'close']);
+    const nodeKeepalive = start('node:http proxy, keep-alive agent', process.execPath, [SCRIPT, '--node-proxy', String(nodePorts.proxyKeepalive), String(backendPort), 'keepalive']);
+    await Promise.all([
+      ready(zonalExample, example.sitePort).then(() => ready(zonalExample, example.adminPort)),
+      ready(zonalOn, onPorts.hello).then(() => ready(zonalOn, onPorts.admin)),
+      ready(zonalOff, offPorts.hello).then(() => ready(zonalOff, offPorts.admin)),
+      ready(nginxRef, nginxPorts.hello),
+      ready(nodeHelloChild, nodePorts.hello),
+      ready(nodeClose, nodePorts.proxyClose),
+      ready(nodeKeepalive, nodePorts.proxyKeepalive),
+    ]);
+
+    // The whole tree's size, once, for the bare server's body of the same size.
+    const tree = await getOnce(example.adminPort, '/status/');
+    if (tree.status !== 200) broken(`zonal's admin listener answered GET /status/ with ${tree.status}: ${tree.body.slice(0, 300)}`);
+    const treeBytes = Buffer.byteLength(tree.body);
+    const uws = start('bare uWebSockets.js', process.execPath, [SCRIPT, '--uws', String(uwsPort), String(treeBytes)]);
+    await ready(uws, uwsPort);
+
+    const backendPids = pidsOf(backend, 1);
+    const zonalExamplePids = pidsOf(zonalExample, 1);
+    const zonalOnPids = pidsOf(zonalOn, 1);
+    const zonalOffPids = pidsOf(zonalOff, 1);
+    const nginxPids = pidsOf(nginxRef, 1);
+    const isJsonObject = (a: Answer) => {
+      if (a.status !== 200) return `answered ${a.status}: ${a.body.slice(0, 200)}`;
+      try {
+        return typeof JSON.parse(a.body) === 'object' ? undefined : `answered ${a.body.slice(0, 200)}`;
+      } catch {
+        return `answered something else than JSON: ${a.body.slice(0, 200)}`;
+      }
+    };
+    const rows: Row[] = [
+      {
+        name: 'admin_connections',
+        title: 'GET /status/connections',
+        sides: [
+          { key: 'zonal', name: 'zonal admin listener (uWS, in the primary)', port: example.adminPort, path: '/status/connections', pids: zonalExamplePids, check: isJsonObject },
+          { key: 'bare_uws', name: 'bare uWebSockets.js, "hello\\n"', port: uwsPort, path: '/status/connections', pids: pidsOf(uws, 0), check: isHello },
+          { key: 'nginx', name: 'nginx stub_status', port: nginxPorts.stub, path: '/status/connections', pids: nginxPids, check: (a) => (a.status === 200 && a.body.startsWith('Active connections:') ? undefined : `answered ${a.status}: ${a.body.slice(0, 200)}`) },
+        ],
+      },
+      {
+        name: 'full_tree',
+        title: `GET /status/, the whole tree of the example configuration (${treeBytes} bytes)`,
+        sides: [
+          { key: 'zonal', name: 'zonal admin listener', port: example.adminPort, path: '/status/', pids: zonalExamplePids, check: isJsonObject },
+          { key: 'bare_uws', name: `bare uWebSockets.js, ${treeBytes} bytes built once`, port: uwsPort, path: '/status/', pids: pidsOf(uws, 0), check: (a) => (a.status === 200 && Buffer.byteLength(a.body) === treeBytes ? undefined : `answered ${a.status} with ${Buffer.byteLength(a.body)} bytes`) },
+        ],
+      },
+      {
+        name: 'return_200',
+        title: 'return 200 "hello\\n"',
+        sides: [
+          { key: 'zonal', name: 'zonal, metrics on', port: onPorts.hello, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'zonal_metrics_off', name: 'zonal, metrics off', port: offPorts.hello, path: '/', pids: zonalOffPids, check: isHello },
+          { key: 'node_http', name: 'bare node:http', port: nodePorts.hello, path: '/', pids: pidsOf(nodeHelloChild, 0), check: isHello },
+          { key: 'nginx', name: 'nginx return', port: nginxPorts.hello, path: '/', pids: nginxPids, check: isHello },
+        ],
+      },
+      {
+        name: 'proxy_no_keepalive',
+        title: 'proxy_pass, no keepalive written',
+        backend: backendPids,
+        sides: [
+          { key: 'zonal', name: 'zonal, metrics on (reuses connections by default)', port: onPorts.proxyDefault, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'zonal_metrics_off', name: 'zonal, metrics off (the same)', port: offPorts.proxyDefault, path: '/', pids: zonalOffPids, check: isHello },
+          { key: 'zonal_keepalive_off', name: 'zonal, keepalive off, metrics on', port: onPorts.proxyOff, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'node_http', name: 'node:http, agent: false', port: nodePorts.proxyClose, path: '/', pids: pidsOf(nodeClose, 0), check: isHello },
+          { key: 'nginx', name: 'nginx, no keepalive (HTTP/1.0, close)', port: nginxPorts.proxyClose, path: '/', pids: nginxPids, check: isHello },
+        ],
+      },
+      {
+        name: 'proxy_keepalive',
+        title: `proxy_pass, keepalive ${KEEPALIVE}`,
+        backend: backendPids,
+        sides: [
+          { key: 'zonal', name: `zonal, keepalive ${KEEPALIVE}, metrics on`, port: onPorts.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'node_http', name: `node:http, keep-alive Agent, maxSockets ${KEEPALIVE}`, port: nodePorts.proxyKeepalive, path: '/', pids: pidsOf(nodeKeepalive, 0), check: isHello },
+          { key: 'nginx', name: `nginx, keepalive ${KEEPALIVE}, HTTP/1.1`, port: nginxPorts.proxyKeepalive, path: '/', pids: nginxPids, check: isHello },
+        ],
+      },
+    ];
+
+    // Every side's first answer, on a connection of its own, before any load.
+    const first = new Map<Side, Answer>();
+    for (const row of rows)
+      for (const side of row.sides) {
+        const a = await getOnce(side.port, side.path);
+        const wrong = side.check(a);
+        if (wrong) broken(`${row.name}, ${side.name}: GET ${side.path} ${wrong}`);
+        first.set(side, a);
+      }
+
+    // The load: row by row, one side at a time.
+    const results = new Map<RowName, { timed: Round[]; answered: Record<string, number> }>();
+    for (const row of rows) {
+      const byKey = new Map(row.sides.map((s) => [s.key, s]));
+      const measure = async (key: string, secs: number): Promise<Round> => {
+        const side = byKey.get(key)!;
+        const label = `${row.name}, ${side.name}`;
+        const trees = row.backend ? [side.pids, row.backend] : [side.pids];
+        const { measured, cpu } = await wrk(wrkTool.command, label, `http://${HOST}:${side.port}${side.path}`, { threads, connections, seconds: secs }, trees);
+        return { side: key, ...measured, cpuUsPerRequest: (cpu[0] * 1e6) / measured.requests, backendUsPerRequest: row.backend ? (cpu[1] * 1e6) / measured.requests : 0 };
+      };
+      results.set(row.name, await alternate(row.sides.map((s) => s.key), rounds, warmupSeconds, seconds, measure));
+    }
+
+    // zonal's own counts, read now, shown and checked after the figures: at least what
+    // wrk had answered, and the first GET.
+    const answered = (row: RowName, key: string) => results.get(row)!.answered[key] + 1;
+    const serverZone = async (port: number, zone: string) => (await statusNumber(port, `http/server_zones/${zone}/requests/total`)) ?? broken(`zonal has no server zone ${zone}`);
+    const peer = async (port: number, upstream: string) => (await peerSelected(port, upstream, backendPort)).value;
+    const counts = [
+      { what: 'metrics on: server zone hello, requests', answered: answered('return_200', 'zonal'), counted: await serverZone(onPorts.admin, 'hello') },
+      { what: 'metrics on: server zone proxy_default, requests', answered: answered('proxy_no_keepalive', 'zonal'), counted: await serverZone(onPorts.admin, 'proxy_default') },
+      { what: `metrics on: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal'), counted: await peer(onPorts.admin, UPSTREAM.proxyDefault) },
+      { what: 'metrics on: server zone proxy_keepalive_off, requests', answered: answered('proxy_no_keepalive', 'zonal_keepalive_off'), counted: await serverZone(onPorts.admin, 'proxy_keepalive_off') },
+      { what: `metrics on: upstream ${UPSTREAM.proxyOff}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_keepalive_off'), counted: await peer(onPorts.admin, UPSTREAM.proxyOff) },
+      { what: 'metrics on: server zone proxy_keepalive, requests', answered: answered('proxy_keepalive', 'zonal'), counted: await serverZone(onPorts.admin, 'proxy_keepalive') },
+      { what: `metrics on: upstream ${UPSTREAM.proxyKeepalive}, peer selected`, answered: answered('proxy_keepalive', 'zonal'), counted: await peer(onPorts.admin, UPSTREAM.proxyKeepalive) },
+      { what: `metrics off: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_metrics_off'), counted: await peer(offPorts.admin, UPSTREAM.proxyDefault) },
+    ];
+
+    // The figures: medians of each side's timed rounds.
+    const json: Record<string, unknown> = {
+      bench: 'side',
+      seconds,
+      connections,
+      threads,
+      rounds,
+      warmup_seconds: warmupSeconds,
+      wrk: wrkTool.version,
+      nginx: nginx.version,
+      full_tree_bytes: treeBytes,
+    };
+    for (const row of rows) {
+      const { timed } = results.get(row.name)!;
+      const med = (key: string, f: (r: Round) => number) => median(timed.filter((r) => r.side === key).map(f));
+      const rps = (key: string) => med(key, (r) => r.rps);
+      const zonal = rps('zonal');
+      const caption = row.backend
+        ? `${row.title}: in front of one nginx backend answering return 200 "hello\\n" (the cheapest backend, so that the proxy is what is measured)`
+        : row.title;
+      table(
+        `${caption}; wrk -t${threads} -c${connections}, ${rounds} round(s) of ${seconds} s a side${rounds > 1 ? ', alternating, medians' : ''}, after ${warmupSeconds} s of warm-up`,
+        ['side', 'req/s', 'zonal / side', 'p50 ms', 'p99 ms', 'bytes/resp', 'CPU us/req', ...(row.backend ? ['backend us/req'] : []), 'wrk CPU %'],
+        row.sides.map((s) => [
+          s.name,
+          Math.round(rps(s.key)),
+          ratio(zonal, rps(s.key)),
+          med(s.key, (r) => r.latencyP50Ms),
+          med(s.key, (r) => r.latencyP99Ms),
+          round2(med(s.key, (r) => r.bytesPerResponse)),
+          round2(med(s.key, (r) => r.cpuUsPerRequest)),
+          ...(row.backend ? [round2(med(s.key, (r) => r.backendUsPerRequest))] : []),
+          tenth(med(s.key, (r) => r.wrkCpu)),
+        ]),
+      );
+      const out: Record<string, unknown> = {};
+      for (const s of row.sides) out[s.key] = Math.round(rps(s.key));
+      for (const s of row.sides.slice(1)) if (!s.key.startsWith('zonal')) out[`ratio_${s.key}`] = ratio(zonal, rps(s.key));
+      if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
+      if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
+      out.cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.cpuUsPerRequest))]));
+      if (row.backend) out.backend_cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.backendUsPerRequest))]));
+      json[row.name] = out;
+    }
+    table(
+      "First answer of each return 200 side and of the backend, on a connection of its own (the date header's value left out)",
+      ['side', 'headers'],
+      [...rows.find((r) => r.name === 'return_200')!.sides.map((s) => [s.name, headerLine(first.get(s)!)]), ['backend nginx', headerLine(backendFirst)]],
+    );
+    table('Tools', ['what', 'value'], [
+      ['wrk', `${wrkTool.command}: ${wrkTool.version}${wrkTool.installed ? ' (installed by this run)' : ''}`],
+      ['nginx', `${nginx.command}: ${nginx.version}${nginx.installed ? ' (installed by this run)' : ''}`],
+    ]);
+    checkCounted("zonal's own counts, read through its admin listener after the load (answered: wrk's answers, warm-up included, and the first GET)", counts);
+    console.log(JSON.stringify(json));
+  });
+}
+
+const [mode, ...args] = process.argv.slice(2);
+if (mode === '--uws') bareUws(Number(args[0]), Number(args[1]));
+else if (mode === '--node-hello') nodeHello(Number(args[0]));
+else if (mode === '--node-proxy') nodeProxy(Number(args[0]), Number(args[1]), args[2] === 'keepalive');
+else await main();
