@@ -47,6 +47,7 @@ const WRITES = new Set(['PUT', 'PATCH', 'DELETE', 'POST']);
 const AUDIT_VALUE_CHARS = 200;
 
 const READ_METHODS = 'GET, HEAD';
+const NO_QUERY: URLSearchParams = new URLSearchParams();
 
 /** Walks the tree from `root` along `segments`; undefined when a step does not exist. */
 export function resolve(root: StatusNode, segments: readonly string[], ctx: RenderContext): Step[] | undefined {
@@ -71,28 +72,47 @@ export function createApi(options: ApiOptions): ApiHandler {
   const acceptHost = options.acceptHost ?? literalOrLocalhost;
   const origins = (options.origins ?? []).map((o) => normaliseOrigin(o) ?? o);
   const audit = options.onConfigChange;
-  // The API root: `/` lists the trees there are.
-  const root = new ObjectNode(() => [
-    ['status', statusRoot(status)],
-    ['config', new JsonNode(() => configJson(status))],
-  ]);
+  // The last Host a read was answered for: a client sends the same one each time, and
+  // the rule (a regular expression or two) need not run again for it.
+  let lastHost: string | undefined;
+  let lastAddress: string | undefined;
+  const hostAccepted = (host: string, request: ApiRequest, write: boolean): boolean => {
+    if (!write && host === lastHost && request.address === lastAddress) return true;
+    const ok = acceptHost(host, request, write);
+    if (ok && !write) {
+      lastHost = host;
+      lastAddress = request.address;
+    }
+    return ok;
+  };
+  // The API root: `/` lists the trees there are. Built once: its branches read the
+  // catalog each time they are walked, so a reload shows without rebuilding them.
+  const statusTree = statusRoot(status);
+  const configTree = new JsonNode(() => configJson(status));
+  const trees: Array<[string, StatusNode]> = [
+    ['status', statusTree],
+    ['config', configTree],
+  ];
+  const root = new ObjectNode(() => trees);
 
   return (request) => {
-    const query = new URLSearchParams(request.query);
+    // Most requests have no query: they share one empty, never written, set of parameters.
+    const bare = request.query === '';
+    const query = bare ? NO_QUERY : new URLSearchParams(request.query);
     const mapped = mapRequest(mounts, { path: request.path, query, host: request.host });
     if (!mapped) return undefined;
     const head = request.method === 'HEAD';
     if ('error' in mapped) return apiError(400, mapped.error, mapped.description, head);
 
     const ctx: RenderContext = {
-      dateEpoch: query.get('date') === 'epoch',
+      dateEpoch: !bare && query.get('date') === 'epoch',
       address: request.address,
       configFiles: !!mapped.mount.configFiles,
       now: Date.now(),
     };
     const segments = mapped.path.split('/').filter(Boolean);
     const write = WRITES.has(request.method);
-    const refused = refusal(request, write, acceptHost, origins);
+    const refused = refusal(request, write, hostAccepted, origins);
     if (refused) {
       const response = apiError(403, 'Forbidden', refused, head);
       if (audit && write && segments[0] === 'config') audit(changeOf(request, mapped.path, response), request);
@@ -121,7 +141,7 @@ export function createApi(options: ApiOptions): ApiHandler {
     if (!trail) return pathNotFound(mapped.path, head);
     if (request.method !== 'GET' && !head) return methodNotAllowed(request.method, mapped.path, READ_METHODS);
 
-    const format = query.get('format');
+    const format = bare ? null : query.get('format');
     const target = trail[trail.length - 1].node;
     if (format !== null) {
       if (format !== 'prometheus')
@@ -129,10 +149,12 @@ export function createApi(options: ApiOptions): ApiHandler {
       if (segments[0] !== 'status') return apiError(400, 'BadRequest', 'The text format is only for the /status tree.', head);
       return textResponse(200, TEXT_CONTENT_TYPE, exposition(trail.slice(1), ctx), head);
     }
-    const w = new JsonWriter(query.get('pretty') !== 'off');
+    const w = new JsonWriter(bare || query.get('pretty') !== 'off');
     target.write(w, 0, ctx);
     w.text('\n');
-    return { ...textResponse(200, 'application/json', w.result(), head), release: w.recycle() };
+    const response: { -readonly [K in keyof ApiResponse]: ApiResponse[K] } = textResponse(200, 'application/json', w.result(), head);
+    response.release = w.recycle();
+    return response;
   };
 }
 

@@ -32,15 +32,23 @@ export interface RequestVars {
 
 /** Percent-decodes once and joins repeated slashes; undefined when the encoding is bad. */
 export function decodePath(raw: string): string | undefined {
+  // The usual path has nothing to decode or join: it is its own answer.
+  if (raw.indexOf('%') < 0) return joinSlashes(raw);
   try {
-    return decodeURIComponent(raw).replace(/\/{2,}/g, '/');
+    return joinSlashes(decodeURIComponent(raw));
   } catch {
     return undefined;
   }
 }
 
+function joinSlashes(path: string): string {
+  return path.indexOf('//') < 0 ? path : path.replace(/\/{2,}/g, '/');
+}
+
+const DOT_DOT = /(?:^|\/)\.\.(?:\/|$)/;
+
 function hasDotDot(path: string): boolean {
-  return path.split('/').some((s) => s === '..');
+  return DOT_DOT.test(path);
 }
 
 /** The mount a decoded URI falls in, in nginx's order: an exact location first, then
@@ -65,8 +73,16 @@ function matchesPrefix(uri: string, prefix: string): boolean {
   return uri.startsWith(prefix) || (prefix.endsWith('/') && uri === prefix.slice(0, -1));
 }
 
+const subtrees = new Map<string, string>();
+
 /** The static part of an `api` path before its first variable: what the mount exposes. */
 function subtree(api: string): string {
+  let s = subtrees.get(api);
+  if (s === undefined) subtrees.set(api, (s = subtreeOf(api)));
+  return s;
+}
+
+function subtreeOf(api: string): string {
   const i = api.indexOf('$');
   const fixed = i < 0 ? api : api.slice(0, i);
   return fixed.slice(0, fixed.lastIndexOf('/') + 1) || '/';
@@ -91,10 +107,11 @@ export function mapRequest(mounts: readonly ApiMount[], vars: RequestVars): Mapp
   const found = findMount(mounts, uri);
   if (!found) return undefined;
   const { mount, captures } = found;
-  let path = substitute(mount.api, captures, vars, uri);
-  if (typeof mount.location === 'string' && !mount.exact && !mount.api.includes('$'))
+  const variables = mount.api.includes('$');
+  let path = variables ? substitute(mount.api, captures, vars, uri) : mount.api;
+  if (typeof mount.location === 'string' && !mount.exact && !variables)
     path += uri.length >= mount.location.length ? uri.slice(mount.location.length) : '';
-  path = path.replace(/\/{2,}/g, '/');
+  path = joinSlashes(path);
   if (!path.startsWith('/')) path = '/' + path;
   // Variables can carry anything the client sent: check the result again.
   if (hasDotDot(path) || !(path + '/').startsWith(subtree(mount.api)))

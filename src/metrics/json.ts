@@ -7,9 +7,10 @@
 const OPEN = 0x7b; // {
 const CLOSE = 0x7d; // }
 
-// A buffer a transport gave back (recycle()), for the next large response.
-let spare: Buffer | undefined;
-const KEEP_FROM = 64 * 1024;
+// A buffer a transport gave back (recycle()), with its view, for the next response: a
+// small answer (`/status/connections`) costs an allocation of its own otherwise, which
+// is most of what it costs, and a large one a page fault per 4 KiB.
+let spare: { buf: Buffer; view: DataView } | undefined;
 
 // Responses are about as large as the previous one of the same kind: start there rather
 // than doubling and copying up to several megabytes each time.
@@ -23,22 +24,26 @@ export class JsonWriter {
   pos = 0;
   constructor(readonly pretty: boolean) {
     const size = lastSize[pretty ? 1 : 0] + 1024;
-    if (spare && spare.length >= size) {
-      this.buf = spare;
+    if (spare && spare.buf.length >= size) {
+      this.buf = spare.buf;
+      this.view = spare.view;
       spare = undefined;
-    } else this.buf = Buffer.allocUnsafe(size);
-    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+    } else {
+      this.buf = Buffer.allocUnsafe(size);
+      this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+    }
   }
 
   /** What gives the buffer back for the next writer once its result is no longer used
-   * (ApiResponse.release); only large buffers are kept, the largest one. */
+   * (ApiResponse.release); the largest buffer given back is kept. */
   recycle(): () => void {
     const buf = this.buf;
+    const view = this.view;
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      if (buf.length >= KEEP_FROM && !(spare && spare.length >= buf.length)) spare = buf;
+      if (!(spare && spare.buf.length >= buf.length)) spare = { buf, view };
     };
   }
 

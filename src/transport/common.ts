@@ -53,6 +53,28 @@ export interface WireResponse {
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const DIGITS = /^\d+$/;
+
+// Headers already found writable, name to value: answers repeat the same few (Content-Type,
+// Cache-Control, Expires), and checking them again is most of what preparing costs.
+// Bounded, as a handler's values can be anything.
+const writable = new Map<string, string>();
+const WRITABLE_MAX = 256;
+
+function checkHeader(name: string, value: string): void {
+  if (writable.get(name) === value) return;
+  if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`bad header ${JSON.stringify(name)}`);
+  if (writable.size >= WRITABLE_MAX) writable.clear();
+  writable.set(name, value);
+}
+
+const statusLines = new Map<number, string>();
+
+function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) statusLines.set(status, (line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`));
+  return line;
+}
 
 /**
  * Checks a handler's answer and prepares it for the wire; throws when it cannot be written
@@ -67,20 +89,24 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   const headers: Array<[string, string]> = [];
   let declaredLength: number | undefined;
-  for (const [name, raw] of Object.entries(res.headers ?? {})) {
-    const value = String(raw);
-    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`bad header ${JSON.stringify(name)}`);
+  const given = res.headers ?? {};
+  for (const name in given) {
+    if (!Object.hasOwn(given, name)) continue;
+    const value = String(given[name]);
     const lower = name.toLowerCase();
     if (lower === 'content-length') {
-      if (!/^\d+$/.test(value)) throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);
+      // Its value changes with every answer: checked on its own, never remembered.
+      if (!TOKEN.test(name) || !DIGITS.test(value)) throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);
       declaredLength = Number(value);
+      continue;
     }
+    checkHeader(name, value);
     if (!OWN_HEADERS.has(lower)) headers.push([name, value]);
   }
   const head = method === 'HEAD';
   return {
     status,
-    statusLine: `${status} ${STATUS_CODES[status] ?? 'Unknown'}`,
+    statusLine: statusLine(status),
     headers,
     contentLength: head ? (declaredLength ?? length) : length,
     body: head ? '' : body,

@@ -15,7 +15,12 @@
 // - After a response is ended before the body is fully read, uWS keeps reading and
 //   discarding it (still calling onData), and the connection stays usable.
 // - app.close() (not in the typings) closes the listen socket and every open connection.
-// - It answers only HTTP/1.1 requests with a Host header: HTTP/1.0 requests get no answer.
+// - It answers only HTTP/1.1 requests with a Host header: its parser waits on anything
+//   else (an HTTP/1.0 request line, a request without Host) until the idle timeout closes
+//   the connection, and no JavaScript sees it. HTTP/1.0 clients are served by node:http
+//   (apiListener, mountApi; the zonal server's `api` locations).
+// - A response written during the handler's own call needs no cork and no onAborted:
+//   reads without a body are answered there.
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
 import type { ApiRequest } from '../api/types.js';
@@ -27,6 +32,10 @@ export { BODY_CAP, BODY_LIMIT } from './common.js';
 // A CommonJS package whose exports are a native module: loaded through require, so ESM
 // callers and tap's TypeScript loader get the same object.
 const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
+// An API answer names no implementation: without this, uWS adds `uWebSockets: 20` to every
+// response. `_cfg('silent')` (not in the typings) sets the loop's no-mark flag, for every
+// uWS app of the process.
+(uWS as unknown as { _cfg(key: string): void })._cfg('silent');
 
 export interface ServeApiOptions {
   /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`. */
@@ -54,18 +63,44 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
 
   app.any('/*', (res, req) => {
     // HttpRequest lives only during this call: read everything now.
-    const method = req.getMethod().toUpperCase();
+    const lower = req.getMethod();
+    const method = METHODS[lower] ?? lower.toUpperCase();
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
     const hostHeader = req.getHeader('host');
     const authorization = req.getHeader('authorization');
+
+    // A read without a body is answered here and now: no onData, no onAborted, no
+    // closure kept, which is most of what a small answer costs uWS (a response may be
+    // written in the handler's own call without a cork, and cannot be aborted before it).
+    if ((method === 'GET' || method === 'HEAD') && !hasBody(req)) {
+      const request = new ReadRequest(method, path, query, address, hostHeader, authorization, res);
+      const wire = answerLater(handler, request, onError);
+      if (!(wire instanceof Promise)) {
+        request.settle(false);
+        send(res, wire ?? toWire(method, notFound(request)), method === 'HEAD');
+        return;
+      }
+      // It answers later (basic auth checks a hash off the event loop): the address is
+      // taken now, while the response is valid.
+      request.settle(true);
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      void wire.then((w) => {
+        if (!aborted) res.cork(() => send(res, w ?? toWire(method, notFound(request)), method === 'HEAD'));
+      });
+      return;
+    }
+
     // What makes a write safe (Content-Type, Origin) and conditional: only writes read it.
     const writes = method !== 'GET' && method !== 'HEAD';
     const contentType = writes ? req.getHeader('content-type') : '';
     const origin = writes ? req.getHeader('origin') : '';
     const ifMatch = writes ? req.getHeader('if-match') : '';
     const ifNoneMatch = writes ? req.getHeader('if-none-match') : '';
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const remoteAddress = addressText(res);
     let aborted = false;
     let answered = false;
     const chunks: Buffer[] = [];
@@ -96,9 +131,9 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       if (wire instanceof Promise) {
         // The response may only be written inside a cork once this callback has returned.
         void wire.then((w) => {
-          if (!aborted) write(res, w ?? toWire(method, notFound(apiReq)), method === 'HEAD');
+          if (!aborted) res.cork(() => send(res, w ?? toWire(method, notFound(apiReq)), method === 'HEAD'));
         });
-      } else if (!aborted) write(res, wire ?? toWire(method, notFound(apiReq)), method === 'HEAD');
+      } else if (!aborted) res.cork(() => send(res, wire ?? toWire(method, notFound(apiReq)), method === 'HEAD'));
     };
 
     res.onData((chunk, isLast) => {
@@ -134,18 +169,69 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   });
 }
 
-function write(res: UWS.HttpResponse, wire: WireResponse, head: boolean): void {
+/**
+ * A read's request. The client's address is read from the socket only if something asks
+ * for it (allow/deny): most reads need no copy of it. A class, so that every request has
+ * the same shape: an object literal with a getter gets a hidden class of its own each time.
+ */
+class ReadRequest implements ApiRequest {
+  readonly host: string | undefined;
+  readonly authorization: string | undefined;
+  private remote: string | undefined;
+  private res: UWS.HttpResponse | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly query: string,
+    readonly address: string,
+    host: string,
+    authorization: string,
+    res: UWS.HttpResponse,
+  ) {
+    this.host = host || undefined;
+    this.authorization = authorization || undefined;
+    this.remote = undefined;
+    this.res = res;
+  }
+
+  get remoteAddress(): string | undefined {
+    if (this.remote === undefined && this.res) this.remote = addressText(this.res);
+    return this.remote;
+  }
+
+  /** The response is about to be written, or the answer waits: the socket's address is
+   * read now if it will be wanted later (`keep`), and never from a finished response. */
+  settle(keep: boolean): void {
+    if (keep) void this.remoteAddress;
+    this.res = undefined;
+  }
+}
+
+/** uWS's lower-case methods as the API spells them, without a new string each time. */
+const METHODS: Record<string, string> = { get: 'GET', head: 'HEAD', put: 'PUT', patch: 'PATCH', delete: 'DELETE', post: 'POST', options: 'OPTIONS' };
+
+/** Whether a request carries a body: a length above zero, or chunks. */
+function hasBody(req: UWS.HttpRequest): boolean {
+  const length = req.getHeader('content-length');
+  return (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+}
+
+function addressText(res: UWS.HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/** Writes a prepared answer; the caller corks when it is outside the request's own call. */
+function send(res: UWS.HttpResponse, wire: WireResponse, head: boolean): void {
   try {
-    res.cork(() => {
-      res.writeStatus(wire.statusLine);
-      for (const [name, value] of wire.headers) res.writeHeader(name, value);
-      if (head) {
-        res.writeHeader('Content-Length', String(wire.contentLength));
-        res.endWithoutBody();
-      } else {
-        res.end(wire.body);
-      }
-    });
+    res.writeStatus(wire.statusLine);
+    for (const [name, value] of wire.headers) res.writeHeader(name, value);
+    if (head) {
+      res.writeHeader('Content-Length', String(wire.contentLength));
+      res.endWithoutBody();
+    } else {
+      res.end(wire.body);
+    }
     // uWS has copied whatever the socket did not take at once.
     wire.release?.();
   } catch (err) {

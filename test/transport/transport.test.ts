@@ -9,7 +9,7 @@ import type { ApiRequest, ApiResponse } from '../../src/api/types.js';
 import { apiListener } from '../../src/transport/http.js';
 import { BODY_CAP, BODY_LIMIT, serveApi, type ApiHandler } from '../../src/transport/uws.js';
 import { startTransport, transports } from './harness.js';
-import { RawClient, request } from './raw.js';
+import { RawClient, request, type RawResponse } from './raw.js';
 
 const json = (status: number, value: unknown, extra: Record<string, string> = {}): ApiResponse => {
   const body = JSON.stringify(value);
@@ -235,6 +235,46 @@ for (const kind of transports) {
       t.same(await jsonOf(res), { error: 'PathNotFound', description: 'Requested API entity "/no%20such/page" doesn\'t exist.' });
     });
 
+    // uWS answers a read without a body inside its request callback, and everything else
+    // once the body is read: both must answer alike, byte for byte but the Date.
+    t.test('reads with and without a body get the same answer', async (t) => {
+      const c = await RawClient.connect(port);
+      t.teardown(() => c.destroy());
+      const withoutDate = (r: RawResponse) => r.headerList.filter(([k]) => k.toLowerCase() !== 'date');
+      await c.send(request('GET', '/status/same?q=1'));
+      const plain = await c.read();
+      t.equal(plain.status, 200);
+      const bodies: Array<[string, Buffer]> = [
+        ['a Content-Length body', request('GET', '/status/same?q=1', {}, 'hello')],
+        ['a chunked body', request('GET', '/status/same?q=1', { 'Transfer-Encoding': 'chunked' }, '5\r\nhello\r\n0\r\n\r\n')],
+        ['Content-Length: 0', request('GET', '/status/same?q=1', { 'Content-Length': 0 })],
+      ];
+      for (const [what, bytes] of bodies) {
+        await c.send(bytes);
+        const r = await c.read();
+        t.equal(r.statusLine, plain.statusLine, `GET with ${what}: status line`);
+        t.same(withoutDate(r), withoutDate(plain), `GET with ${what}: headers`);
+        t.same(r.body, plain.body, `GET with ${what}: body`);
+      }
+      // HEAD with a body: the GET's headers, no body, and the connection goes on.
+      await c.send(Buffer.concat([request('HEAD', '/status/same?q=1', {}, 'hello'), request('GET', '/status/same?q=1')]));
+      const head = await c.read({ head: true });
+      t.same(withoutDate(head), withoutDate(plain), 'HEAD with a body: the GET headers');
+      t.same((await c.read()).body, plain.body, 'and the next answer follows it directly');
+      t.equal(c.pending().length, 0, 'nothing else was sent');
+      t.notOk(c.closed, 'one connection for all of them');
+    });
+
+    t.test('no answer names the implementation', async (t) => {
+      const c = await RawClient.connect(port);
+      t.teardown(() => c.destroy());
+      for (const req of [request('GET', '/status/x'), request('HEAD', '/status/x'), request('PUT', '/config/x', {}, '{}'), request('GET', '/nowhere')]) {
+        await c.send(req);
+        const r = await c.read({ head: req.subarray(0, 4).toString() === 'HEAD' });
+        t.notOk(r.headerList.some(([k]) => /^(uwebsockets|server|x-powered-by)$/i.test(k)), `${r.statusLine}: ${r.headerList.map(([k]) => k).join(', ')}`);
+      }
+    });
+
     t.test('a client that aborts mid-request does not stop the server', async (t) => {
       seen.length = 0;
       const c = await RawClient.connect(port);
@@ -361,6 +401,78 @@ t.test('node:http: express-style mounts keep the full path (originalUrl)', async
   const body = await jsonOf(res);
   t.equal(body.path, '/status/http');
   t.equal(body.query, 'x=1');
+});
+
+// A read answered later (basic auth's bcrypt runs off the event loop): the client's
+// address is still there when the handler looks, and a client gone before the answer
+// leaves nothing behind.
+t.test('uWS: a read answered later, and a client gone before the answer', async (t) => {
+  const waiting: Array<() => void> = [];
+  const addresses: Array<string | undefined> = [];
+  const errors: unknown[] = [];
+  const server = await serveApi({
+    host: '127.0.0.1',
+    port: 0,
+    onError: (err) => errors.push(err),
+    handler: (req) =>
+      new Promise((resolve) => {
+        waiting.push(() => {
+          addresses.push(req.remoteAddress);
+          resolve(json(200, { path: req.path }));
+        });
+      }),
+  });
+  t.teardown(() => server.close());
+  const until = async (n: number) => {
+    for (let i = 0; i < 500 && waiting.length < n; i++) await new Promise((r) => setTimeout(r, 2));
+    t.equal(waiting.length, n, `${n} request(s) waiting for their answer`);
+  };
+
+  const c = await RawClient.connect(server.port);
+  t.teardown(() => c.destroy());
+  await c.send(request('GET', '/later'));
+  await until(1);
+  waiting.shift()!();
+  const r = await c.read();
+  t.equal(r.status, 200);
+  t.same(JSON.parse(r.body.toString()), { path: '/later' });
+  t.same(addresses, ['127.0.0.1'], 'the address read after the request callback returned');
+
+  // HEAD answered later: headers only, and the connection goes on.
+  await c.send(request('HEAD', '/later-head'));
+  await until(1);
+  waiting.shift()!();
+  const head = await c.read({ head: true });
+  t.equal(head.headers['content-length'], String(JSON.stringify({ path: '/later-head' }).length));
+  t.equal(c.pending().length, 0, 'no body after HEAD');
+
+  // The client leaves while its answer is pending: answering then writes nothing and
+  // breaks nothing.
+  const gone = await RawClient.connect(server.port);
+  await gone.send(request('GET', '/gone'));
+  await until(1);
+  gone.destroy();
+  await new Promise((r) => setTimeout(r, 20));
+  waiting.shift()!();
+  await c.send(request('GET', '/after'));
+  await until(1);
+  waiting.shift()!();
+  t.same(JSON.parse((await c.read()).body.toString()), { path: '/after' }, 'the server goes on');
+  await new Promise((r) => setImmediate(r));
+  t.same(errors, [], 'no error reported');
+});
+
+t.test('uWS: HTTP/1.0 is not answered (its parser waits for HTTP/1.1), HTTP/1.1 right after is', async (t) => {
+  const server = await serveApi({ host: '127.0.0.1', port: 0, handler: () => json(200, {}) });
+  t.teardown(() => server.close());
+  const old = await RawClient.connect(server.port);
+  t.teardown(() => old.destroy());
+  await old.send('GET /status/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n');
+  await t.rejects(old.read({}, 300), /no response/, 'no answer: documented in the README, with node:http for HTTP/1.0 clients');
+  const c = await RawClient.connect(server.port);
+  t.teardown(() => c.destroy());
+  await c.send(request('GET', '/status/'));
+  t.equal((await c.read()).status, 200);
 });
 
 t.test('uWS: close() closes open keep-alive connections and the port', async (t) => {
