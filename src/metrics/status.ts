@@ -39,8 +39,10 @@ export class Status {
   private readonly zones = new Map<string, Zone>();
   /** The size each zone this process created was asked for: a reload compares it. */
   private readonly sizes = new Map<string, number>();
-  private readonly blocks = new Map<string, CounterBlock | GaugeBlock | AtomicCells>();
-  private readonly records = new Map<string, SeqRecord>();
+  // Zone name, then key: a render looks up a block per zone it shows, and a key made by
+  // joining the two strings would cost more than both lookups.
+  private readonly blocks = new Map<string, Map<string, CounterBlock | GaugeBlock | AtomicCells>>();
+  private readonly records = new Map<string, Map<string, SeqRecord>>();
   /** Gauge blocks whose gauges this process has taken over (see gauges()). */
   private readonly owned = new Set<string>();
 
@@ -117,9 +119,9 @@ export class Status {
   private forget(zone: string): void {
     this.zones.delete(zone);
     this.sizes.delete(zone);
+    this.blocks.delete(zone);
+    this.records.delete(zone);
     const prefix = `${zone}\0`;
-    for (const map of [this.blocks, this.records])
-      for (const key of map.keys()) if (key.startsWith(prefix)) map.delete(key);
     for (const key of this.owned) if (key.startsWith(prefix)) this.owned.delete(key);
   }
 
@@ -151,14 +153,14 @@ export class Status {
 
   /** A counter block of a zone, made once per process. */
   counters(zone: string, key: string, length: number): CounterBlock {
-    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).counters(key, length)) as CounterBlock;
+    return (this.cachedBlock(zone, key) ?? this.keep(zone, key, this.zoneNamed(zone).counters(key, length))) as CounterBlock;
   }
 
   /** A gauge block of a zone, made once per process. A recorder passes its gauges'
    * indices as `own`: the first time, they are set to zero in this process's shard, which
    * may hold what a worker killed in the same slot had in flight. */
   gauges(zone: string, key: string, length: number, own?: readonly number[]): GaugeBlock {
-    const block = this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).gauges(key, length)) as GaugeBlock;
+    const block = (this.cachedBlock(zone, key) ?? this.keep(zone, key, this.zoneNamed(zone).gauges(key, length))) as GaugeBlock;
     if (own && block.slot >= 0 && !this.owned.has(`${zone}\0${key}`)) {
       this.owned.add(`${zone}\0${key}`);
       for (const i of own) block.set(i, 0);
@@ -168,28 +170,32 @@ export class Status {
 
   /** A record of a zone, made once per process. */
   record(zone: string, key: string): SeqRecord {
-    let r = this.records.get(`${zone}\0${key}`);
-    if (!r) this.records.set(`${zone}\0${key}`, (r = this.zoneNamed(zone).record(key)));
+    let inZone = this.records.get(zone);
+    if (!inZone) this.records.set(zone, (inZone = new Map()));
+    let r = inZone.get(key);
+    if (!r) inZone.set(key, (r = this.zoneNamed(zone).record(key)));
     return r;
   }
 
   /** Frees a block of a zone and forgets it (a removed peer's, long after its removal). */
   drop(zone: string, key: string): void {
-    this.blocks.delete(`${zone}\0${key}`);
+    this.blocks.get(zone)?.delete(key);
     this.zoneNamed(zone).drop(key);
   }
 
   cells(zone: string, key: string, length: number): AtomicCells {
-    return this.cached(`${zone}\0${key}`, () => this.zoneNamed(zone).cells(key, length)) as AtomicCells;
+    return (this.cachedBlock(zone, key) ?? this.keep(zone, key, this.zoneNamed(zone).cells(key, length))) as AtomicCells;
   }
 
-  private cached(key: string, make: () => CounterBlock | GaugeBlock | AtomicCells): CounterBlock | GaugeBlock | AtomicCells {
-    let b = this.blocks.get(key);
-    if (!b) {
-      b = make();
-      this.blocks.set(key, b);
-    }
-    return b;
+  private cachedBlock(zone: string, key: string): CounterBlock | GaugeBlock | AtomicCells | undefined {
+    return this.blocks.get(zone)?.get(key);
+  }
+
+  private keep<B extends CounterBlock | GaugeBlock | AtomicCells>(zone: string, key: string, block: B): B {
+    let inZone = this.blocks.get(zone);
+    if (!inZone) this.blocks.set(zone, (inZone = new Map()));
+    inZone.set(key, block);
+    return block;
   }
 
   /** Removes the instance's zones (the creator does this on exit by itself). */
