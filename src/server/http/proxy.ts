@@ -112,6 +112,11 @@ class Exchange implements ExchangeHandler {
   private received = 0;
   private sent = 0;
   private resume: (() => void) | undefined;
+  /** The last piece of the body, held until the read that brought it is over: the piece
+   * that completes the response goes out with res.end(), once the response is counted
+   * and its peer released. (Node runs queued ticks between the parser's callbacks, and
+   * a piece written at once would be flushed to the client before onComplete.) */
+  private held: Buffer | undefined;
   /** proxy_read_timeout: from the request's dispatch to the response headers, then
    * between two reads of the body. */
   private timer: NodeJS.Timeout | undefined;
@@ -233,6 +238,20 @@ class Exchange implements ExchangeHandler {
   onData(chunk: Buffer): boolean {
     this.timer?.refresh();
     this.received += chunk.length;
+    const held = this.held;
+    this.held = chunk;
+    return held === undefined || this.write(held);
+  }
+
+  onReadEnd(): boolean {
+    const held = this.held;
+    if (held === undefined) return true;
+    this.held = undefined;
+    return this.write(held);
+  }
+
+  /** A piece of the body to the client; false when it must wait for 'drain'. */
+  private write(chunk: Buffer): boolean {
     if (this.res.write(chunk)) return true;
     this.res.once('drain', this.resume!);
     return false;
@@ -248,7 +267,9 @@ class Exchange implements ExchangeHandler {
     const status = this.status;
     upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
-    if (!this.finished) this.res.end();
+    const held = this.held;
+    this.held = undefined;
+    if (!this.finished) this.res.end(held);
   }
 
   onError(err: Error): void {
@@ -256,6 +277,7 @@ class Exchange implements ExchangeHandler {
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     this.chosen = undefined;
+    this.held = undefined;
     this.pool!.give(this.client!, false);
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
