@@ -1,7 +1,10 @@
 // A worker's connections to one peer, as nginx's `keepalive N` keeps them: a connection
 // whose response ended cleanly goes back to the cache of idle ones while it holds fewer
 // than N, and is closed otherwise: the cache's size is exactly the `keepalive` the status
-// shows. An idle connection closes itself after the peer's Keep-Alive hint or 60 s.
+// shows. An idle connection closes after the peer's Keep-Alive hint or 60 s: the pool
+// checks a connection's idle time when it takes one, and one timer closes those left
+// unused (no timer per request, as a socket timeout set and cleared around each
+// response was).
 import { UpstreamConnection } from './upstream-connection.js';
 
 export interface PeerPoolOptions {
@@ -14,9 +17,14 @@ export interface PeerPoolOptions {
 }
 
 export class PeerPool {
+  /** Idle connections, the last used last: taken from the end. */
   private readonly idle: UpstreamConnection[] = [];
   private closed = false;
-  /** The peer closed an idle connection, or it outlived its idle time: no longer cached. */
+  /** Closes the idle connections whose time is up, at `sweepAt` (performance.now()). */
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweepAt = 0;
+  private readonly sweep = () => this.closeExpired();
+  /** The peer closed an idle connection: no longer cached. */
   private readonly forget = (conn: UpstreamConnection) => {
     const i = this.idle.indexOf(conn);
     if (i < 0) return;
@@ -30,33 +38,67 @@ export class PeerPool {
     private readonly options: PeerPoolOptions,
   ) {}
 
-  /** An idle connection, or a new one. */
-  take(): UpstreamConnection {
-    const cached = this.idle.pop();
-    if (cached) {
-      this.options.idleChanged(-1);
-      cached.onIdleClose = undefined;
-      return cached;
+  /** An idle connection, or a new one. `now`: performance.now(). */
+  take(now: number): UpstreamConnection {
+    for (let cached = this.idle.pop(); cached !== undefined; cached = this.idle.pop()) {
+      if (cached.idleUntil <= now) this.discard(cached);
+      else return this.leave(cached);
     }
     return new UpstreamConnection(this.host, this.port, this.options.connectTimeout);
   }
 
-  /** A request on `conn` ended; `reusable` when its response ended cleanly. */
-  give(conn: UpstreamConnection, reusable: boolean): void {
+  /** A request on `conn` ended; `reusable` when its response ended cleanly. `now`:
+   * performance.now(). */
+  give(conn: UpstreamConnection, reusable: boolean, now: number): void {
     if (reusable && conn.reusable && !conn.closed && !this.closed && this.idle.length < this.options.keepalive) {
       conn.onIdleClose = this.forget;
+      conn.idleUntil = now + conn.idleMs;
       this.idle.push(conn);
       this.options.idleChanged(1);
+      if (this.sweeper === undefined || conn.idleUntil < this.sweepAt) this.sweepFrom(now, conn.idleUntil);
     } else conn.close();
   }
 
   /** Closes the idle connections (the peer left the configuration, or the worker stops). */
   close(): void {
     this.closed = true;
-    for (const c of this.idle.splice(0)) {
-      this.options.idleChanged(-1);
-      c.onIdleClose = undefined;
-      c.close();
+    clearTimeout(this.sweeper);
+    for (const c of this.idle.splice(0)) this.discard(c);
+  }
+
+  private closeExpired(): void {
+    this.sweeper = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    for (let i = 0; i < this.idle.length; ) {
+      const c = this.idle[i];
+      if (c.idleUntil <= now) {
+        this.idle.splice(i, 1);
+        this.discard(c);
+      } else {
+        next = Math.min(next, c.idleUntil);
+        i++;
+      }
     }
+    if (next !== Infinity) this.sweepFrom(now, next);
+  }
+
+  private sweepFrom(now: number, at: number): void {
+    clearTimeout(this.sweeper);
+    this.sweepAt = at;
+    // Node's timers run on the loop's clock, in whole milliseconds: a timer a fraction
+    // early finds nothing to close and is set again.
+    this.sweeper = setTimeout(this.sweep, Math.max(1, Math.ceil(at - now))).unref();
+  }
+
+  /** `c`, out of the cache. */
+  private leave(c: UpstreamConnection): UpstreamConnection {
+    this.options.idleChanged(-1);
+    c.onIdleClose = undefined;
+    return c;
+  }
+
+  private discard(c: UpstreamConnection): void {
+    this.leave(c).close();
   }
 }

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
 import type { Chosen } from '../upstream/balancer.js';
+import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
 import type { PeerPool } from './peer-pool.js';
 import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
@@ -36,6 +37,8 @@ export class Proxy {
   private readonly replaced: ReadonlySet<string>;
   private readonly prefix?: string;
   readonly next: ReadonlySet<NextUpstreamCondition>;
+  /** proxy_read_timeout of this location's requests. */
+  readonly readDeadlines: Deadlines;
 
   constructor(
     readonly config: ProxyConfig,
@@ -50,6 +53,7 @@ export class Proxy {
     // With a URI part, the location's prefix is what it replaces (exact locations: all).
     if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
+    this.readDeadlines = new Deadlines(config.readTimeout);
   }
 
   handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
@@ -93,7 +97,7 @@ function escapeUri(s: string): string {
 }
 
 /** One request's way through the proxy: its attempts, and the handler of the current one. */
-class Exchange implements ExchangeHandler {
+class Exchange implements ExchangeHandler, Expiring {
   private chosen: Chosen | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
@@ -117,12 +121,14 @@ class Exchange implements ExchangeHandler {
    * and its peer released. (Node runs queued ticks between the parser's callbacks, and
    * a piece written at once would be flushed to the client before onComplete.) */
   private held: Buffer | undefined;
-  /** proxy_read_timeout: from the request's dispatch to the response headers, then
-   * between two reads of the body. */
-  private timer: NodeJS.Timeout | undefined;
   private leaveQueue: (() => void) | undefined;
   private readonly path: string;
   private readonly head: string[] | undefined;
+  // proxy_read_timeout (Expiring): from the request's dispatch to the response headers,
+  // then between two reads of the body.
+  deadline = 0;
+  prevExpiring: Expiring | undefined = undefined;
+  nextExpiring: Expiring | undefined = undefined;
 
   constructor(
     private readonly proxy: Proxy,
@@ -181,22 +187,22 @@ class Exchange implements ExchangeHandler {
     this.chosen = chosen;
     this.abort = undefined;
     this.tries++;
-    this.started = performance.now();
+    const now = performance.now();
+    this.started = now;
     this.status = 0;
     this.received = 0;
     const head = this.head!;
     const upstream = this.proxy.upstream;
     const pool = (this.pool = upstream.pool(chosen, this.proxy.config.connectTimeout));
-    const client = (this.client = pool.take());
-    this.timer = setTimeout(readTimedOut, this.proxy.config.readTimeout, this);
+    const client = (this.client = pool.take(now));
+    this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
     this.sent = client.dispatch({ path: this.path, method: this.req.method ?? 'GET', headers: head, body: this.hasBody ? this.req : null, reset: upstream.config.keepalive === 0 }, this);
   }
 
-  /** Ends the current attempt with `err` (its onError follows). */
-  abortAttempt(err: Error): void {
-    if (!this.chosen) return;
-    this.abort?.(err);
+  /** proxy_read_timeout passed: the attempt is aborted as a timeout. */
+  expired(): void {
+    if (this.chosen) this.abort?.(new ReadTimeout('proxy_read_timeout'));
   }
 
   onConnect(abort: (err: Error) => void): void {
@@ -209,9 +215,10 @@ class Exchange implements ExchangeHandler {
   }
 
   onHeaders(statusCode: number, headers: string[], resume: () => void, statusText: string): boolean {
-    this.timer?.refresh();
+    const now = performance.now();
+    this.proxy.readDeadlines.start(this, now);
     if (statusCode < 200) return true;
-    this.headerMs = performance.now() - this.started;
+    this.headerMs = now - this.started;
     this.status = statusCode;
     this.resume = resume;
     this.received += 17 + statusText.length;
@@ -236,7 +243,7 @@ class Exchange implements ExchangeHandler {
   }
 
   onData(chunk: Buffer): boolean {
-    this.timer?.refresh();
+    this.proxy.readDeadlines.start(this, performance.now());
     this.received += chunk.length;
     const held = this.held;
     this.held = chunk;
@@ -258,11 +265,12 @@ class Exchange implements ExchangeHandler {
   }
 
   onComplete(): void {
-    clearTimeout(this.timer);
+    const now = performance.now();
+    this.proxy.readDeadlines.stop(this);
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
-    chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, performance.now() - this.started);
-    this.pool!.give(this.client!, upstream.config.keepalive > 0);
+    chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
+    this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try.
     const status = this.status;
     upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
@@ -273,12 +281,12 @@ class Exchange implements ExchangeHandler {
   }
 
   onError(err: Error): void {
-    clearTimeout(this.timer);
+    this.proxy.readDeadlines.stop(this);
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     this.chosen = undefined;
     this.held = undefined;
-    this.pool!.give(this.client!, false);
+    this.pool!.give(this.client!, false, performance.now());
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
@@ -315,7 +323,3 @@ class RetryStatus extends Error {}
 
 /** proxy_read_timeout passed: the attempt is aborted as a timeout. */
 class ReadTimeout extends Error {}
-
-function readTimedOut(exchange: { abortAttempt(err: Error): void }): void {
-  exchange.abortAttempt(new ReadTimeout('proxy_read_timeout'));
-}

@@ -95,6 +95,11 @@ export class UpstreamConnection {
   reusable = false;
   /** Called once when the connection ends while no request is on it (the pool forgets it). */
   onIdleClose: ((conn: UpstreamConnection) => void) | undefined;
+  /** How long it may stay idle after its last response: the peer's Keep-Alive hint less
+   * a margin, or 60 s. */
+  idleMs = IDLE_MS;
+  /** Until when (performance.now()) it may be reused, while the pool keeps it idle. */
+  idleUntil = 0;
 
   private readonly socket: Socket;
   private readonly parser: Parser;
@@ -110,10 +115,10 @@ export class UpstreamConnection {
   /** The head of the request, until the connection is up to take it. */
   private pendingHead = '';
   private chunked = false;
-  private idleMs = IDLE_MS;
   /** The handle the parser reads, when it could take it. */
   private readonly handle: StreamHandle | undefined;
   private readonly resume = () => this.resumeReading();
+  private readonly abort = (err: Error) => this.fail(err);
   /** Host, when the request has none: the peer's address. */
   private readonly hostHeader: string;
 
@@ -147,7 +152,6 @@ export class UpstreamConnection {
       if (this.handle) this.parser.unconsume();
       this.parser.free();
     });
-    socket.on('timeout', () => this.close());
 
     const parser = (this.parser = new HTTPParser());
     parser.initialize(HTTPParser.RESPONSE, {}, 0, 0);
@@ -196,7 +200,6 @@ export class UpstreamConnection {
       this.reusable = this.keepAlive && this.bodyDone && !this.request!.reset && this.idleMs > 0;
       this.handler = undefined;
       this.request = undefined;
-      if (this.reusable) this.socket.setTimeout(this.idleMs);
       handler.onComplete();
     };
     parser[HTTPParser.kOnExecute] = executed;
@@ -216,9 +219,8 @@ export class UpstreamConnection {
     this.keepAlive = false;
     this.skipBody = request.method === 'HEAD';
     this.idleMs = IDLE_MS;
-    this.socket.setTimeout(0);
     const head = (this.pendingHead = this.head(request));
-    handler.onConnect((err) => this.fail(err));
+    handler.onConnect(this.abort);
     if (!this.closed && this.connected) this.writeHead();
     return head.length;
   }
