@@ -1,0 +1,30 @@
+// Keeps process.nextTick on its fast path for the life of a long-running process.
+//
+// Node 20's nextTick builds each tick as `{ [async_id_symbol]: …, [trigger_async_id_symbol]:
+// …, callback, args }`. V8 defines those four properties one by one, and the feedback of
+// the last three holds, weakly, the hidden class the object has before each step: maps
+// that no finished tick object uses. A full GC that finds no tick object alive (the
+// memory reducer's GCs after a few idle seconds, or an unlucky one under load) frees them;
+// the next tick finds its feedback cleared, V8 marks those three steps megamorphic for
+// good, and from then on every nextTick (node:http calls it several times per request)
+// goes through the runtime. Measured on `return 200`: a worker's CPU per request rises by
+// a quarter (10.4 → 13.2 µs), for a bare node:http server as much as for zonal's.
+//
+// One tick object kept alive keeps its map, and through the maps' back pointers every
+// map before it, so the feedback never loses them.
+import { createHook } from 'node:async_hooks';
+
+let kept: object | undefined;
+
+/** Holds one tick object: call once, before the process serves anything. */
+export function keepNextTickFast(): void {
+  if (kept) return;
+  const hook = createHook({
+    init(_asyncId, type, _triggerAsyncId, resource) {
+      if (type === 'TickObject') kept ??= resource;
+    },
+  });
+  hook.enable();
+  process.nextTick(() => {});
+  hook.disable();
+}
