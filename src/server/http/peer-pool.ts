@@ -33,6 +33,8 @@ export class PeerPool {
   };
 
   constructor(
+    /** The peer's `ip:port`. */
+    readonly address: string,
     private readonly host: string,
     private readonly port: number,
     private readonly options: PeerPoolOptions,

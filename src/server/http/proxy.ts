@@ -15,12 +15,28 @@ import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from '.
 import type { UpstreamRuntime } from './upstream.js';
 import { compileValue, type VariableContext } from './variables.js';
 
-/** Request headers that belong to the client's hop (RFC 9110 7.6.1), and those the
- * upstream connection writes itself (Host is `proxy_set_header`'s, `$proxy_host` by
- * default; 100-continue stays between the client and zonal). */
-const HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
-/** Response headers of the peer's hop. */
-const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+/** Header names, caseless. A name is lowercased only when its length is one of theirs:
+ * most headers of a request or response are in no such set. */
+class HeaderNames {
+  private readonly names: ReadonlySet<string>;
+  private readonly lengths: ReadonlySet<number>;
+  constructor(names: Iterable<string>) {
+    this.names = new Set([...names].map((n) => n.toLowerCase()));
+    this.lengths = new Set([...this.names].map((n) => n.length));
+  }
+  has(name: string): boolean {
+    return this.lengths.has(name.length) && this.names.has(name.toLowerCase());
+  }
+}
+
+/** Headers that belong to one hop (RFC 9110 7.6.1): the peer's are left out of the
+ * response as the client's are out of the request. */
+const HOP_NAMES = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const HOP = new HeaderNames(HOP_NAMES);
+/** Request headers the upstream connection writes itself besides the hop's (Host is
+ * `proxy_set_header`'s, `$proxy_host` by default; 100-continue stays between the client
+ * and zonal). */
+const OWN_REQUEST = ['expect', 'host'];
 
 type Failure = 'error' | 'timeout';
 
@@ -33,12 +49,17 @@ function failureOf(err: Error): Failure {
 const UNSAFE_VALUE = /[\r\n\0]/;
 
 export class Proxy {
-  private readonly setHeaders: Array<{ lower: string; name: string; value: (c: VariableContext) => string; constant?: string }>;
-  private readonly replaced: ReadonlySet<string>;
+  private readonly setHeaders: Array<{ name: string; value: (c: VariableContext) => string }>;
+  /** The request headers that do not go to the peer as they came: hop-by-hop ones and
+   * those proxy_set_header replaces. */
+  private readonly dropped: HeaderNames;
   private readonly prefix?: string;
   readonly next: ReadonlySet<NextUpstreamCondition>;
   /** proxy_read_timeout of this location's requests. */
   readonly readDeadlines: Deadlines;
+  /** The worker's connections to each peer, by what the balancer chose (looked up by
+   * address and connect timeout only the first time, and when the address changed). */
+  private readonly pools = new WeakMap<Chosen, PeerPool>();
 
   constructor(
     readonly config: ProxyConfig,
@@ -48,8 +69,8 @@ export class Proxy {
     // Connection is zonal's own: keep-alive when the upstream caches connections.
     this.setHeaders = config.setHeaders
       .filter((h) => h.name.toLowerCase() !== 'connection')
-      .map((h) => ({ lower: h.name.toLowerCase(), name: h.name, value: compileValue(h.value) }));
-    this.replaced = new Set(this.setHeaders.map((h) => h.lower));
+      .map((h) => ({ name: h.name, value: compileValue(h.value) }));
+    this.dropped = new HeaderNames([...HOP_NAMES, ...OWN_REQUEST, ...this.setHeaders.map((h) => h.name)]);
     // With a URI part, the location's prefix is what it replaces (exact locations: all).
     if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
@@ -58,6 +79,16 @@ export class Proxy {
 
   handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
     new Exchange(this, req, res, uri).start();
+  }
+
+  /** The worker's connections to the chosen peer. */
+  pool(chosen: Chosen): PeerPool {
+    let pool = this.pools.get(chosen);
+    if (pool === undefined || pool.address !== chosen.address) {
+      pool = this.upstream.pool(chosen, this.config.connectTimeout);
+      this.pools.set(chosen, pool);
+    }
+    return pool;
   }
 
   /** The peer's request target. */
@@ -70,18 +101,17 @@ export class Proxy {
   }
 
   /** The peer's request headers: name, value, name, value; undefined when a configured
-   * header's value cannot be sent. */
-  headers(req: IncomingMessage, uri: string): string[] | undefined {
-    const raw = req.rawHeaders;
+   * header's value cannot be sent. Read from the raw headers: `req.headers` would build
+   * the headers object. */
+  headers(ctx: VariableContext): string[] | undefined {
+    const raw = ctx.req.rawHeaders;
     const out: string[] = [];
-    const connection = req.headers.connection;
-    const listed = connection ? new Set(connection.toLowerCase().split(',').map((s) => s.trim())) : undefined;
+    const listed = connectionListed(raw);
     for (let i = 0; i < raw.length; i += 2) {
-      const lower = raw[i].toLowerCase();
-      if (HOP_REQUEST.has(lower) || this.replaced.has(lower) || listed?.has(lower)) continue;
-      out.push(raw[i], raw[i + 1]);
+      const name = raw[i];
+      if (this.dropped.has(name) || (listed !== undefined && listed.has(name.toLowerCase()))) continue;
+      out.push(name, raw[i + 1]);
     }
-    const ctx: VariableContext = { req, uri, proxyHost: this.upstream.proxyHost };
     for (const h of this.setHeaders) {
       const v = h.value(ctx);
       if (UNSAFE_VALUE.test(v)) return undefined;
@@ -91,13 +121,48 @@ export class Proxy {
   }
 }
 
+/** The headers a request's Connection header lists as its hop's own (RFC 9110 7.6.1),
+ * lowercased; undefined when it lists none. */
+function connectionListed(raw: readonly string[]): Set<string> | undefined {
+  let listed: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length !== 10 || raw[i].toLowerCase() !== 'connection') continue;
+    for (const option of raw[i + 1].toLowerCase().split(',')) {
+      const name = option.trim();
+      // keep-alive, the usual one, is dropped anyway: no set for it.
+      if (!HOP.has(name)) (listed ??= new Set()).add(name);
+    }
+  }
+  return listed;
+}
+
+/** Whether a request has a body (RFC 9112 6.3): a Transfer-Encoding, or a Content-Length
+ * other than 0 (node's parser refuses a request with both, or with two lengths). */
+function hasBody(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') return true;
+    if (name.length === 14 && name.toLowerCase() === 'content-length' && raw[i + 1] !== '0') return true;
+  }
+  return false;
+}
+
 /** nginx escapes a URI it puts back together: what is not allowed in a path, and `?`/`#`. */
 function escapeUri(s: string): string {
   return /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/.test(s) ? s : encodeURI(s).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
 }
 
+/** Where a response keeps its exchange, for the one 'close' listener of all. */
+const EXCHANGE = Symbol('zonal.exchange');
+type Proxied = ServerResponse & { [EXCHANGE]?: Exchange };
+
+/** The client went away (or the response ended): a 'close' listener without a closure. */
+function responseClosed(this: Proxied): void {
+  this[EXCHANGE]!.clientClosed();
+}
+
 /** One request's way through the proxy: its attempts, and the handler of the current one. */
-class Exchange implements ExchangeHandler, Expiring {
+class Exchange implements ExchangeHandler, Expiring, VariableContext {
   private chosen: Chosen | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
@@ -132,23 +197,20 @@ class Exchange implements ExchangeHandler, Expiring {
 
   constructor(
     private readonly proxy: Proxy,
-    private readonly req: IncomingMessage,
+    readonly req: IncomingMessage,
     private readonly res: ServerResponse,
-    private readonly uri: string,
+    readonly uri: string,
   ) {
-    const te = req.headers['transfer-encoding'];
-    const length = req.headers['content-length'];
-    this.hasBody = te !== undefined || (length !== undefined && length !== '0');
+    this.hasBody = hasBody(req.rawHeaders);
     this.path = proxy.target(req, uri);
-    this.head = proxy.headers(req, uri);
-    // The client went away: the peer's request is aborted, a waiting one leaves the queue.
-    res.once('close', () => {
-      if (this.finished) return;
-      this.finished = true;
-      if (this.leaveQueue) this.leaveQueue();
-      // Only a request still at the peer is aborted: making the Error costs a stack trace.
-      else if (this.chosen && this.abort) this.abort(new Error('client closed the connection'));
-    });
+    this.head = proxy.headers(this);
+    (res as Proxied)[EXCHANGE] = this;
+    res.on('close', responseClosed);
+  }
+
+  /** `$proxy_host`. */
+  get proxyHost(): string {
+    return this.proxy.upstream.proxyHost;
   }
 
   start(): void {
@@ -168,6 +230,15 @@ class Exchange implements ExchangeHandler, Expiring {
       }
     }
     this.fail(this.lastFailure || 502);
+  }
+
+  /** The client went away: the peer's request is aborted, a waiting one leaves the queue. */
+  clientClosed(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.leaveQueue) this.leaveQueue();
+    // Only a request still at the peer is aborted: making the Error costs a stack trace.
+    else if (this.chosen && this.abort) this.abort(new Error('client closed the connection'));
   }
 
   private retryFromQueue(): boolean {
@@ -191,13 +262,14 @@ class Exchange implements ExchangeHandler, Expiring {
     this.started = now;
     this.status = 0;
     this.received = 0;
-    const head = this.head!;
-    const upstream = this.proxy.upstream;
-    const pool = (this.pool = upstream.pool(chosen, this.proxy.config.connectTimeout));
+    const pool = (this.pool = this.proxy.pool(chosen));
     const client = (this.client = pool.take(now));
     this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
-    this.sent = client.dispatch({ path: this.path, method: this.req.method ?? 'GET', headers: head, body: this.hasBody ? this.req : null, reset: upstream.config.keepalive === 0 }, this);
+    this.sent = client.dispatch(
+      { path: this.path, method: this.req.method ?? 'GET', headers: this.head!, body: this.hasBody ? this.req : null, reset: this.proxy.upstream.config.keepalive === 0 },
+      this,
+    );
   }
 
   /** proxy_read_timeout passed: the attempt is aborted as a timeout. */
@@ -227,18 +299,22 @@ class Exchange implements ExchangeHandler, Expiring {
       this.abort?.(new RetryStatus());
       return false;
     }
-    const out: string[] = [];
+    // The peer's hop-by-hop headers are left out in place: the array is this response's.
+    let kept = 0;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       const value = headers[i + 1];
       this.received += name.length + value.length + 4;
-      if (!HOP_RESPONSE.has(name.toLowerCase())) out.push(name, value);
+      if (HOP.has(name)) continue;
+      headers[kept++] = name;
+      headers[kept++] = value;
     }
+    headers.length = kept;
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
     this.headersSent = true;
-    res.writeHead(statusCode, statusText, out);
+    res.writeHead(statusCode, statusText, headers);
     return true;
   }
 

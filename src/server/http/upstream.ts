@@ -52,7 +52,7 @@ export class UpstreamRuntime {
     const key = `${chosen.address} ${connectTimeout}`;
     let p = this.pools.get(key);
     if (!p) {
-      p = new PeerPool(chosen.host, chosen.port, {
+      p = new PeerPool(chosen.address, chosen.host, chosen.port, {
         keepalive: this.config.keepalive,
         connectTimeout,
         idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
