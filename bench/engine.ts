@@ -309,7 +309,10 @@ const WORKER_WARMUP = 5_000_000;
 const SCALING_ROUNDS = 5;
 
 type ToWorker = { type: 'go'; n: number } | { type: 'exit' };
-type FromWorker = { type: 'ready'; records: number } | { type: 'done'; records: number; ns: number };
+/** `cpuNs`: the worker's own CPU time for the loop. Records per CPU second fall when the
+ * workers get in each other's way in the memory system (shards sharing cache lines);
+ * records per wall second fall too when another process takes one of the cores. */
+type FromWorker = { type: 'ready'; records: number } | { type: 'done'; records: number; ns: number; cpuNs: number };
 
 /** The child side: attach, warm up on its own shard, then run a loop per 'go'. */
 function worker(): void {
@@ -318,9 +321,12 @@ function worker(): void {
   recordZonal(blocks, WORKER_WARMUP);
   process.on('message', (m: ToWorker) => {
     if (m.type === 'exit') return process.disconnect();
+    const cpu = process.cpuUsage();
     const start = nowNs();
     recordZonal(blocks, m.n);
-    send({ type: 'done', records: m.n, ns: nowNs() - start });
+    const ns = nowNs() - start;
+    const used = process.cpuUsage(cpu);
+    send({ type: 'done', records: m.n, ns, cpuNs: (used.user + used.system) * 1000 });
   });
   // Without the parent there is nobody to report to.
   process.on('disconnect', () => process.exit(0));
@@ -338,26 +344,45 @@ function nextMessage(child: ChildProcess): Promise<FromWorker> {
   });
 }
 
-/** Starts the workers at once (each already warm and waiting) and returns the records
- * per second they achieved together: all records over the longest elapsed time. */
-async function runTogether(children: ChildProcess[], n: number, reported: number[]): Promise<number> {
+interface Round {
+  /** Records per second of all the workers together: all records over the longest
+   * elapsed time. */
+  rate: number;
+  /** CPU ns per record, the workers' CPU time over their records. */
+  cpuNs: number;
+  /** The workers' CPU time over their elapsed time: below 1 when they waited for a core. */
+  onCpu: number;
+}
+
+/** Starts the workers at once (each already warm and waiting). */
+async function runTogether(children: ChildProcess[], n: number, reported: number[]): Promise<Round> {
   const answers = children.map(nextMessage);
   for (const child of children) child.send({ type: 'go', n } satisfies ToWorker);
   const done = await Promise.all(answers);
   let records = 0;
   let ns = 0;
+  let elapsed = 0;
+  let cpuNs = 0;
   done.forEach((m, i) => {
     if (m.type !== 'done') fail(`worker ${i} answered ${m.type} to go`);
     reported.push(m.records);
     records += m.records;
     ns = Math.max(ns, m.ns);
+    elapsed += m.ns;
+    cpuNs += m.cpuNs;
   });
-  return (records / ns) * 1e9;
+  return { rate: (records / ns) * 1e9, cpuNs: cpuNs / records, onCpu: cpuNs / elapsed };
 }
 
 interface Scaling {
   one: number;
   two: number;
+  /** CPU ns per record with two workers over the same with one: 1 when the workers do not
+   * slow each other down, whatever else runs on the machine. */
+  cpuCost: number;
+  /** How much of their elapsed time the workers were on a CPU, one and two. */
+  onCpuOne: number;
+  onCpuTwo: number;
 }
 
 async function measureScaling(): Promise<Scaling> {
@@ -371,8 +396,8 @@ async function measureScaling(): Promise<Scaling> {
     if (m.type !== 'ready') fail(`worker answered ${m.type} instead of ready`);
     reported.push(m.records);
   }
-  const one: number[] = [];
-  const two: number[] = [];
+  const one: Round[] = [];
+  const two: Round[] = [];
   for (let round = 0; round < SCALING_ROUNDS; round++) {
     // Alternating which goes first spreads slow spells of the machine over both.
     if (round % 2 === 0) {
@@ -394,7 +419,14 @@ async function measureScaling(): Promise<Scaling> {
   const expected = expectedAfter(WORKER_WARMUP, children.length).map((x, i) => x + timed[i]);
   verify('zonal across workers', totals, expected);
   zone.remove();
-  return { one: median(one), two: median(two) };
+  const cpuCost = median(two.map((r, i) => r.cpuNs / one[i].cpuNs));
+  return {
+    one: median(one.map((r) => r.rate)),
+    two: median(two.map((r) => r.rate)),
+    cpuCost,
+    onCpuOne: median(one.map((r) => r.onCpu)),
+    onCpuTwo: median(two.map((r) => r.onCpu)),
+  };
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -428,10 +460,10 @@ async function main(): Promise<void> {
   );
   table(
     `zonal record rate across worker processes, median of ${SCALING_ROUNDS} rounds`,
-    ['workers', 'records/s', 'x 1 worker'],
+    ['workers', 'records/s', 'x 1 worker', 'CPU x 1 worker', 'on a CPU'],
     [
-      [1, Math.round(scaling.one), 1],
-      [2, Math.round(scaling.two), ratio],
+      [1, Math.round(scaling.one), 1, 1, scaling.onCpuOne],
+      [2, Math.round(scaling.two), ratio, scaling.cpuCost, scaling.onCpuTwo],
     ],
   );
   const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
@@ -451,6 +483,8 @@ async function main(): Promise<void> {
     record_ns_atomics: atomics,
     record_ns_promclient: promclient,
     scaling_2_workers: ratio,
+    scaling_2_workers_cpu_cost: scaling.cpuCost,
+    scaling_2_workers_on_cpu: scaling.onCpuTwo,
     records_per_s_1_worker: scaling.one,
     records_per_s_2_workers: scaling.two,
   });
