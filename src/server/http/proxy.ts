@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
 import type { Chosen } from '../upstream/balancer.js';
+import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
 import type { PeerPool } from './peer-pool.js';
@@ -162,7 +163,7 @@ function responseClosed(this: Proxied): void {
 }
 
 /** One request's way through the proxy: its attempts, and the handler of the current one. */
-class Exchange implements ExchangeHandler, Expiring, VariableContext {
+class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   private chosen: Chosen | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
@@ -351,6 +352,11 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext {
     const status = this.status;
     upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
+    // The response ends with the other writes of this turn (after-io.ts).
+    if (!this.finished) afterIo(this);
+  }
+
+  runAfterIo(): void {
     const held = this.held;
     this.held = undefined;
     if (!this.finished) this.res.end(held);

@@ -13,6 +13,7 @@
 // node's parser has already checked.
 import { connect, type Socket } from 'node:net';
 import { createRequire } from 'node:module';
+import { afterIo, type AfterIo } from './after-io.js';
 
 /** node's HTTP parser binding, as node:http's client and server use it. `_http_common`
  * is a legacy module of node's, there since node 0.x and still in node 24. */
@@ -88,7 +89,7 @@ const IDLE_MS = 60_000;
  * not reused just as the peer closes it (undici's margin). */
 const IDLE_MARGIN_MS = 1_000;
 
-export class UpstreamConnection {
+export class UpstreamConnection implements AfterIo {
   /** Closed: no request can be sent on it any more. */
   closed = false;
   /** The last response ended cleanly and the connection may carry another request. */
@@ -221,7 +222,9 @@ export class UpstreamConnection {
     this.idleMs = IDLE_MS;
     const head = (this.pendingHead = this.head(request));
     handler.onConnect(this.abort);
-    if (!this.closed && this.connected) this.writeHead();
+    // A connection still connecting writes the head once it is up; an open one with the
+    // other writes of this turn (after-io.ts).
+    if (!this.closed && this.connected) afterIo(this);
     return head.length;
   }
 
@@ -267,6 +270,10 @@ export class UpstreamConnection {
     this.chunked = req.body !== null && !length;
     if (this.chunked) head += 'Transfer-Encoding: chunked\r\n';
     return head + (req.reset ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n');
+  }
+
+  runAfterIo(): void {
+    if (!this.closed && this.pendingHead !== '') this.writeHead();
   }
 
   private writeHead(): void {
