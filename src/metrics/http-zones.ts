@@ -43,16 +43,30 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     group('data', [received, sent]),
   );
   const declared: Group<HttpZoneSource> = group('', fields);
-  const key = (name: string) => `http/${kind}/${name}`;
-  const block = (status: Status, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name), layout.size, own);
-  const claims = (status: Status, name: string) => status.cells(STATUS_ZONE, `${key(name)}/codes`, CLAIMED);
+  // A zone's keys are made once: a render looks both up for every zone it shows.
+  const keys = new Map<string, { block: string; claims: string }>();
+  const key = (name: string) => {
+    let k = keys.get(name);
+    if (!k) keys.set(name, (k = { block: `http/${kind}/${name}`, claims: `http/${kind}/${name}/codes` }));
+    return k;
+  };
+  const block = (status: Status, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name).block, layout.size, own);
+  const claims = (status: Status, name: string) => status.cells(STATUS_ZONE, key(name).claims, CLAIMED);
+  // Location zones are names in the catalog: one list of objects per catalog list, so that
+  // their keys are encoded once (tree.ts memberKeys).
+  const named = new WeakMap<readonly string[], Array<{ name: string }>>();
+  const asZones = (names: readonly string[]) => {
+    let zones = named.get(names);
+    if (!zones) named.set(names, (zones = names.map((name) => ({ name }))));
+    return zones;
+  };
 
   return {
     fields: declared,
     recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name, layout.gauges), claims(status, name)),
     node: (status: Status) =>
       zoneCollection(
-        () => (server ? (status.catalog().http?.serverZones ?? []) : (status.catalog().http?.locationZones ?? []).map((name) => ({ name }))),
+        () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
         declared,
         (z: ServerZoneConfig) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl, claims: claims(status, z.name) }),
       ),

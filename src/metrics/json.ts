@@ -159,13 +159,28 @@ let lastSecond = NaN;
 let lastPrefix: Uint8Array = new Uint8Array(0);
 
 // Strings a tree repeats (states, server names, zone names) encoded once; a bounded
-// cache, since a string can also be a one-off (a configuration file).
+// cache. Long strings (the configuration files of config_files) have one of their own,
+// bounded by size: they stay the same until a reload, and escaping them is most of what
+// rendering /status/server costs.
 const strings = new Map<string, Uint8Array>();
+const longStrings = new Map<string, Uint8Array>();
+let longBytes = 0;
+const LONG_BYTES_MAX = 8 * 1024 * 1024;
 function quoted(s: string): Uint8Array {
-  let b = strings.get(s);
+  const short = s.length <= 256;
+  let b = (short ? strings : longStrings).get(s);
   if (!b) {
     b = Buffer.from(JSON.stringify(s));
-    if (s.length <= 256 && strings.size < 100_000) strings.set(s, b);
+    if (short) {
+      if (strings.size < 100_000) strings.set(s, b);
+    } else {
+      if (longBytes + b.length > LONG_BYTES_MAX) {
+        longStrings.clear();
+        longBytes = 0;
+      }
+      longStrings.set(s, b);
+      longBytes += b.length;
+    }
   }
   return b;
 }

@@ -38,24 +38,31 @@ export const branches: Branch[] = [
   { path: ['resolvers'], present: (c) => some(c.resolvers), node: resolversNode },
 ];
 
-/** The object at `prefix`: the branches below it that the catalog has, in order. */
+/** The object at `prefix`: the branches below it that the catalog has, in order. The
+ * objects between (`http`, `stream`) are made once: they read the catalog when walked. */
 function objectAt(status: Status, prefix: readonly string[]): StatusNode {
   const below = branches.filter((b) => prefix.every((p, i) => b.path[i] === p) && b.path.length > prefix.length);
+  const inner = new Map<string, StatusNode>();
+  const nodeOf = (b: Branch, name: string): StatusNode => {
+    if (b.path.length === prefix.length + 1) return b.node(status);
+    let node = inner.get(name);
+    if (!node) inner.set(name, (node = objectAt(status, [...prefix, name])));
+    return node;
+  };
   const list = (): Array<[string, StatusNode]> => {
     const catalog = status.catalog();
     const out: Array<[string, StatusNode]> = [];
     for (const b of below) {
       const name = b.path[prefix.length];
       if (out.some(([n]) => n === name) || !b.present(catalog)) continue;
-      out.push([name, b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name])]);
+      out.push([name, nodeOf(b, name)]);
     }
     return out;
   };
   const find = (name: string): StatusNode | undefined => {
     const catalog = status.catalog();
     const b = below.find((x) => x.path[prefix.length] === name && x.present(catalog));
-    if (!b) return undefined;
-    return b.path.length === prefix.length + 1 ? b.node(status) : objectAt(status, [...prefix, name]);
+    return b && nodeOf(b, name);
   };
   return new ObjectNode(list, find);
 }
