@@ -52,6 +52,7 @@
 // child is stopped with SIGTERM (SIGKILL after 10 s) at the end, failure included, and
 // sent SIGTERM when this process exits in any other way. Everything listens on 127.0.0.1.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { keepNextTickFast } from '../src/server/next-tick.js';
 import { Agent, createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -68,6 +69,9 @@ const BODY = 'hello\n';
 const KEEPALIVE = 64;
 
 // ---- The bare servers and the plain proxies (children: `side.js --<mode> ...`) -------------
+// The node:http references hold one tick object as zonal's workers do (src/server/
+// next-tick.ts): without it a node process can fall, after an idle spell, into a state
+// where every process.nextTick costs a quarter more, which would flatter zonal.
 
 /** `--uws <port> <treeBytes>`: uWebSockets.js answering GET /status/ with a JSON body of
  * `treeBytes` bytes and anything else with "hello\n", both built once. */
@@ -98,6 +102,7 @@ function bareUws(port: number, treeBytes: number): void {
 
 /** `--node-hello <port>`: one node:http process, the same answer as zonal's `return`. */
 function nodeHello(port: number): void {
+  keepNextTickFast();
   const body = Buffer.from(BODY);
   const headers = { 'Content-Type': 'text/plain', 'Content-Length': body.length };
   createHttpServer((_req, res) => {
@@ -112,6 +117,7 @@ function nodeHello(port: number): void {
  * with `agent: false` (a connection per request, `Connection: close`); the backend is
  * told its own Host, hop-by-hop headers stay on their hop, bodies are piped both ways. */
 function nodeProxy(port: number, backendPort: number, keepAlive: boolean): void {
+  keepNextTickFast();
   const agent = keepAlive ? new Agent({ keepAlive: true, maxSockets: KEEPALIVE }) : false;
   createHttpServer((req, res) => {
     const upstream = httpRequest({ host: HOST, port: backendPort, method: req.method, path: req.url, headers: endToEnd(req.headers, ['host']), agent }, (answer) => {
