@@ -60,8 +60,10 @@ export class AdminListeners {
   private handler(servers: VirtualServerConfig[], address: { host: string; port: number }): Handler {
     const names = new ServerNames(servers, address);
     const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false, audit: (change, request) => logAudit(this.log, auditLine(change, request)) })]));
+    // One server on the address: every Host selects it, and the Host need not be read.
+    const only = servers.length === 1 ? sites.get(servers[0]) : undefined;
     return (req) => {
-      const site = sites.get(names.select(req.host))!;
+      const site = only ?? sites.get(names.select(req.host))!;
       const uri = normalizeUri(req.path);
       const head = req.method === 'HEAD';
       if (uri === undefined) return apiError(400, 'BadRequest', `The request path "${req.path}" is not valid.`, head);

@@ -68,6 +68,17 @@ function checkHeader(name: string, value: string): void {
   writable.set(name, value);
 }
 
+// Header names in lower case, made once: answers repeat the same few names.
+const lowerNames = new Map<string, string>();
+function lowerCase(name: string): string {
+  let lower = lowerNames.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (lowerNames.size < WRITABLE_MAX) lowerNames.set(name, lower);
+  }
+  return lower;
+}
+
 const statusLines = new Map<number, string>();
 
 function statusLine(status: number): string {
@@ -93,7 +104,7 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
   for (const name in given) {
     if (!Object.hasOwn(given, name)) continue;
     const value = String(given[name]);
-    const lower = name.toLowerCase();
+    const lower = lowerCase(name);
     if (lower === 'content-length') {
       // Its value changes with every answer: checked on its own, never remembered.
       if (!TOKEN.test(name) || !DIGITS.test(value)) throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);

@@ -224,7 +224,8 @@ function addressText(res: UWS.HttpResponse): string {
 /** Writes a prepared answer; the caller corks when it is outside the request's own call. */
 function send(res: UWS.HttpResponse, wire: WireResponse, head: boolean): void {
   try {
-    res.writeStatus(wire.statusLine);
+    // uWS writes "200 OK" itself when no status was written: one call less for most answers.
+    if (wire.status !== 200) res.writeStatus(wire.statusLine);
     for (const [name, value] of wire.headers) res.writeHeader(name, value);
     if (head) {
       res.writeHeader('Content-Length', String(wire.contentLength));
