@@ -34,6 +34,14 @@ if (cluster.isPrimary) {
       // Some traffic: 20 pages, 5 API calls, 3 misses, over keep-alive connections.
       for (const path of [...Array(20).fill('/'), ...Array(5).fill('/api/items'), '/nope', '/nope', '/nope'])
         await (await fetch(`http://127.0.0.1:${dataPort}${path}`)).text();
+      // A worker counts a response once it is written out, which can be just after the
+      // client has it: wait (a bounded moment) until every request sent is counted.
+      const site = `http://127.0.0.1:${api.port}/status/http/server_zones/site/requests`;
+      for (let i = 0; i < 200; i++) {
+        const r = (await (await fetch(site)).json()) as { total: number; processing: number };
+        if (r.total === 28 && r.processing === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
       for (const path of ['/status/http/', '/status/connections'])
         console.log(`GET ${path}\n${await (await fetch(`http://127.0.0.1:${api.port}${path}`)).text()}`);
       api.close();
@@ -56,24 +64,23 @@ if (cluster.isPrimary) {
     zone?.requestStarted();
     const code = req.url === '/' || zone ? 200 : 404;
     const body = code === 200 ? `hello from worker ${process.env[WORKER_SLOT_ENV]}\n` : 'not found\n';
-    // The response is counted as it is sent, inside a cork: no byte of it reaches the
-    // client before it is counted, so a client that has its answer always sees it in
-    // /status/ (counting on 'finish' would come after the client may have moved on).
-    const socket = req.socket;
-    socket.cork();
     res.writeHead(code, { 'Content-Type': 'text/plain' }).end(body);
     // Bytes as the connection saw them, request and response with their headers: what
-    // the socket counted (bytesWritten includes what is queued) since the previous
-    // request on this keep-alive connection.
-    const before = counted.get(socket) ?? { read: 0, written: 0 };
-    const received = socket.bytesRead - before.read;
-    const sent = socket.bytesWritten - before.written;
-    counted.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
-    site.responseSent(code, received, sent);
-    zone?.responseSent(code, received, sent);
-    idle.add(socket);
-    conns.idle();
-    socket.uncork();
+    // the socket counted since the previous request on this keep-alive connection, once
+    // the response is written out. A client may hold its answer a moment before that.
+    res.on('finish', () => {
+      const socket = req.socket;
+      const before = counted.get(socket) ?? { read: 0, written: 0 };
+      const received = socket.bytesRead - before.read;
+      const sent = socket.bytesWritten - before.written;
+      counted.set(socket, { read: socket.bytesRead, written: socket.bytesWritten });
+      site.responseSent(code, received, sent);
+      zone?.responseSent(code, received, sent);
+      if (!socket.destroyed) {
+        idle.add(socket);
+        conns.idle();
+      }
+    });
   });
   const counted = new WeakMap<object, { read: number; written: number }>();
   server.on('connection', (socket) => {
