@@ -36,6 +36,7 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     ...(u.queue ? { queue: true } : {}),
     responseTimeFactor: u.responseTimeFactor,
     method: u.method.kind,
+    ...(u.state !== undefined ? { state: u.state } : {}),
   };
 }
 

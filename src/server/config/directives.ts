@@ -394,6 +394,15 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     },
   }),
 
+  // NGINX Plus's state file, relative to the file that names it.
+  state: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream) {
+      upstream.state = resolvePath(d, d.args[0]);
+    },
+  }),
+
   proxy_pass: define({
     contexts: ['location'],
     args: [1, 1],

@@ -58,6 +58,8 @@ export interface UpstreamLevel extends Level {
   keepalive?: number;
   queue?: { readonly size: number; readonly timeout: number };
   responseTimeFactor?: number;
+  /** `state <file>`, absolute. */
+  state?: string;
 }
 
 /** `proxy_pass http://<target>[<uri>]` as written: the target is an upstream's name or an

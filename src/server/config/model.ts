@@ -127,6 +127,9 @@ export interface UpstreamBlockConfig {
   readonly queue?: { readonly size: number; readonly timeout: number };
   /** Percent (default 90). */
   readonly responseTimeFactor: number;
+  /** `state <file>` (absolute): the peers as `server` lines, rewritten after each /config
+   * change and read instead of the configured servers at start and reload (NGINX Plus). */
+  readonly state?: string;
   /** Made for a `proxy_pass http://<address>`: no `upstream` block. */
   readonly implicit: boolean;
   readonly origin: Origin;

@@ -99,6 +99,7 @@ function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
     keepalive: u.keepalive ?? DEFAULT_KEEPALIVE,
     ...(u.queue ? { queue: u.queue } : {}),
     responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
+    ...(u.state !== undefined ? { state: u.state } : {}),
     implicit: false,
     origin: u.origin,
   };
