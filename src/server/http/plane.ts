@@ -10,7 +10,7 @@
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import { apiListener, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
@@ -43,6 +43,8 @@ interface Conn {
 
 /** Where a connection's accounting is kept: on its socket (for TLS, on both sockets). */
 const CONN = Symbol('zonal.conn');
+/** How long a draining worker leaves idle connections open for a last request. */
+const DRAIN_IDLE_MS = 1000;
 type Counted = Socket & { [CONN]?: Conn };
 
 /** socket.bytesWritten without its cost: the getter copies the write queue into a new
@@ -67,6 +69,11 @@ export class HttpPlane {
   private readonly upstreams = new Map<string, UpstreamRuntime>();
   private readonly apis = new WeakMap<Place, ApiListener>();
   private draining = false;
+  /** Responses that take their time (proxied, API, files), until they close: a drain
+   * makes those whose head is not written yet say `Connection: close`. */
+  private readonly pending = new Set<ServerResponse>();
+  /** Draining, and the idle connections were closed: the others close after their response. */
+  private swept = false;
 
   constructor(
     private readonly config: ServerConfig,
@@ -211,7 +218,11 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location);
       return;
     }
-    res.once('close', () => this.closed(socket, conn, res, zone, location));
+    this.pending.add(res);
+    res.once('close', () => {
+      this.pending.delete(res);
+      this.closed(socket, conn, res, zone, location);
+    });
     if (place.guard.open) this.content(req, res, uri, place);
     else {
       const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
@@ -262,7 +273,9 @@ export class HttpPlane {
   private closed(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
     const sent = res.writableFinished;
     this.account(socket, conn, res, zone, location, sent, sent && !socket.destroyed && !socket.writableEnded);
-    if (sent && this.draining && conn?.inflight === 0 && !socket.destroyed) socket.end();
+    // Draining: a response that went out keep-alive leaves its connection idle for the
+    // client's next request, until the sweep; after it, every connection closes.
+    if (sent && this.draining && conn?.inflight === 0 && !socket.destroyed && (!res.shouldKeepAlive || this.swept)) socket.end();
   }
 
   /** Counts a response (or its absence) in its zones, and the connection as idle when it
@@ -300,20 +313,26 @@ export class HttpPlane {
     }
   }
 
-  /** Stops accepting, closes idle connections, lets requests in flight finish (their
-   * connections close after them); resolves once every connection is gone. */
+  /** Stops accepting, lets requests in flight finish (their connections close after
+   * them), closes the connections still idle DRAIN_IDLE_MS later; resolves once every
+   * connection is gone. */
   drain(): Promise<void> {
     this.draining = true;
-    for (const conn of this.live) if (conn.requests === 0) conn.closedByServer = true;
-    return Promise.all(
-      this.servers.map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeIdleConnections();
-          }),
-      ),
-    ).then(() => {
+    // A response in flight closes its connection after it, and says so: a keep-alive
+    // client would otherwise send its next request into the close that follows.
+    for (const res of this.pending) if (!res.headersSent) res.shouldKeepAlive = false;
+    // An idle keep-alive connection is not closed at once: its client may be sending the
+    // next request into it right now, which would fail (ECONNRESET). That request is
+    // answered with `Connection: close`; a connection idle for the whole grace is closed.
+    const sweep = setTimeout(() => {
+      this.swept = true;
+      for (const conn of this.live) if (conn.requests === 0) conn.closedByServer = true;
+      for (const server of this.servers) server.closeIdleConnections();
+    }, DRAIN_IDLE_MS);
+    // node:http's close() closes the idle connections too: net.Server's only stops listening.
+    const closed = this.servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
+    return Promise.all(closed).then(() => {
+      clearTimeout(sweep);
       for (const u of this.upstreams.values()) u.close();
     });
   }
