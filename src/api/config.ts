@@ -266,8 +266,9 @@ function entityOf(t: Target, peers: readonly PeerConfig[], defaults: boolean): J
   const servers = serversOf(peers, t.protocol!, defaults);
   if (!t.servers) return { servers };
   if (t.name === undefined) return servers;
-  const peer = servers[t.name] as { [key: string]: Json } | undefined;
-  if (!peer) return undefined;
+  // Own names only: `constructor` or `__proto__` is no server (the prototype's were 500 and 200).
+  if (!Object.hasOwn(servers, t.name)) return undefined;
+  const peer = servers[t.name] as { [key: string]: Json };
   if (!t.param) return peer;
   return peer[t.param.name] ?? t.param.default;
 }
