@@ -6,6 +6,7 @@ import { bodyText, createApi } from '../../src/api/index.js';
 import { serverZones } from '../../src/metrics/http-zones.js';
 import { Status } from '../../src/metrics/status.js';
 import { uniqueName } from '../helpers.js';
+import { METHODS, prng, QUERIES, randomPath } from './fuzz.js';
 
 const config = {
   http: {
@@ -28,20 +29,14 @@ t.test('random requests: always a well-formed answer, never an exception', async
       { location: '/v/', api: '/status/http/server_zones/$arg_z/' },
     ],
   });
-  let seed = 7;
-  const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
-  const pick = <T>(xs: readonly T[]) => xs[rnd(xs.length)];
-  const segments = ['status', 'http', 'server_zones', 'site', 'ssl', 'requests', 'total', 'upstreams', 'u', 'peers', '127.0.0.1:1',
-    'health', 'probes', 'caches', 'c', 'shards', 'slabs', 'slots', '8', 'stream', 'resolvers', 'r', '..', '.', '', '%2e%2e', '%2F',
-    '%zz', '%00', '\u00e9', 'x'.repeat(300), 'constructor', '__proto__', 'toString', 'hasOwnProperty'];
-  const queries = ['', 'pretty=off', 'pretty', 'date=epoch', 'format=prometheus', 'format=xml', 'format=', 'z=site', 'z=../..', '%zz=1', 'a=%ff'];
-  const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'BREW', ''];
+  const g = prng(7);
+  const { rnd, pick } = g;
   let problems = 0;
   let answered = 0;
   for (let i = 0; i < 5000; i++) {
-    const path = pick(['/status', '/re', '/v', '/other', '']) + '/' + Array.from({ length: rnd(6) }, () => pick(segments)).join('/');
-    const query = pick(queries);
-    const method = pick(methods);
+    const path = randomPath(g, ['/status', '/re', '/v', '/other', '']);
+    const query = pick(QUERIES);
+    const method = pick(METHODS);
     try {
       const r = api({ method, path, query, address: '127.0.0.1', body: rnd(4) === 0 ? Buffer.alloc(rnd(70000)) : undefined });
       if (!r) continue;
