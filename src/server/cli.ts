@@ -3,7 +3,8 @@
 import { resolve } from 'node:path';
 import { ZONAL_VERSION } from '../metrics/status.js';
 import { formatConfigError, loadConfig } from './config/load.js';
-import { Primary, stderrLog } from './primary.js';
+import { stderrLog } from './log.js';
+import { Primary } from './primary.js';
 
 const USAGE = `usage: zonal [-t] -c <file> | -v
   -c <file>      run the server with this configuration file

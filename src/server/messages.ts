@@ -1,12 +1,11 @@
 // What the primary and its workers say to each other over node:cluster's channel.
+import type { AuditLine } from './audit.js';
 
 export type FromPrimary =
   /** The configuration: the main file and the text of every file it read. */
   | { type: 'start'; file: string; files: Record<string, string>; ticketKeys: string }
   /** Stop accepting, finish what is in flight, exit. */
   | { type: 'drain' };
-
-import type { AuditLine } from './audit.js';
 
 export type ToPrimary =
   /** The worker listens for messages: cluster's own 'online' comes before the worker's

@@ -35,8 +35,6 @@ interface WorkerRecord {
   state: 'starting' | 'ready' | 'draining';
 }
 
-export { stderrLog, type Log } from './log.js';
-
 export class Primary {
   private readonly workers = new Set<WorkerRecord>();
   private readonly freeSlots: number[];
