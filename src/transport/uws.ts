@@ -78,7 +78,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       const wire = answerLater(handler, request, onError);
       if (!(wire instanceof Promise)) {
         request.settle(false);
-        send(res, wire ?? toWire(method, notFound(request)), method === 'HEAD');
+        send(res, request, wire);
         return;
       }
       // It answers later (basic auth checks a hash off the event loop): the address is
@@ -89,7 +89,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         aborted = true;
       });
       void wire.then((w) => {
-        if (!aborted) res.cork(() => send(res, w ?? toWire(method, notFound(request)), method === 'HEAD'));
+        if (!aborted) res.cork(() => send(res, request, w));
       });
       return;
     }
@@ -131,9 +131,9 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       if (wire instanceof Promise) {
         // The response may only be written inside a cork once this callback has returned.
         void wire.then((w) => {
-          if (!aborted) res.cork(() => send(res, w ?? toWire(method, notFound(apiReq)), method === 'HEAD'));
+          if (!aborted) res.cork(() => send(res, apiReq, w));
         });
-      } else if (!aborted) res.cork(() => send(res, wire ?? toWire(method, notFound(apiReq)), method === 'HEAD'));
+      } else if (!aborted) res.cork(() => send(res, apiReq, wire));
     };
 
     res.onData((chunk, isLast) => {
@@ -221,9 +221,12 @@ function addressText(res: UWS.HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
 }
 
-/** Writes a prepared answer; the caller corks when it is outside the request's own call. */
-function send(res: UWS.HttpResponse, wire: WireResponse, head: boolean): void {
+/** Writes a prepared answer, or the JSON 404 when no API mount took the request; the
+ * caller corks when it is outside the request's own call. */
+function send(res: UWS.HttpResponse, request: ApiRequest, answer: WireResponse | undefined): void {
+  const head = request.method === 'HEAD';
   try {
+    const wire = answer ?? toWire(request.method, notFound(request));
     // uWS writes "200 OK" itself when no status was written: one call less for most answers.
     if (wire.status !== 200) res.writeStatus(wire.statusLine);
     for (const [name, value] of wire.headers) res.writeHeader(name, value);
