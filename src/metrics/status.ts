@@ -170,8 +170,7 @@ export class Status {
 
   /** A record of a zone, made once per process. */
   record(zone: string, key: string): SeqRecord {
-    let inZone = this.records.get(zone);
-    if (!inZone) this.records.set(zone, (inZone = new Map()));
+    const inZone = ofZone(this.records, zone);
     let r = inZone.get(key);
     if (!r) inZone.set(key, (r = this.zoneNamed(zone).record(key)));
     return r;
@@ -192,9 +191,7 @@ export class Status {
   }
 
   private keep<B extends CounterBlock | GaugeBlock | AtomicCells>(zone: string, key: string, block: B): B {
-    let inZone = this.blocks.get(zone);
-    if (!inZone) this.blocks.set(zone, (inZone = new Map()));
-    inZone.set(key, block);
+    ofZone(this.blocks, zone).set(key, block);
     return block;
   }
 
@@ -217,4 +214,11 @@ function statusZoneBytes(config: StatusConfig, workers: number): number {
     (config.resolvers?.length ?? 0) +
     1;
   return 256 * 1024 + objects * (workers * 2048 + 2048) + 3 * JSON.stringify(config).length;
+}
+
+/** What a process keeps of one zone, by key: made when first asked for. */
+function ofZone<T>(kept: Map<string, Map<string, T>>, zone: string): Map<string, T> {
+  let inZone = kept.get(zone);
+  if (!inZone) kept.set(zone, (inZone = new Map()));
+  return inZone;
 }
