@@ -13,7 +13,7 @@
 import type { AtomicCells, GaugeBlock } from '../engine/index.js';
 import type { CacheConfig, CacheShardConfig } from './catalog.js';
 import { group, leaf, Layout, type Counted, type Group } from './shape.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { collection, FieldNode, ObjectNode, type StatusNode } from './tree.js';
 
 export interface CacheSource extends Counted {
@@ -83,10 +83,10 @@ const COLD = 'cache/cold';
 const shardKey = (path: string) => `cache/shards/${path}`;
 const shardColdKey = (path: string) => `cache/shards-cold/${path}`;
 
-const block = (status: Status, cache: string) => status.gauges(cache, KEY, layout.size);
-const coldCell = (status: Status, cache: string) => status.cells(cache, COLD, 1);
-const shardBlock = (status: Status, cache: string, path: string) => status.gauges(cache, shardKey(path), shardLayout.size);
-const shardColdCell = (status: Status, cache: string, path: string) => status.cells(cache, shardColdKey(path), 1);
+const block = (status: StatusStore, cache: string) => status.gauges(cache, KEY, layout.size);
+const coldCell = (status: StatusStore, cache: string) => status.cells(cache, COLD, 1);
+const shardBlock = (status: StatusStore, cache: string, path: string) => status.gauges(cache, shardKey(path), shardLayout.size);
+const shardColdCell = (status: StatusStore, cache: string, path: string) => status.cells(cache, shardColdKey(path), 1);
 
 interface Shard {
   readonly block: GaugeBlock;
@@ -98,7 +98,7 @@ export class Cache {
   private readonly shards = new Map<string, Shard>();
 
   constructor(
-    private readonly status: Status,
+    private readonly status: StatusStore,
     private readonly name: string,
     private readonly block: GaugeBlock,
     private readonly cold: AtomicCells,
@@ -144,11 +144,11 @@ export class Cache {
   }
 }
 
-export function cache(status: Status, name: string): Cache {
+export function cache(status: StatusStore, name: string): Cache {
   return new Cache(status, name, block(status, name), coldCell(status, name));
 }
 
-function shardSource(status: Status, c: CacheConfig, shard: CacheShardConfig): CacheShardSource {
+function shardSource(status: StatusStore, c: CacheConfig, shard: CacheShardConfig): CacheShardSource {
   return {
     sums: shardBlock(status, c.name, shard.path).values(),
     maxSize: shard.maxSize,
@@ -157,7 +157,7 @@ function shardSource(status: Status, c: CacheConfig, shard: CacheShardConfig): C
 }
 
 /** One cache: its declared fields, and `shards` when sharding is configured. */
-function cacheNode(status: Status, c: CacheConfig): StatusNode {
+function cacheNode(status: StatusStore, c: CacheConfig): StatusNode {
   const shards = c.shards ?? [];
   const cold = coldCell(status, c.name).load(0) !== 0 || shards.some((s) => shardColdCell(status, c.name, s.path).load(0) !== 0);
   const declared = new FieldNode(cacheFields, { sums: block(status, c.name).values(), maxSize: c.maxSize, cold }, true);
@@ -176,7 +176,7 @@ function cacheNode(status: Status, c: CacheConfig): StatusNode {
   );
 }
 
-export function cachesNode(status: Status): StatusNode {
+export function cachesNode(status: StatusStore): StatusNode {
   return collection(
     'zone',
     () => status.catalog().http?.caches ?? [],

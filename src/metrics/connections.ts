@@ -3,7 +3,7 @@
 // without handling them.
 import type { GaugeBlock } from '../engine/index.js';
 import { group, Layout, type Counted } from './shape.js';
-import { STATUS_ZONE, type Status } from './status.js';
+import { STATUS_ZONE, type StatusStore } from './store.js';
 import { FieldNode, type StatusNode } from './tree.js';
 
 const layout = new Layout<Counted>();
@@ -49,10 +49,10 @@ export class Connections {
   }
 }
 
-export function connections(status: Status): Connections {
+export function connections(status: StatusStore): Connections {
   return new Connections(status.gauges(STATUS_ZONE, KEY, layout.size, layout.gauges));
 }
 
-export function connectionsNode(status: Status): StatusNode {
+export function connectionsNode(status: StatusStore): StatusNode {
   return new FieldNode(connectionFields, { sums: status.gauges(STATUS_ZONE, KEY, layout.size).values() }, true);
 }

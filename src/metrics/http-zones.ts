@@ -6,7 +6,7 @@ import type { AtomicCells, GaugeBlock } from '../engine/index.js';
 import type { ServerZoneConfig } from './catalog.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, Layout, type Counted, type Field, type Group } from './shape.js';
-import { STATUS_ZONE, type Status } from './status.js';
+import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection } from './tree.js';
 
 export interface HttpZoneSource extends Counted {
@@ -50,8 +50,8 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     if (!k) keys.set(name, (k = { block: `http/${kind}/${name}`, claims: `http/${kind}/${name}/codes` }));
     return k;
   };
-  const block = (status: Status, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name).block, layout.size, own);
-  const claims = (status: Status, name: string) => status.cells(STATUS_ZONE, key(name).claims, CLAIMED);
+  const block = (status: StatusStore, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name).block, layout.size, own);
+  const claims = (status: StatusStore, name: string) => status.cells(STATUS_ZONE, key(name).claims, CLAIMED);
   // Location zones are names in the catalog: one list of objects per catalog list, so that
   // their keys are encoded once (tree.ts memberKeys).
   const named = new WeakMap<readonly string[], Array<{ name: string }>>();
@@ -63,8 +63,8 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
 
   return {
     fields: declared,
-    recorder: (status: Status, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name, layout.gauges), claims(status, name)),
-    node: (status: Status) =>
+    recorder: (status: StatusStore, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name, layout.gauges), claims(status, name)),
+    node: (status: StatusStore) =>
       zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
         declared,

@@ -7,7 +7,7 @@
 import type { GaugeBlock } from '../engine/index.js';
 import type { LimitZoneConfig, StatusConfig } from './catalog.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { zoneCollection, type StatusNode } from './tree.js';
 
 /** Longest key a connection limit counts by (bytes): an empty or longer key is `skipped`. */
@@ -99,11 +99,11 @@ function configured(kind: Kind, c: StatusConfig): LimitZoneConfig[] {
 
 function limitZones<R>(kind: Kind, layout: Layout<Counted>, fields: Group<Counted>, make: (block: GaugeBlock) => R) {
   // The limit's zone is named after it; the key says which kind of limit it is.
-  const block = (status: Status, name: string) => status.gauges(name, kind, layout.size);
+  const block = (status: StatusStore, name: string) => status.gauges(name, kind, layout.size);
   return {
     fields,
-    recorder: (status: Status, name: string): R => make(block(status, name)),
-    node: (status: Status): StatusNode =>
+    recorder: (status: StatusStore, name: string): R => make(block(status, name)),
+    node: (status: StatusStore): StatusNode =>
       zoneCollection(() => configured(kind, status.catalog()), fields, (z: LimitZoneConfig) => ({ sums: block(status, z.name).values() })),
   };
 }

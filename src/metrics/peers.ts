@@ -13,7 +13,7 @@
 import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { ZoneFullError } from '../engine/index.js';
 import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 
 /** A peer of the live set: its configuration (only what was set explicitly) and its id. */
 export interface PeerEntry extends PeerConfig {
@@ -37,14 +37,14 @@ export const zoneOf = (u: UpstreamConfig): string => u.zone ?? u.name;
 export const peerKey = (id: number): string => `peer/${id}`;
 
 /** The upstream's live set, decoded again only when it changed. */
-export function peerSet(status: Status, u: UpstreamConfig): PeerSet {
+export function peerSet(status: StatusStore, u: UpstreamConfig): PeerSet {
   const set = status.record(zoneOf(u), RECORD_KEY).readJSON<PeerSet>();
   if (!set) throw new Error(`upstream "${u.name}" has no peer set yet`);
   return set;
 }
 
 /** Changes of the set since `generation`: one atomic load. */
-export function peerGeneration(status: Status, u: UpstreamConfig): number {
+export function peerGeneration(status: StatusStore, u: UpstreamConfig): number {
   return status.record(zoneOf(u), RECORD_KEY).generation;
 }
 
@@ -62,7 +62,7 @@ export type UpdateResult<E> = { ok: true; created: boolean; set: PeerSet } | { o
  * again on the newer set. `created` says whether `name` (if given) is new.
  */
 export function updatePeers<E>(
-  status: Status,
+  status: StatusStore,
   u: UpstreamConfig,
   change: (peers: readonly PeerEntry[]) => PeerConfig[] | { error: E },
   memory: { allocate: Allocate; free: Free },
@@ -108,7 +108,7 @@ export function updatePeers<E>(
 
 /** The first set of an upstream, at start or reload: the state file's peers when it has
  * one, else the configured ones. Peers of the same name keep their ids. */
-export function publishPeers(status: Status, u: UpstreamConfig, allocate: Allocate, free: Free): void {
+export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: Allocate, free: Free): void {
   const record = status.record(zoneOf(u), RECORD_KEY);
   const configured = (u.state && readStateFile(u.state)) || u.peers;
   if (!record.readJSON()) {

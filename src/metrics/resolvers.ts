@@ -3,7 +3,7 @@
 // they ended: DNS response codes as RFC 1035, section 4.1.1 numbers them, and time-outs.
 import type { GaugeBlock } from '../engine/index.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
-import { STATUS_ZONE, type Status } from './status.js';
+import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection, type StatusNode } from './tree.js';
 
 const layout = new Layout<Counted>();
@@ -42,7 +42,7 @@ const BY_RCODE = [
 ];
 
 const key = (name: string) => `resolvers/${name}`;
-const block = (status: Status, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
+const block = (status: StatusStore, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
 
 /** What a worker calls as its resolver's lookups happen. */
 export class Resolver {
@@ -67,11 +67,11 @@ export class Resolver {
   }
 }
 
-export function resolver(status: Status, name: string): Resolver {
+export function resolver(status: StatusStore, name: string): Resolver {
   return new Resolver(block(status, name));
 }
 
-export function resolversNode(status: Status): StatusNode {
+export function resolversNode(status: StatusStore): StatusNode {
   return zoneCollection(() => status.catalog().resolvers ?? [], resolverFields, (name: string) => ({ sums: block(status, name).values() }));
 }
 

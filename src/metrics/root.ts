@@ -10,14 +10,14 @@ import { resolversNode } from './resolvers.js';
 import { serverNode } from './server.js';
 import { slabsNode } from './slabs.js';
 import { upstreamsNode } from './upstreams.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { streamZonesNode } from './stream-zones.js';
 import { ObjectNode, type StatusNode } from './tree.js';
 
 export interface Branch {
   readonly path: readonly string[];
   present(catalog: Catalog): boolean;
-  node(status: Status): StatusNode;
+  node(status: StatusStore): StatusNode;
 }
 
 const some = (list: readonly unknown[] | undefined) => !!list && list.length > 0;
@@ -40,7 +40,7 @@ export const branches: Branch[] = [
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. The
  * objects between (`http`, `stream`) are made once: they read the catalog when walked. */
-function objectAt(status: Status, prefix: readonly string[]): StatusNode {
+function objectAt(status: StatusStore, prefix: readonly string[]): StatusNode {
   const below = branches.filter((b) => prefix.every((p, i) => b.path[i] === p) && b.path.length > prefix.length);
   const inner = new Map<string, StatusNode>();
   const nodeOf = (b: Branch, name: string): StatusNode => {
@@ -67,6 +67,6 @@ function objectAt(status: Status, prefix: readonly string[]): StatusNode {
   return new ObjectNode(list, find);
 }
 
-export function statusRoot(status: Status): StatusNode {
+export function statusRoot(status: StatusStore): StatusNode {
   return objectAt(status, []);
 }

@@ -2,7 +2,7 @@
 // the serving location has `api_config_files on`.
 import type { Catalog } from './catalog.js';
 import { group, leaf, time, type RenderContext } from './shape.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { FieldNode, ObjectNode, ValueNode, type StatusNode } from './tree.js';
 
 interface ServerSource {
@@ -19,7 +19,7 @@ export const serverFields = group<ServerSource>('', [
 
 /** The server branch: declared fields, then `config_files` where allowed. It is marked
  * flat, and the text format shows only its generation. */
-export function serverNode(status: Status): StatusNode {
+export function serverNode(status: StatusStore): StatusNode {
   const declared = new FieldNode(serverFields, { catalog: status.catalog() }, true);
   const configFiles = (ctx: RenderContext): StatusNode | undefined => {
     if (!ctx.configFiles) return undefined;

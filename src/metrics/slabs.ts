@@ -2,7 +2,7 @@
 // configuration's upstreams, caches and limits use, as the zone's own statistics say.
 import { slabZones } from './catalog.js';
 import { group, leaf } from './shape.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { collection, FieldNode, ObjectNode, type StatusNode } from './tree.js';
 
 // Zone.slabStatsPacked(): pages used and free, then four figures per slot size.
@@ -57,14 +57,14 @@ const scratch = new Float64Array(2 + 4 * 16);
 
 // The zones' names, one list per catalog (which stays the same object until it changes).
 const namesOf = new WeakMap<object, string[]>();
-function zoneNames(status: Status): string[] {
+function zoneNames(status: StatusStore): string[] {
   const catalog = status.catalog();
   let names = namesOf.get(catalog);
   if (!names) namesOf.set(catalog, (names = slabZones(catalog, status.zone.workerSlots).map((z) => z.name)));
   return names;
 }
 
-export function slabsNode(status: Status): StatusNode {
+export function slabsNode(status: StatusStore): StatusNode {
   return collection(
     'zone',
     () => zoneNames(status),

@@ -6,11 +6,10 @@ import { AtomicCells, CounterBlock, GaugeBlock, SeqRecord, Zone } from '../engin
 import { slabZones, type Catalog, type StatusConfig } from './catalog.js';
 import { JsonWriter } from './json.js';
 import { statusRoot } from './root.js';
+import { STATUS_ZONE, type StatusStore } from './store.js';
 import { publishUpstreams } from './upstreams.js';
 
-/** The status zone's name. Configured zone names cannot clash with it: '~' is not one
- * of their characters in any configuration zonal reads. */
-export const STATUS_ZONE = '~status';
+export { STATUS_ZONE };
 
 export interface CreateStatusOptions {
   /** Worker slots: how many processes record at once. */
@@ -32,7 +31,7 @@ export interface AttachStatusOptions {
   writer?: boolean;
 }
 
-export class Status {
+export class Status implements StatusStore {
   readonly zone: Zone;
   private readonly catalogRecord: SeqRecord;
   private readonly configFilesRecord: SeqRecord;

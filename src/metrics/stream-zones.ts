@@ -6,7 +6,7 @@ import type { GaugeBlock } from '../engine/index.js';
 import type { ServerZoneConfig } from './catalog.js';
 import { sslCounters } from './http-zones.js';
 import { group, Layout, type Counted, type Group } from './shape.js';
-import { STATUS_ZONE, type Status } from './status.js';
+import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection, type StatusNode } from './tree.js';
 
 export interface StreamZoneSource extends Counted {
@@ -53,7 +53,7 @@ const BY_STATUS: Record<SessionStatus, number> = {
 };
 
 const key = (name: string) => `stream/server_zones/${name}`;
-const block = (status: Status, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
+const block = (status: StatusStore, name: string) => status.gauges(STATUS_ZONE, key(name), layout.size);
 
 /** What a worker calls as the zone's connections and sessions happen. */
 export class StreamZone {
@@ -100,11 +100,11 @@ export class StreamZone {
   }
 }
 
-export function streamZone(status: Status, name: string): StreamZone {
+export function streamZone(status: StatusStore, name: string): StreamZone {
   return new StreamZone(block(status, name));
 }
 
-export function streamZonesNode(status: Status): StatusNode {
+export function streamZonesNode(status: StatusStore): StatusNode {
   return zoneCollection(
     () => status.catalog().stream?.serverZones ?? [],
     streamZoneFields,

@@ -13,7 +13,7 @@ import { peerName, type UpstreamConfig } from './catalog.js';
 import { peerKey, peerSet, publishPeers, updatePeers, zoneOf, type PeerEntry, type PeerSet, type UpdateResult } from './peers.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, leaf, time, Layout, type Counted, type Field, type Group, type RenderContext, type Scalar } from './shape.js';
-import type { Status } from './status.js';
+import type { StatusStore } from './store.js';
 import { collection, FieldNode, ObjectNode, type StatusNode } from './tree.js';
 
 export type Protocol = 'http' | 'stream';
@@ -180,7 +180,7 @@ const queueFields = group<UpstreamSource>('queue', Object.values(queue), (s) => 
 
 const UPSTREAM_KEY = 'upstream';
 
-function upstreams(status: Status, protocol: Protocol): UpstreamConfig[] {
+function upstreams(status: StatusStore, protocol: Protocol): UpstreamConfig[] {
   const c = status.catalog();
   return (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [];
 }
@@ -308,7 +308,7 @@ export class Upstream {
   }
 }
 
-function find(status: Status, protocol: Protocol, name: string): UpstreamConfig {
+function find(status: StatusStore, protocol: Protocol, name: string): UpstreamConfig {
   const u = upstreams(status, protocol).find((x) => x.name === name);
   if (!u) throw new Error(`no ${protocol} upstream "${name}" with a zone is configured`);
   return u;
@@ -320,7 +320,7 @@ interface PeerStorage {
   readonly claims?: AtomicCells;
 }
 
-function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, id: number): PeerStorage {
+function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, id: number): PeerStorage {
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
@@ -332,7 +332,7 @@ function peerStorage(status: Status, protocol: Protocol, u: UpstreamConfig, id: 
 
 /** The protocol of a catalog entry: by identity, else by name (an entry of an older
  * catalog), HTTP first. */
-function protocolOf(status: Status, u: UpstreamConfig): Protocol {
+function protocolOf(status: StatusStore, u: UpstreamConfig): Protocol {
   const c = status.catalog();
   if (c.http?.upstreams?.includes(u)) return 'http';
   if (c.stream?.upstreams?.includes(u)) return 'stream';
@@ -346,7 +346,7 @@ export interface PeerHandles {
 }
 
 /** A peer's recorder and shared cells by id (a balancer's view of a live-set entry). */
-export function peerHandles(status: Status, u: UpstreamConfig, id: number, protocol: Protocol = protocolOf(status, u)): PeerHandles {
+export function peerHandles(status: StatusStore, u: UpstreamConfig, id: number, protocol: Protocol = protocolOf(status, u)): PeerHandles {
   const { block, cells, claims } = peerStorage(status, protocol, u, id);
   const spec = protocol === 'http' ? http : stream;
   return { metrics: new Peer(block, cells, claims, spec.l, (u.responseTimeFactor ?? 90) / 100), cells };
@@ -358,7 +358,7 @@ export function peerHandles(status: Status, u: UpstreamConfig, id: number, proto
  * `selected.current`, so that max_conns and least_conn do not count them forever. The
  * primary calls it, before another worker takes the slot.
  */
-export function repairSlot(status: Status, slot: number): void {
+export function repairSlot(status: StatusStore, slot: number): void {
   const c = status.catalog();
   for (const protocol of ['http', 'stream'] as const) {
     const spec = protocol === 'http' ? http : stream;
@@ -383,12 +383,12 @@ export function repairSlot(status: Status, slot: number): void {
 }
 
 /** Cell 0: requests waiting in the upstream's queue in all workers, held to its size. */
-export function queueCells(status: Status, u: UpstreamConfig): AtomicCells {
+export function queueCells(status: StatusStore, u: UpstreamConfig): AtomicCells {
   return status.cells(zoneOf(u), 'queue', 1);
 }
 
 /** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */
-function peerMemory(status: Status, protocol: Protocol) {
+function peerMemory(status: StatusStore, protocol: Protocol) {
   return {
     allocate: (u: UpstreamConfig, id: number) => void peerStorage(status, protocol, u, id),
     free: (u: UpstreamConfig, id: number) => {
@@ -398,7 +398,7 @@ function peerMemory(status: Status, protocol: Protocol) {
 }
 
 /** Publishes every upstream's first peer set (at start) or its configured one (reload). */
-export function publishUpstreams(status: Status): void {
+export function publishUpstreams(status: StatusStore): void {
   const c = status.catalog();
   for (const protocol of ['http', 'stream'] as const)
     for (const u of (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? []) {
@@ -409,7 +409,7 @@ export function publishUpstreams(status: Status): void {
 
 /** Changes an upstream's live peer set (see peers.ts): what /config calls. */
 export function changePeers<E>(
-  status: Status,
+  status: StatusStore,
   u: UpstreamConfig,
   change: Parameters<typeof updatePeers<E>>[2],
   name?: string,
@@ -446,7 +446,7 @@ interface UpstreamStorage {
   readonly servers: Uint8Array[];
 }
 const storageOf = new WeakMap<PeerSet, UpstreamStorage>();
-function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig, set: PeerSet): UpstreamStorage {
+function cachedStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, set: PeerSet): UpstreamStorage {
   let s = storageOf.get(set);
   if (!s) {
     s = {
@@ -459,7 +459,7 @@ function cachedStorage(status: Status, protocol: Protocol, u: UpstreamConfig, se
   return s;
 }
 
-export function peer(status: Status, protocol: Protocol, upstream: string, name: string): Peer {
+export function peer(status: StatusStore, protocol: Protocol, upstream: string, name: string): Peer {
   const u = find(status, protocol, upstream);
   const entry = peerSet(status, u).peers.find((p) => peerName(p) === name);
   if (!entry) throw new Error(`upstream "${upstream}" has no peer "${name}"`);
@@ -467,12 +467,12 @@ export function peer(status: Status, protocol: Protocol, upstream: string, name:
   return new Peer(block, cells, claims, (protocol === 'http' ? http : stream).l, (u.responseTimeFactor ?? 90) / 100);
 }
 
-export function upstream(status: Status, protocol: Protocol, name: string): Upstream {
+export function upstream(status: StatusStore, protocol: Protocol, name: string): Upstream {
   const u = find(status, protocol, name);
   return new Upstream(status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size));
 }
 
-function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): StatusNode {
+function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig): StatusNode {
   const spec = protocol === 'http' ? http : stream;
   // One set for the whole node: an update published while it is written shows next time.
   const set = peerSet(status, u);
@@ -520,7 +520,7 @@ function upstreamNode(status: Status, protocol: Protocol, u: UpstreamConfig): St
 }
 
 export function upstreamsNode(protocol: Protocol) {
-  return (status: Status): StatusNode =>
+  return (status: StatusStore): StatusNode =>
     collection(
       'upstream',
       () => upstreams(status, protocol),

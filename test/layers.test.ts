@@ -1,0 +1,54 @@
+// The layers of DESIGN.md, checked on the source: the folder a file is in says what it may
+// import, and no module of src/metrics reaches up to status.ts, which builds the tree out
+// of the families (an import circle there once tied twelve files together).
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const src = join(root, 'src');
+
+/** What each layer may import from src/ besides itself. */
+const allowed: Record<string, string[]> = {
+  engine: [],
+  metrics: ['engine'],
+  api: ['metrics', 'engine'],
+  transport: ['api', 'metrics', 'engine'],
+  server: ['transport', 'api', 'metrics', 'engine'],
+};
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const importsOf = (file: string): string[] =>
+  [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\b[^;]*?from\s+'(\.[^']+)'/gms)].map((m) => m[1]);
+
+t.test('every import stays within its layer or below', async (t) => {
+  const sources = files(src);
+  t.ok(sources.length > 50, `read ${sources.length} source files`);
+  const wrong: string[] = [];
+  let seen = 0;
+  for (const file of sources) {
+    const layer = relative(src, file).split('/')[0];
+    for (const spec of importsOf(file)) {
+      seen++;
+      const target = relative(src, resolve(dirname(file), spec));
+      const into = target.split('/')[0];
+      if (into !== layer && !allowed[layer]?.includes(into)) wrong.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  t.ok(seen > 200, `checked ${seen} relative imports`);
+  t.same(wrong, [], 'no import reaches up a layer');
+});
+
+t.test('no module of src/metrics imports status.ts', async (t) => {
+  const up = files(join(src, 'metrics'))
+    .filter((f) => !f.endsWith('/status.ts'))
+    .filter((f) => importsOf(f).some((s) => s === './status.js'));
+  t.same(up.map((f) => relative(root, f)), []);
+});
