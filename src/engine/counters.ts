@@ -53,8 +53,11 @@ export class CounterBlock {
   /** Words (8 bytes) from one shard to the next: a whole number of cache lines. */
   protected readonly stride: number;
   protected readonly shards: number;
+  /** sums()'s array, made at its first call. */
+  private scratch: Float64Array | undefined;
 
   constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number) {
+    this.scratch = undefined;
     this.views = views;
     this.f64 = views.f64;
     this.u32 = views.u32;
@@ -105,11 +108,21 @@ export class CounterBlock {
     return sum;
   }
 
-  /** All K sums at once, into `out`: what renderers use. Each shard is read between two
-   * loads of its sequence word; a move in between (rare) means reading again. */
+  /** All K sums at once, into `out`. Each shard is read between two loads of its
+   * sequence word; a move in between (rare) means reading again. */
   values(out: Float64Array = new Float64Array(this.length)): Float64Array {
     for (let attempt = 0; attempt < SPINS; attempt++) if (this.tryValues(out)) return out;
     return this.valuesAroundMove(out);
+  }
+
+  /**
+   * All K sums, read now into this block's own array, which the next sums() of the block
+   * overwrites: what renderers use, since they read a block once per answer and write it
+   * out at once. A fresh Float64Array of more than 64 bytes lives outside V8's heap, and
+   * allocating one cost more than reading and writing a whole zone.
+   */
+  sums(): Float64Array {
+    return this.values((this.scratch ??= new Float64Array(this.length)));
   }
 
   private tryValues(out: Float64Array): boolean {

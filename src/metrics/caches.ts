@@ -150,7 +150,7 @@ export function cache(status: StatusStore, name: string): Cache {
 
 function shardSource(status: StatusStore, c: CacheConfig, shard: CacheShardConfig): CacheShardSource {
   return {
-    sums: shardBlock(status, c.name, shard.path).values(),
+    sums: shardBlock(status, c.name, shard.path).sums(),
     maxSize: shard.maxSize,
     cold: shardColdCell(status, c.name, shard.path).load(0) !== 0,
   };
@@ -160,7 +160,7 @@ function shardSource(status: StatusStore, c: CacheConfig, shard: CacheShardConfi
 function cacheNode(status: StatusStore, c: CacheConfig): StatusNode {
   const shards = c.shards ?? [];
   const cold = coldCell(status, c.name).load(0) !== 0 || shards.some((s) => shardColdCell(status, c.name, s.path).load(0) !== 0);
-  const declared = new FieldNode(cacheFields, { sums: block(status, c.name).values(), maxSize: c.maxSize, cold }, true);
+  const declared = new FieldNode(cacheFields, { sums: block(status, c.name).sums(), maxSize: c.maxSize, cold }, true);
   if (shards.length === 0) return declared;
   const shardsNode = collection(
     'shard',

@@ -54,5 +54,5 @@ export function connections(status: StatusStore): Connections {
 }
 
 export function connectionsNode(status: StatusStore): StatusNode {
-  return new FieldNode(connectionFields, { sums: status.gauges(STATUS_ZONE, KEY, layout.size).values() }, true);
+  return new FieldNode(connectionFields, { sums: status.gauges(STATUS_ZONE, KEY, layout.size).sums() }, true);
 }

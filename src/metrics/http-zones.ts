@@ -68,7 +68,7 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
       zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
         declared,
-        (z: ServerZoneConfig) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl, claims: claims(status, z.name) }),
+        (z: ServerZoneConfig) => ({ sums: block(status, z.name).sums(), ssl: !!z.ssl, claims: claims(status, z.name) }),
       ),
   };
 }

@@ -104,7 +104,7 @@ function limitZones<R>(kind: Kind, layout: Layout<Counted>, fields: Group<Counte
     fields,
     recorder: (status: StatusStore, name: string): R => make(block(status, name)),
     node: (status: StatusStore): StatusNode =>
-      zoneCollection(() => configured(kind, status.catalog()), fields, (z: LimitZoneConfig) => ({ sums: block(status, z.name).values() })),
+      zoneCollection(() => configured(kind, status.catalog()), fields, (z: LimitZoneConfig) => ({ sums: block(status, z.name).sums() })),
   };
 }
 

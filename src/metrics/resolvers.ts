@@ -72,7 +72,7 @@ export function resolver(status: StatusStore, name: string): Resolver {
 }
 
 export function resolversNode(status: StatusStore): StatusNode {
-  return zoneCollection(() => status.catalog().resolvers ?? [], resolverFields, (name: string) => ({ sums: block(status, name).values() }));
+  return zoneCollection(() => status.catalog().resolvers ?? [], resolverFields, (name: string) => ({ sums: block(status, name).sums() }));
 }
 
 export const resolvers = { fields: resolverFields, recorder: resolver, node: resolversNode };

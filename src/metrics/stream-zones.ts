@@ -108,7 +108,7 @@ export function streamZonesNode(status: StatusStore): StatusNode {
   return zoneCollection(
     () => status.catalog().stream?.serverZones ?? [],
     streamZoneFields,
-    (z: ServerZoneConfig) => ({ sums: block(status, z.name).values(), ssl: !!z.ssl }),
+    (z: ServerZoneConfig) => ({ sums: block(status, z.name).sums(), ssl: !!z.ssl }),
   );
 }
 

@@ -512,7 +512,7 @@ function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig
       },
     },
   );
-  const source: UpstreamSource = { sums: storage.block.values(), upstream: u };
+  const source: UpstreamSource = { sums: storage.block.sums(), upstream: u };
   const members: Array<[string, StatusNode]> = [['peers', peers]];
   if (protocol === 'http') members.push(['keepalive', new FieldNode(keepalive, source)]);
   if (u.queue && protocol === 'http') members.push(['queue', new FieldNode(queueFields, source)]);

@@ -248,3 +248,22 @@ t.test('setShard first finishes a move the dead owner left half done', async (t)
   t.equal(c.get(0), 5n);
   zone.remove();
 });
+
+t.test("sums(): the block's own array, read again at each call", async (t) => {
+  const zone = Zone.create(uniqueName('sums'), { size: 64 * 1024, workers: 2 });
+  t.teardown(() => zone.remove());
+  const block = zone.counters('s', 40);
+  block.add(3, 5);
+  const first = block.sums();
+  t.equal(first.length, 40);
+  t.equal(first[3], 5, 'the sum as values() gives it');
+  block.add(3, 2);
+  block.add(39, 1);
+  const second = block.sums();
+  t.equal(second, first, 'the same array: no allocation per read');
+  t.same([second[3], second[39]], [7, 1], 'read again, not kept from the last call');
+  t.same(Array.from(second), Array.from(block.values()), 'agrees with values()');
+  const gauges = zone.gauges('g', 2);
+  gauges.sub(1, 4);
+  t.same(Array.from(gauges.sums()), [0, -4], 'gauges read signed');
+});
