@@ -643,6 +643,31 @@ t.test('proxy settings: nginx defaults, and http-level ones reach every server',
   t.same(load(tree({ 'zonal.conf': conf('http {', '}') })).http?.upstreams, [], 'no upstream');
 });
 
+t.test('proxy_pass https:// and the proxy_ssl_* settings, inherited as nginx does', async (t) => {
+  const dir = tree({
+    'ca.pem': '-----BEGIN CERTIFICATE-----\nMA==\n-----END CERTIFICATE-----\n',
+    'zonal.conf': conf(
+      'http {',
+      '  proxy_ssl_trusted_certificate ca.pem;',
+      '  server {',
+      '    listen 8080;',
+      '    proxy_ssl_verify on;',
+      '    location /a/ { proxy_pass https://127.0.0.1/; proxy_ssl_server_name on; }',
+      '    location /b/ { proxy_pass https://[::1]:8443; proxy_ssl_name api.example; proxy_ssl_session_reuse off; proxy_ssl_verify off; }',
+      '    location /c/ { proxy_pass http://127.0.0.1:8443; }',
+      '  }',
+      '}',
+    ),
+  });
+  const { servers, upstreams } = load(dir).http!;
+  const [a, b, c] = servers[0].locations.map((l) => l.proxy!);
+  t.strictSame(a.ssl, { serverName: true, name: '127.0.0.1', verify: true, trusted: path.join(dir, 'ca.pem'), sessionReuse: true }, "the default name is $proxy_host's host");
+  t.equal(a.upstream, '127.0.0.1:443', "https's default port");
+  t.strictSame(b.ssl, { serverName: false, name: 'api.example', verify: false, trusted: path.join(dir, 'ca.pem'), sessionReuse: false });
+  t.equal(c.ssl, undefined, 'plain http has none');
+  t.same(upstreams.map((u) => u.name), ['127.0.0.1:443', '[::1]:8443', '127.0.0.1:8443']);
+});
+
 t.test('an upstream config survives the snapshot', async (t) => {
   const dir = tree({ 'zonal.conf': PROXIED, 'peers.conf': PEERS });
   const fromDisk = load(dir);
@@ -804,7 +829,7 @@ const errorCases: ErrorCase[] = [
   { name: 'upstream without servers', text: upstream('u', '    zone u 64k;', '    keepalive 2;'), line: 2, message: /^no servers are inside upstream$/ },
   { name: 'zone in a location', text: server('    location / {', '      zone z;', '    }'), line: 5, message: /^"zone" directive is not allowed here$/ },
   // proxying
-  { name: 'proxy_pass https', text: server('    location / {', '      proxy_pass https://127.0.0.1:8443;', '    }'), line: 5, message: /^"https:\/\/" in "proxy_pass" is not supported: zonal does not proxy to TLS upstreams yet$/ },
+  { name: 'proxy_pass https verified against nothing', text: server('    location / {', '      proxy_pass https://127.0.0.1:8443;', '      proxy_ssl_verify on;', '    }'), line: 6, message: /^no "proxy_ssl_trusted_certificate" for "proxy_ssl_verify"$/ },
   { name: 'proxy_pass without a scheme', text: server('    location / {', '      proxy_pass 127.0.0.1:8081;', '    }'), line: 5, message: /^invalid URL prefix in "127\.0\.0\.1:8081"$/ },
   { name: 'proxy_pass without a host', text: server('    location / {', '      proxy_pass http:///a;', '    }'), line: 5, message: /^no host in "http:\/\/\/a" of the "proxy_pass" directive$/ },
   { name: 'proxy_pass with variables', text: server('    location / {', '      proxy_pass http://$host;', '    }'), line: 5, message: /^variables in "proxy_pass" are not supported$/ },

@@ -56,6 +56,14 @@ const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.o
 
 /** Certificates, keys and htpasswd files are read by others at run time; a typo should
  * still fail `zonal -t`, so when reading from the disk they must be readable files now. */
+function readable(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 function checkReadable(file: string, d: Directive, c: Checker): void {
   if (!c.disk) return;
   try {
@@ -228,6 +236,19 @@ function proxyTimeout(set: (level: InheritableLevel, ms: number) => void) {
       const ms = milliseconds(d.args[0]);
       if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
       else set(level, ms);
+    },
+  });
+}
+
+/** `proxy_ssl_server_name`, `proxy_ssl_session_reuse`, `proxy_ssl_verify`: on or off. */
+function proxyFlag(set: (level: InheritableLevel, on: boolean, d: Directive) => void) {
+  return define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const arg = d.args[0];
+      if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      else set(level, arg === 'on', d);
     },
   });
 }
@@ -428,6 +449,30 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     },
   }),
 
+  // TLS to the peers of `proxy_pass https://`, with nginx's defaults: no SNI, no
+  // verification, sessions reused.
+  proxy_ssl_server_name: proxyFlag((level, on) => (level.proxySslServerName = on)),
+  proxy_ssl_session_reuse: proxyFlag((level, on) => (level.proxySslSessionReuse = on)),
+  proxy_ssl_verify: proxyFlag((level, on, d) => (level.proxySslVerify = { value: on, origin: d.origin })),
+  proxy_ssl_name: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      if (d.args[0].includes('$')) c.error(d.origin, `variables in "proxy_ssl_name" are not supported`);
+      else level.proxySslName = d.args[0];
+    },
+  }),
+  proxy_ssl_trusted_certificate: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const file = resolvePath(d, d.args[0]);
+      checkReadable(file, d, c);
+      if (c.disk && !readable(file)?.includes('-----BEGIN CERTIFICATE-----'))
+        return c.error(d.origin, `cannot load certificate "${file}" of the "${d.name}" directive: no PEM certificate in it`);
+      level.proxySslTrustedCertificate = file;
+    },
+  }),
   proxy_connect_timeout: proxyTimeout((level, ms) => (level.proxyConnectTimeout = ms)),
   proxy_read_timeout: proxyTimeout((level, ms) => (level.proxyReadTimeout = ms)),
 

@@ -31,6 +31,13 @@ export interface InheritableLevel extends Level {
   /** Empty for `off`. */
   proxyNextUpstream?: NextUpstreamCondition[];
   proxyNextUpstreamTries?: number;
+  /** `proxy_ssl_*`: how `proxy_pass https://` talks to its peers. */
+  proxySslServerName?: boolean;
+  proxySslName?: string;
+  proxySslVerify?: At<boolean>;
+  /** Absolute path. */
+  proxySslTrustedCertificate?: string;
+  proxySslSessionReuse?: boolean;
 }
 
 export interface MainLevel extends Level {
@@ -68,6 +75,8 @@ export interface ProxyPass {
   /** `backend`, `127.0.0.1:8081`, `[::1]:8081`, `localhost`. */
   readonly target: string;
   readonly uri?: string;
+  /** `https://`: TLS to the peers. */
+  readonly ssl: boolean;
   readonly origin: Origin;
 }
 

@@ -81,6 +81,23 @@ export interface ProxyConfig {
   readonly nextUpstream: readonly NextUpstreamCondition[];
   /** 0: no limit. */
   readonly nextUpstreamTries: number;
+  /** `proxy_pass https://`: TLS to the peers; absent for `http://`. */
+  readonly ssl?: ProxySsl;
+}
+
+/** How a location's `proxy_pass https://` talks TLS to its peers (nginx's `proxy_ssl_*`). */
+export interface ProxySsl {
+  /** `proxy_ssl_server_name`: send `name` as SNI (default off). */
+  readonly serverName: boolean;
+  /** `proxy_ssl_name`: the name SNI sends and verification checks; default `$proxy_host`. */
+  readonly name: string;
+  /** `proxy_ssl_verify` (default off): the peer's certificate must chain to `trusted`
+   * and name `name`. */
+  readonly verify: boolean;
+  /** `proxy_ssl_trusted_certificate`: an absolute path to PEM certificates. */
+  readonly trusted?: string;
+  /** `proxy_ssl_session_reuse` (default on): resume the last session with each peer. */
+  readonly sessionReuse: boolean;
 }
 
 export interface PeerParams {

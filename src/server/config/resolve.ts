@@ -9,6 +9,7 @@ import type {
   LocationConfig,
   NextUpstreamCondition,
   ProxyConfig,
+  ProxySsl,
   UpstreamBlockConfig,
   VirtualServerConfig,
 } from './model.js';
@@ -59,13 +60,18 @@ interface Merged {
   readonly authUserFile?: string;
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
-  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri'>;
+  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl'>;
+  /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
+  readonly ssl: SslLevel;
 }
+
+type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
 
 const TOP: Merged = {
   access: [],
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
+  ssl: {},
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -86,6 +92,13 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       nextUpstream: level.proxyNextUpstream ?? o.nextUpstream,
       nextUpstreamTries: level.proxyNextUpstreamTries ?? o.nextUpstreamTries,
     },
+    ssl: {
+      proxySslServerName: level.proxySslServerName ?? outer.ssl.proxySslServerName,
+      proxySslName: level.proxySslName ?? outer.ssl.proxySslName,
+      proxySslVerify: level.proxySslVerify ?? outer.ssl.proxySslVerify,
+      proxySslTrustedCertificate: level.proxySslTrustedCertificate ?? outer.ssl.proxySslTrustedCertificate,
+      proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
+    },
   };
 }
 
@@ -105,9 +118,14 @@ function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
   };
 }
 
+/** Whether `127.0.0.1:8443`, `[::1]:8443` (not `127.0.0.1`, `[::1]`) name a port. */
+const hasPort = (target: string) => (target.startsWith('[') ? /\]:\d*$/ : /:\d*$/).test(target);
+
 class Resolver {
   /** `auth_basic` directives already reported, once each however many levels inherit them. */
   private readonly unpaired = new Set<At<string | false>>();
+  /** `proxy_ssl_verify on` without a CA, reported once each. */
+  private readonly noTrusted = new Set<At<boolean>>();
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
@@ -128,7 +146,8 @@ class Resolver {
       this.c.error(p.origin, `upstream "${upstream.name}" may not have port ${named[2]}`);
       return undefined;
     }
-    const address = parseUpstreamAddress(p.target);
+    // nginx's default port is the scheme's.
+    const address = parseUpstreamAddress(p.ssl && !hasPort(p.target) ? `${p.target}:443` : p.target);
     if (address.error !== undefined) {
       this.c.error(p.origin, address.error);
       return undefined;
@@ -150,11 +169,33 @@ class Resolver {
   private proxy(p: ProxyPass, merged: Merged): ProxyConfig | undefined {
     const upstream = this.upstreamOf(p);
     if (upstream === undefined) return undefined;
+    const ssl = p.ssl ? this.ssl(merged.ssl, upstream) : undefined;
     return {
       upstream,
       ...(p.uri !== undefined ? { uri: p.uri } : {}),
       ...merged.proxy,
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),
+      ...(ssl ? { ssl } : {}),
+    };
+  }
+
+  /** TLS to the peers, with nginx's defaults; `proxy_ssl_verify on` needs a CA to verify
+   * against, as in nginx (zonal does not read the system's store). */
+  private ssl(l: SslLevel, upstream: string): ProxySsl | undefined {
+    const verify = l.proxySslVerify?.value ?? false;
+    if (verify && l.proxySslTrustedCertificate === undefined) {
+      if (!this.noTrusted.has(l.proxySslVerify!)) {
+        this.noTrusted.add(l.proxySslVerify!);
+        this.c.error(l.proxySslVerify!.origin, `no "proxy_ssl_trusted_certificate" for "proxy_ssl_verify"`);
+      }
+      return undefined;
+    }
+    return {
+      serverName: l.proxySslServerName ?? false,
+      name: l.proxySslName ?? upstream.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1'),
+      verify,
+      ...(l.proxySslTrustedCertificate !== undefined ? { trusted: l.proxySslTrustedCertificate } : {}),
+      sessionReuse: l.proxySslSessionReuse ?? true,
     };
   }
 

@@ -151,18 +151,19 @@ export const defaultPeer = (server: string, address: UpstreamAddress, origin: Or
   origin,
 });
 
-/** `proxy_pass http://<host>[:<port>][<uri>]`: the host part (an upstream's name or an
- * address) and the URI part, as written. */
-export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string }> {
-  if (/^https:\/\//i.test(arg)) return fail(`"https://" in "proxy_pass" is not supported: zonal does not proxy to TLS upstreams yet`);
-  if (!/^http:\/\//i.test(arg)) return fail(`invalid URL prefix in "${arg}"`);
+/** `proxy_pass http[s]://<host>[:<port>][<uri>]`: the host part (an upstream's name or an
+ * address), the URI part as written, and whether the peers speak TLS. */
+export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean }> {
+  const scheme = /^(https?):\/\//i.exec(arg);
+  if (!scheme) return fail(`invalid URL prefix in "${arg}"`);
   // Variables would make the upstream a request's choice, which zonal does not resolve.
   if (arg.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
-  const rest = arg.slice('http://'.length);
+  const ssl = scheme[1].toLowerCase() === 'https';
+  const rest = arg.slice(scheme[0].length);
   const slash = rest.indexOf('/');
   const target = slash < 0 ? rest : rest.slice(0, slash);
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
-  return ok(slash < 0 ? { target } : { target, uri: rest.slice(slash) });
+  return ok(slash < 0 ? { target, ssl } : { target, uri: rest.slice(slash), ssl });
 }
 
 /** nginx's sizes: bytes, or `k` / `m` with either case. */

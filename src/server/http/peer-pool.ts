@@ -5,7 +5,7 @@
 // checks a connection's idle time when it takes one, and one timer closes those left
 // unused (no timer per request, as a socket timeout set and cleared around each
 // response was).
-import { UpstreamConnection } from './upstream-connection.js';
+import { UpstreamConnection, type PeerTls } from './upstream-connection.js';
 
 export interface PeerPoolOptions {
   /** Idle connections kept; 0: every connection closes after its request. */
@@ -14,6 +14,8 @@ export interface PeerPoolOptions {
   readonly connectTimeout: number;
   /** The number of idle cached connections changed by `delta`. */
   readonly idleChanged: (delta: number) => void;
+  /** `proxy_pass https://`: TLS to the peer, its session kept for the next connection. */
+  readonly tls?: PeerTls;
 }
 
 export class PeerPool {
@@ -46,7 +48,7 @@ export class PeerPool {
       if (cached.idleUntil <= now) this.discard(cached);
       else return this.leave(cached);
     }
-    return new UpstreamConnection(this.host, this.port, this.options.connectTimeout);
+    return new UpstreamConnection(this.host, this.port, this.options.connectTimeout, this.options.tls);
   }
 
   /** A request on `conn` ended; `reusable` when its response ended cleanly. `now`:

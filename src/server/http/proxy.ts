@@ -14,6 +14,7 @@ import { sendPage } from './pages.js';
 import type { PeerPool } from './peer-pool.js';
 import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRuntime } from './upstream.js';
+import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue, type VariableContext } from './variables.js';
 
 /** Header names, caseless. A name is lowercased only when its length is one of theirs:
@@ -61,6 +62,8 @@ export class Proxy {
   /** The worker's connections to each peer, by what the balancer chose (looked up by
    * address and connect timeout only the first time, and when the address changed). */
   private readonly pools = new WeakMap<Chosen, PeerPool>();
+  /** `proxy_pass https://`: how this location's connections talk TLS. */
+  private readonly tls?: TlsProfile;
 
   constructor(
     readonly config: ProxyConfig,
@@ -76,6 +79,7 @@ export class Proxy {
     if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
+    if (config.ssl) this.tls = tlsProfile(config.ssl);
   }
 
   handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
@@ -86,7 +90,7 @@ export class Proxy {
   pool(chosen: Chosen): PeerPool {
     let pool = this.pools.get(chosen);
     if (pool === undefined || pool.address !== chosen.address) {
-      pool = this.upstream.pool(chosen, this.config.connectTimeout);
+      pool = this.upstream.pool(chosen, this.config.connectTimeout, this.tls);
       this.pools.set(chosen, pool);
     }
     return pool;

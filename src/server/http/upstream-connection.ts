@@ -12,6 +12,7 @@
 // one request at a time on a connection whose head it builds itself from headers that
 // node's parser has already checked.
 import { connect, type Socket } from 'node:net';
+import { connect as connectTls, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { createRequire } from 'node:module';
 import { afterIo, type AfterIo } from './after-io.js';
 
@@ -77,6 +78,15 @@ export interface UpstreamRequest {
   readonly reset: boolean;
 }
 
+/** TLS to a peer (`proxy_pass https://`): the options every connection to it shares, and
+ * the session the last one was given, which the next one offers to resume. */
+export interface PeerTls {
+  readonly options: ConnectionOptions;
+  /** Undefined with `proxy_ssl_session_reuse off`. */
+  session?: Buffer;
+  readonly reuse: boolean;
+}
+
 /** The peer did not accept the connection within the connect timeout. */
 export class ConnectTimeout extends Error {
   readonly code = 'ETIMEDOUT';
@@ -123,11 +133,15 @@ export class UpstreamConnection implements AfterIo {
   /** Host, when the request has none: the peer's address. */
   private readonly hostHeader: string;
 
-  constructor(host: string, port: number, connectTimeout: number) {
-    this.hostHeader = (host.includes(':') ? `[${host}]` : host) + (port === 80 ? '' : `:${port}`);
-    const socket = (this.socket = connect({ host, port, noDelay: true }));
+  constructor(host: string, port: number, connectTimeout: number, tls?: PeerTls) {
+    this.hostHeader = (host.includes(':') ? `[${host}]` : host) + (port === (tls ? 443 : 80) ? '' : `:${port}`);
+    // The connect timeout covers the TLS handshake too, as nginx's does.
+    const socket = (this.socket = tls
+      ? connectTls({ ...tls.options, host, port, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
+      : connect({ host, port, noDelay: true }));
+    if (tls?.reuse) (socket as TLSSocket).on('session', (session: Buffer) => (tls.session = session));
     this.connectTimer = setTimeout(() => this.fail(new ConnectTimeout(`connect to ${host}:${port} timed out`)), connectTimeout);
-    socket.once('connect', () => {
+    socket.once(tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(this.connectTimer);
       this.connected = true;
       if (this.request) this.writeHead();
@@ -204,7 +218,9 @@ export class UpstreamConnection implements AfterIo {
       handler.onComplete();
     };
     parser[HTTPParser.kOnExecute] = executed;
-    const handle = (socket as Socket & { _handle?: StreamHandle })._handle;
+    // A TLS socket's reads are decrypted in JavaScript's sight: the parser takes them as
+    // 'data' events rather than from the handle.
+    const handle = tls ? undefined : (socket as Socket & { _handle?: StreamHandle })._handle;
     if (handle?.isStreamBase) {
       parser.consume(handle);
       this.handle = handle;

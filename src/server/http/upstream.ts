@@ -7,6 +7,7 @@ import type { Status } from '../../metrics/status.js';
 import type { UpstreamBlockConfig } from '../config/model.js';
 import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
 import { PeerPool } from './peer-pool.js';
+import type { TlsProfile } from './proxy-ssl.js';
 import { UpstreamQueue } from './upstream-queue.js';
 import { compileValue } from './variables.js';
 
@@ -47,15 +48,18 @@ export class UpstreamRuntime {
   }
 
   /** The worker's connections to a peer, by address (a peer removed and added again
-   * finds its connections) and connect timeout (locations may set their own). */
-  pool(chosen: Chosen, connectTimeout: number): PeerPool {
-    const key = `${chosen.address} ${connectTimeout}`;
+   * finds its connections), connect timeout and TLS settings (locations may set their
+   * own: a connection made for one is not handed to another). */
+  pool(chosen: Chosen, connectTimeout: number, tls?: TlsProfile): PeerPool {
+    const key = tls ? `${chosen.address} ${connectTimeout} ${tls.key}` : `${chosen.address} ${connectTimeout}`;
     let p = this.pools.get(key);
     if (!p) {
       p = new PeerPool(chosen.address, chosen.host, chosen.port, {
         keepalive: this.config.keepalive,
         connectTimeout,
         idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
+        // Each peer keeps its own last session.
+        ...(tls ? { tls: { options: tls.options, reuse: tls.reuse } } : {}),
       });
       this.pools.set(key, p);
     }
