@@ -1,4 +1,4 @@
-// npm run bench -- side [--seconds S] [--connections C] [--rounds N] (by default one round
+// npm run bench -- side [--seconds S] [--connections C] [--rounds N] [--rows a,b] (by default one round
 // of `wrk -t1 -c32 -d5s` on each side, after 1 s of warm-up each): zonal next to what users
 // would run instead, path by path, with one worker per server:
 // - admin_connections: `GET /status/connections` on the admin listener of zonal's example
@@ -379,7 +379,7 @@ async function main(): Promise<void> {
         return `answered something else than JSON: ${a.body.slice(0, 200)}`;
       }
     };
-    const rows: Row[] = [
+    const allRows: Row[] = [
       {
         name: 'admin_connections',
         title: 'GET /status/connections',
@@ -431,6 +431,13 @@ async function main(): Promise<void> {
       },
     ];
 
+    // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
+    const only = process.argv.includes('--rows') ? process.argv[process.argv.indexOf('--rows') + 1]?.split(',') ?? [] : undefined;
+    const unknown = only?.filter((name) => !allRows.some((r) => r.name === name)) ?? [];
+    if (only && (only.length === 0 || unknown.length > 0))
+      broken(`--rows takes names of rows separated by commas (${allRows.map((r) => r.name).join(', ')}), not "${unknown.join(',')}"`);
+    const rows = only ? allRows.filter((r) => only.includes(r.name)) : allRows;
+
     // Every side's first answer, on a connection of its own, before any load.
     const first = new Map<Side, Answer>();
     for (const row of rows)
@@ -457,10 +464,10 @@ async function main(): Promise<void> {
 
     // zonal's own counts, read now, shown and checked after the figures: at least what
     // wrk had answered, and the first GET.
-    const answered = (row: RowName, key: string) => results.get(row)!.answered[key] + 1;
+    const answered = (row: RowName, key: string) => (results.has(row) ? results.get(row)!.answered[key] + 1 : undefined);
     const serverZone = async (port: number, zone: string) => (await statusNumber(port, `http/server_zones/${zone}/requests/total`)) ?? broken(`zonal has no server zone ${zone}`);
     const peer = async (port: number, upstream: string) => (await peerSelected(port, upstream, backendPort)).value;
-    const counts = [
+    const allCounts: Array<{ what: string; answered: number | undefined; counted: number }> = [
       { what: 'metrics on: server zone hello, requests', answered: answered('return_200', 'zonal'), counted: await serverZone(onPorts.admin, 'hello') },
       { what: 'metrics on: server zone proxy_default, requests', answered: answered('proxy_no_keepalive', 'zonal'), counted: await serverZone(onPorts.admin, 'proxy_default') },
       { what: `metrics on: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal'), counted: await peer(onPorts.admin, UPSTREAM.proxyDefault) },
@@ -470,6 +477,8 @@ async function main(): Promise<void> {
       { what: `metrics on: upstream ${UPSTREAM.proxyKeepalive}, peer selected`, answered: answered('proxy_keepalive', 'zonal'), counted: await peer(onPorts.admin, UPSTREAM.proxyKeepalive) },
       { what: `metrics off: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_metrics_off'), counted: await peer(offPorts.admin, UPSTREAM.proxyDefault) },
     ];
+
+    const counts = allCounts.filter((c): c is { what: string; answered: number; counted: number } => c.answered !== undefined);
 
     // The figures: medians of each side's timed rounds.
     const json: Record<string, unknown> = {
@@ -515,11 +524,13 @@ async function main(): Promise<void> {
       if (row.backend) out.backend_cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.backendUsPerRequest))]));
       json[row.name] = out;
     }
-    table(
-      "First answer of each return 200 side and of the backend, on a connection of its own (the date header's value left out)",
-      ['side', 'headers'],
-      [...rows.find((r) => r.name === 'return_200')!.sides.map((s) => [s.name, headerLine(first.get(s)!)]), ['backend nginx', headerLine(backendFirst)]],
-    );
+    const hello = rows.find((r) => r.name === 'return_200');
+    if (hello)
+      table(
+        "First answer of each return 200 side and of the backend, on a connection of its own (the date header's value left out)",
+        ['side', 'headers'],
+        [...hello.sides.map((s) => [s.name, headerLine(first.get(s)!)]), ['backend nginx', headerLine(backendFirst)]],
+      );
     table('Tools', ['what', 'value'], [
       ['wrk', `${wrkTool.command}: ${wrkTool.version}${wrkTool.installed ? ' (installed by this run)' : ''}`],
       ['nginx', `${nginx.command}: ${nginx.version}${nginx.installed ? ' (installed by this run)' : ''}`],
