@@ -12,7 +12,7 @@
 // peers' blocks are freed only RETIRE_MS later, once requests still using them are over.
 import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { ZoneFullError } from '../engine/index.js';
-import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import { isPeerAddressError, parsePeerAddress, peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
 import type { Status } from './status.js';
 
 /** A peer of the live set: its configuration (only what was set explicitly) and its id. */
@@ -195,8 +195,10 @@ export function parseStateFile(text: string, path = 'state file'): PeerConfig[] 
     if (!line.endsWith(';')) throw bad('a line ends with ";"');
     const [directive, address, ...params] = line.slice(0, -1).trim().split(/\s+/);
     if (directive !== 'server' || !address) throw bad('expected "server <address> [parameters];"');
-    const at = address.indexOf('@');
-    const peer: { -readonly [K in keyof PeerConfig]: PeerConfig[K] } = at > 0 ? { server: address.slice(at + 1), service: address.slice(0, at) } : { server: address };
+    // The forms of the configuration file and /config, keyed as they key them.
+    const parsed = parsePeerAddress(address);
+    if (isPeerAddressError(parsed)) throw bad(parsed.error);
+    const peer: { -readonly [K in keyof PeerConfig]: PeerConfig[K] } = { server: address, ...(parsed.address !== address ? { name: parsed.address } : {}) };
     for (const param of params) {
       const eq = param.indexOf('=');
       const word = eq < 0 ? param : param.slice(0, eq);
