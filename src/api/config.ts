@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
 import { isPeerAddressError, parsePeerAddress, peerName } from '../metrics/catalog.js';
-import { parseTime, PEER_PARAMS, peerSet, type PeerEntry } from '../metrics/peers.js';
+import { parseTime, PEER_PARAMS, peerSet, slowStartRefused, type PeerEntry } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
@@ -303,6 +303,12 @@ class FormatError {
 /** If-Match or If-None-Match did not hold when the write was to be made. */
 class PreconditionFailed {}
 
+/** The configuration file's check of `slow_start` against the balancing method, with its message. */
+function checkSlowStart(u: UpstreamConfig, params: Params): void {
+  const refused = slowStartRefused(u.method, params.slowStart ?? 0);
+  if (refused) throw new FormatError(`The "slow_start" field is refused: ${refused}.`);
+}
+
 /** A peer's parameters after a PUT (`base` empty) or a PATCH (`base` the current ones). */
 function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch: Json, merge: boolean, existing: PeerConfig | undefined): Params {
   if (!isObject(patch)) throw new FormatError('A server is a JSON object of its parameters.');
@@ -313,6 +319,7 @@ function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch:
     setParam(out, param, value, merge, u);
   }
   if (existing && !!out.backup !== !!existing.backup) throw new FormatError('The "backup" field can be set only when the server is created.');
+  checkSlowStart(u, out);
   return out;
 }
 
@@ -426,6 +433,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
       const params = paramsOfPeer(existing);
       if (del || (merge && body === null)) delete params[t.param.key];
       else setParam(params, t.param, body!, false, u);
+      checkSlowStart(u, params);
       if (t.param.name === 'backup' && !!params.backup !== !!existing.backup)
         throw new FormatError('The "backup" field can be set only when the server is created.');
       list[at] = withParams(existing, params);

@@ -150,6 +150,22 @@ export const PEER_PARAMS: readonly PeerParam[] = [
   { word: 'sid', key: 'sid', kind: 'text', default: '', http: true },
 ];
 
+/** The balancing methods that ramp a recovering peer's weight: `slow_start` works by
+ * the effective weight of round robin, which the others do not use (Angie: "round robin
+ * or least_conn"). */
+const SLOW_START_METHODS: ReadonlySet<string> = new Set(['round_robin', 'least_conn']);
+
+/**
+ * Why an upstream's balancing method refuses a `slow_start` (undefined when it takes
+ * it): one message for the configuration file (`-t`) and /config (400 FormatError).
+ * 0 is slow start off, which every method takes, so that a peer read with
+ * `defaults=on` can be written back as it was read.
+ */
+export function slowStartRefused(method: string | undefined, slowStart: number): string | undefined {
+  if (slowStart === 0 || SLOW_START_METHODS.has(method ?? 'round_robin')) return undefined;
+  return `balancing method "${method}" does not support parameter "slow_start": only round robin and "least_conn" ramp a peer's weight`;
+}
+
 export function stateFileText(peers: readonly PeerConfig[]): string {
   const lines = peers.map((p) => {
     const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];

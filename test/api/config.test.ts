@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { bodyText, createApi } from '../../src/api/index.js';
 import { INSTANCE_ENV } from '../../src/engine/index.js';
 import type { StatusConfig } from '../../src/metrics/catalog.js';
-import { parseStateFile, stateFileText } from '../../src/metrics/peers.js';
+import { parseStateFile, slowStartRefused, stateFileText } from '../../src/metrics/peers.js';
 import { Status } from '../../src/metrics/status.js';
 import { peer } from '../../src/metrics/upstreams.js';
 import { parseUpstreamAddress } from '../../src/server/config/values.js';
@@ -159,6 +159,33 @@ t.test('server names: the forms of the configuration file, keyed <ip>:<port>', a
   t.equal(twice.status, 400, 'two names of one address in one body');
   t.match(twice.body.description, /same server 127\.0\.0\.1:8086/);
   t.notOk('127.0.0.1:8086' in get(`${B}/servers`));
+});
+
+t.test('slow_start: refused where the balancing method does not ramp weights, with the file\'s message', async (t) => {
+  const methods = ['hash', 'ip_hash', 'random'] as const;
+  const { call, get } = setup(t, { http: { upstreams: methods.map((method) => ({ name: method, method, peers: [{ server: '127.0.0.1:8081' }] })) } });
+  const before = JSON.stringify(get('/config/'));
+  for (const method of methods) {
+    const U = `/config/http/upstreams/${method}/servers`;
+    const file = slowStartRefused(method, 30)!;
+    t.match(file, new RegExp(`^balancing method "${method}" does not support parameter "slow_start"`));
+    for (const [verb, path, body] of [
+      ['PUT', `${U}/127.0.0.1:8082`, { slow_start: 30 }],
+      ['PATCH', `${U}/127.0.0.1:8081`, { slow_start: '500ms' }],
+      ['PUT', `${U}/127.0.0.1:8081/slow_start`, '"30s"'],
+      ['PATCH', U, { '127.0.0.1:8083': { weight: 2, slow_start: 1 } }],
+    ] as const) {
+      const r = call(verb, path, body);
+      t.equal(r.status, 400, `${verb} ${path}`);
+      t.equal(r.body.error, 'FormatError');
+      t.equal(r.body.description, `The "slow_start" field is refused: ${file}.`, 'the configuration file\'s message');
+    }
+  }
+  t.equal(JSON.stringify(get('/config/')), before, 'nothing changed');
+  t.equal(call('PATCH', '/config/http/upstreams/hash/servers/127.0.0.1:8081', { slow_start: 0 }).status, 200, '0 is off, which every method takes');
+  const { call: rr } = setup(t, { http: { upstreams: [{ name: 'rr', peers: [{ server: '127.0.0.1:8081' }] }, { name: 'lc', method: 'least_conn', peers: [{ server: '127.0.0.1:8081' }] }] } });
+  t.equal(rr('PATCH', '/config/http/upstreams/rr/servers/127.0.0.1:8081', { slow_start: 30 }).status, 200, 'round robin takes it');
+  t.equal(rr('PATCH', '/config/http/upstreams/lc/servers/127.0.0.1:8081', { slow_start: 30 }).status, 200, 'least_conn takes it');
 });
 
 t.test('methods: read-only above an upstream, /status stays read-only', async (t) => {

@@ -798,6 +798,9 @@ const errorCases: ErrorCase[] = [
   { name: 'backup with hash, written before it', text: upstream('u', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;', '    hash $uri;'), line: 4, message: /^balancing method does not support parameter "backup"$/ },
   { name: 'backup with ip_hash', text: upstream('u', '    ip_hash;', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;'), line: 5, message: /^balancing method does not support parameter "backup"$/ },
   { name: 'backup with random', text: upstream('u', '    server 127.0.0.1:1 backup;', '    server 127.0.0.1:2;', '    random two;'), line: 3, message: /^balancing method does not support parameter "backup"$/ },
+  { name: 'slow_start with hash, written before it', text: upstream('u', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 slow_start=30s;', '    hash $uri;'), line: 4, message: /^balancing method "hash" does not support parameter "slow_start": only round robin and "least_conn" ramp a peer's weight$/ },
+  { name: 'slow_start with ip_hash', text: upstream('u', '    ip_hash;', '    server 127.0.0.1:1 slow_start=500ms;'), line: 4, message: /^balancing method "ip_hash" does not support parameter "slow_start"/ },
+  { name: 'slow_start with random', text: upstream('u', '    random two;', '    server 127.0.0.1:1 slow_start=1m;'), line: 4, message: /^balancing method "random" does not support parameter "slow_start"/ },
   { name: 'keepalive 0', text: upstream('u', '    server 127.0.0.1;', '    keepalive 0;'), line: 4, message: /^invalid value "0" in "keepalive" directive$/ },
   { name: 'queue 0', text: upstream('u', '    server 127.0.0.1;', '    queue 0;'), line: 4, message: /^invalid value "0" in "queue" directive$/ },
   { name: 'queue parameter', text: upstream('u', '    server 127.0.0.1;', '    queue 10 wait=5s;'), line: 4, message: /^invalid parameter "wait=5s"$/ },
@@ -843,6 +846,13 @@ t.test('each error, with its file and line', async (t) => {
     t.equal(errors.length, 1, `${c.name}: one error, not a cascade`, { errors });
     t.match(errors[0]?.message, c.message, `${c.name}: message`);
     t.same({ file: errors[0]?.file, line: errors[0]?.line }, { file: path.join(dir, c.file ?? 'zonal.conf'), line: c.line }, `${c.name}: file and line`);
+  }
+});
+
+t.test('slow_start: round robin and least_conn take it, every method takes it off', async (t) => {
+  for (const [method, written] of [['', 'slow_start=30s'], ['least_conn;', 'slow_start=30s'], ['hash $uri;', 'slow_start=0'], ['random;', 'slow_start=0s']]) {
+    const dir = tree({ 'zonal.conf': upstream('u', `    ${method}`, `    server 127.0.0.1:1 ${written};`) });
+    t.same(loadConfig(path.join(dir, 'zonal.conf')).errors, [], `${method || 'round robin'} with ${written}`);
   }
 });
 
