@@ -9,8 +9,8 @@
 // cannot make atomic: those paths are read-only (405).
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
-import { peerName } from '../metrics/catalog.js';
-import { parseTime, PEER_PARAMS, peerSet, type PeerEntry } from '../metrics/peers.js';
+import { isPeerAddressError, parsePeerAddress, peerName } from '../metrics/catalog.js';
+import { parseTime, PEER_PARAMS, peerSet, slowStartRefused, type PeerEntry } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
@@ -161,6 +161,8 @@ interface Target {
   /** `servers` was reached. */
   servers?: boolean;
   name?: string;
+  /** The key `name` stands for (keyOf). */
+  key?: string;
   param?: Param;
 }
 
@@ -245,6 +247,7 @@ function target(status: Status, s: readonly string[]): Target | undefined {
   t.servers = true;
   if (s.length === 4) return t;
   t.name = s[4];
+  t.key = keyOf(s[4]);
   if (s.length === 5) return t;
   t.param = paramsOf(t.protocol).find((p) => p.name === s[5]);
   if (!t.param || s.length > 6) return undefined;
@@ -267,8 +270,9 @@ function entityOf(t: Target, peers: readonly PeerConfig[], defaults: boolean): J
   if (!t.servers) return { servers };
   if (t.name === undefined) return servers;
   // Own names only: `constructor` or `__proto__` is no server (the prototype's were 500 and 200).
-  if (!Object.hasOwn(servers, t.name)) return undefined;
-  const peer = servers[t.name] as { [key: string]: Json };
+  const key = Object.hasOwn(servers, t.key!) ? t.key! : t.name;
+  if (!Object.hasOwn(servers, key)) return undefined;
+  const peer = servers[key] as { [key: string]: Json };
   if (!t.param) return peer;
   return peer[t.param.name] ?? t.param.default;
 }
@@ -299,6 +303,12 @@ class FormatError {
 /** If-Match or If-None-Match did not hold when the write was to be made. */
 class PreconditionFailed {}
 
+/** The configuration file's check of `slow_start` against the balancing method, with its message. */
+function checkSlowStart(u: UpstreamConfig, params: Params): void {
+  const refused = slowStartRefused(u.method, params.slowStart ?? 0);
+  if (refused) throw new FormatError(`The "slow_start" field is refused: ${refused}.`);
+}
+
 /** A peer's parameters after a PUT (`base` empty) or a PATCH (`base` the current ones). */
 function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch: Json, merge: boolean, existing: PeerConfig | undefined): Params {
   if (!isObject(patch)) throw new FormatError('A server is a JSON object of its parameters.');
@@ -309,6 +319,7 @@ function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch:
     setParam(out, param, value, merge, u);
   }
   if (existing && !!out.backup !== !!existing.backup) throw new FormatError('The "backup" field can be set only when the server is created.');
+  checkSlowStart(u, out);
   return out;
 }
 
@@ -324,33 +335,22 @@ function setParam(out: Params, param: Param, value: Json, merge: boolean, u: Ups
   (out as Record<string, unknown>)[param.key] = parsed;
 }
 
-/** `[<service>@]<host>[:<port>]`: an IPv4 address, a bracketed IPv6 address or a domain name. */
-export function parseServerName(name: string): { server: string; service?: string } | undefined {
-  const at = name.indexOf('@');
-  const service = at >= 0 ? name.slice(0, at) : undefined;
-  const address = at >= 0 ? name.slice(at + 1) : name;
-  if (service !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/.test(service)) return undefined;
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::(\d{1,5}))?$/.exec(address);
-  if (!m) return undefined;
-  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return undefined;
-  if (m[1].startsWith('[') && !isIPv6(m[1].slice(1, -1))) return undefined;
-  if (/^[\d.]+$/.test(m[1]) && !/^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/.test(m[1])) return undefined;
-  return service === undefined ? { server: address } : { server: address, service };
-}
-
-function isIPv6(text: string): boolean {
-  const halves = text.split('::');
-  if (halves.length > 2) return false;
-  const groups = halves.flatMap((h) => (h ? h.split(':') : []));
-  const ok = groups.every((g) => /^[0-9A-Fa-f]{1,4}$/.test(g));
-  return ok && (halves.length === 2 ? groups.length <= 7 : groups.length === 8);
-}
-
-/** A new peer's configuration from its name and parameters. */
+/** A new peer from its name and parameters: keyed by its address, `server` as written
+ * (`localhost:8080` is the peer 127.0.0.1:8080), as the configuration file makes one. */
 function newPeer(name: string, params: Params): PeerConfig {
-  const parsed = parseServerName(name);
-  if (!parsed) throw new FormatError(`The server name "${name}" is not [<service>@]<host>[:<port>].`);
-  return { ...params, ...parsed, ...(parsed.service ? { name } : {}) };
+  const parsed = parsePeerAddress(name);
+  if (isPeerAddressError(parsed)) throw new FormatError(serverNameError(name, parsed.error));
+  return { ...params, server: name, ...(parsed.address !== name ? { name: parsed.address } : {}) };
+}
+
+/** The description of a refused server name: the configuration file's message, whole. */
+const serverNameError = (name: string, why: string) => `The server name "${name}" is refused: ${why}.`;
+
+/** The key a server name in a path or a body stands for: its address when it is one,
+ * so that `localhost:8080`, `127.0.0.1:8080` and `[0::1]:80`, `[::1]` each name one peer. */
+function keyOf(name: string): string {
+  const parsed = parsePeerAddress(name);
+  return isPeerAddressError(parsed) ? name : parsed.address;
 }
 
 const stripId = ({ id: _id, ...p }: PeerEntry): PeerConfig => p;
@@ -369,17 +369,26 @@ function applyServers(protocol: Protocol, u: UpstreamConfig, peers: readonly Pee
   if (!isObject(body)) throw new FormatError('"servers" is a JSON object of servers by name.');
   const byName = new Map(peers.map((p) => [peerName(p), stripId(p)]));
   const out = merge ? new Map(byName) : new Map<string, PeerConfig>();
+  const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(body)) {
-    const existing = byName.get(name);
+    const key = byName.has(name) ? name : keyOf(name);
+    const twice = seen.get(key);
+    if (twice !== undefined) throw new FormatError(`The servers "${twice}" and "${name}" are the same server ${key}.`);
+    seen.set(key, name);
+    const existing = byName.get(key);
     if (value === null && merge) {
-      out.delete(name);
+      out.delete(key);
       continue;
     }
     const params = applyParams(protocol, u, existing && merge ? paramsOfPeer(existing) : {}, value, merge, existing);
-    out.set(name, existing ? withParams(existing, params) : newPeer(name, params));
+    out.set(key, existing ? withParams(existing, params) : newPeer(name, params));
   }
   return [...out.values()];
 }
+
+/** Whether a peer is the one a path names: by its key, or by its name as it is listed
+ * (a peer made before names had keys, or embedded with a name that is no address). */
+const isNamed = (p: PeerConfig, t: Target) => peerName(p) === t.key || peerName(p) === t.name;
 
 function write(status: Status, t: Target, req: ConfigRequest, body: Json | undefined): ApiResponse {
   const u = t.upstream!;
@@ -405,7 +414,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
         return applyServers(protocol, u, peers, body.servers, merge);
       }
       if (t.name === undefined) return del ? [] : applyServers(protocol, u, peers, body!, merge);
-      const at = list.findIndex((p) => peerName(p) === t.name);
+      const at = list.findIndex((p) => isNamed(p, t));
       const existing = at >= 0 ? list[at] : undefined;
       if (!t.param) {
         if (del) {
@@ -424,6 +433,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
       const params = paramsOfPeer(existing);
       if (del || (merge && body === null)) delete params[t.param.key];
       else setParam(params, t.param, body!, false, u);
+      checkSlowStart(u, params);
       if (t.param.name === 'backup' && !!params.backup !== !!existing.backup)
         throw new FormatError('The "backup" field can be set only when the server is created.');
       list[at] = withParams(existing, params);
@@ -435,8 +445,8 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
   };
   // A parameter path or a DELETE of a server needs the server: look before writing.
   const before = peerSet(status, u).peers;
-  if ((t.param || (del && t.name !== undefined)) && !before.some((p) => peerName(p) === t.name)) return pathNotFound(req.path);
-  const result = changePeers(status, u, change, t.name);
+  if ((t.param || (del && t.name !== undefined)) && !before.some((p) => isNamed(p, t))) return pathNotFound(req.path);
+  const result = changePeers(status, u, change, t.key);
   if (!result.ok) {
     if (result.error === 'no-room')
       return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);

@@ -1,9 +1,11 @@
 // format=prometheus. Below a zone (or anything flat: connections, a slab zone) the text
 // is the old flat form, one `group_field value` line per leaf, `responses_<code>` for
-// response counters, and for the server branch only `generation`. Above zones it is
+// response counters, and for the server branch only `generation`. Elsewhere it is
 // the Prometheus exposition format that a Prometheus server scrapes: one family per
 // field with HELP and TYPE, instances as labels, counters named `..._total`:
-// zonal_http_server_zones_requests_total{zone="site"} 10.
+// zonal_http_server_zones_requests_total{zone="site"} 10. A branch that holds instances
+// (an upstream and its peers, a sharded cache) is not flat: any branch in this form
+// has the whole tree's names, and the labels of the path it is under.
 import type { RenderContext, Scalar } from '../metrics/shape.js';
 import type { StatusNode } from '../metrics/tree.js';
 

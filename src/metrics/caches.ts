@@ -171,8 +171,7 @@ function cacheNode(status: StatusStore, c: CacheConfig): StatusNode {
   return new ObjectNode(
     (ctx) => [...declared.members(ctx), ['shards', shardsNode]],
     (name, ctx) => (name === 'shards' ? shardsNode : declared.child(name, ctx)),
-    undefined,
-    true,
+    // Not flat, as an upstream: its shards are instances, labelled by path.
   );
 }
 

@@ -2,6 +2,7 @@
 // on. It lives in a seqlocked record of the status zone, written by the process that
 // creates the zones (and rewritten on reload), so that any process can serve the API
 // without having read the configuration itself.
+import { isIP } from 'node:net';
 
 export interface ServerInfo {
   version: string;
@@ -134,3 +135,73 @@ function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
 export function peerName(p: PeerConfig): string {
   return p.name ?? p.server;
 }
+
+/** A peer's address as the upstream `server` directive and /config take it. */
+export interface PeerAddress {
+  /** `127.0.0.1`, `::1` (no brackets, compressed). */
+  readonly host: string;
+  readonly port: number;
+  /** Canonical `<ip>:<port>`, IPv6 in brackets: the key the peer goes by. */
+  readonly address: string;
+}
+
+/** Why a server name was refused; `resolver` when it is a name only a resolver could
+ * turn into addresses (a host name, an SRV service). */
+export interface PeerAddressError {
+  readonly error: string;
+  readonly resolver?: true;
+}
+
+/**
+ * The one reader of a peer's server name, for the configuration file, the state file and
+ * /config alike, so that each takes exactly the forms the others take: an IPv4 address or
+ * a bracketed IPv6 address, with a port (80 when absent, as nginx has it), or `localhost`,
+ * which is 127.0.0.1 (what nginx's resolution of it gives on a usual /etc/hosts). zonal
+ * has no resolver yet, and a name resolved at every connect by the OS would be a peer
+ * keyed by name whose addresses nobody counts: any other host name, and the
+ * `<service>@` of SRV lookups, are refused with a message saying a resolver is needed.
+ * Messages are nginx's (`invalid port in upstream "..."`).
+ */
+export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
+  if (text.startsWith('unix:')) return { error: `unix domain sockets are not supported in upstream "${text}"` };
+  const at = text.indexOf('@');
+  if (at >= 0)
+    return {
+      error: `the server "${text}" names the service "${text.slice(0, at)}", which needs a resolver to look up its SRV records: zonal has no "resolve" yet, write an IP address and port`,
+      resolver: true,
+    };
+  let host: string;
+  let port: string | undefined;
+  let v6 = false;
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']');
+    const inner = close < 0 ? '' : text.slice(1, close);
+    const rest = close < 0 ? '' : text.slice(close + 1);
+    if (close < 0 || isIP(inner) !== 6 || (rest !== '' && !rest.startsWith(':'))) return { error: `invalid IPv6 address in upstream "${text}"` };
+    // The compressed spelling, so that `[0::1]` and `[::1]` are one peer.
+    host = new URL(`http://[${inner}]/`).hostname.slice(1, -1);
+    port = rest ? rest.slice(1) : undefined;
+    v6 = true;
+  } else {
+    const colon = text.lastIndexOf(':');
+    host = colon < 0 ? text : text.slice(0, colon);
+    port = colon < 0 ? undefined : text.slice(colon + 1);
+    if (host === '') return { error: `no host in upstream "${text}"` };
+  }
+  const n = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
+  if (n < 1 || n > 65535) return { error: `invalid port in upstream "${text}"` };
+  if (!v6) {
+    if (host.toLowerCase() === 'localhost') host = '127.0.0.1';
+    else if (isIP(host) !== 4) {
+      // A colon left in the host is an IPv6 address without its brackets, no name.
+      if (host.includes(':')) return { error: `invalid IPv6 address in upstream "${text}": IPv6 addresses are written in brackets` };
+      return {
+        error: `the server "${text}" is a host name, which needs a resolver: zonal has no "resolve" yet, write an IP address and port`,
+        resolver: true,
+      };
+    }
+  }
+  return { host, port: n, address: `${v6 ? `[${host}]` : host}:${n}` };
+}
+
+export const isPeerAddressError = (a: PeerAddress | PeerAddressError): a is PeerAddressError => 'error' in a;

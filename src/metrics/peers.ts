@@ -12,7 +12,7 @@
 // peers' blocks are freed only RETIRE_MS later, once requests still using them are over.
 import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { ZoneFullError } from '../engine/index.js';
-import { peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import { isPeerAddressError, parsePeerAddress, peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
 import type { StatusStore } from './store.js';
 
 /** A peer of the live set: its configuration (only what was set explicitly) and its id. */
@@ -150,6 +150,22 @@ export const PEER_PARAMS: readonly PeerParam[] = [
   { word: 'sid', key: 'sid', kind: 'text', default: '', http: true },
 ];
 
+/** The balancing methods that ramp a recovering peer's weight: `slow_start` works by
+ * the effective weight of round robin, which the others do not use (Angie: "round robin
+ * or least_conn"). */
+const SLOW_START_METHODS: ReadonlySet<string> = new Set(['round_robin', 'least_conn']);
+
+/**
+ * Why an upstream's balancing method refuses a `slow_start` (undefined when it takes
+ * it): one message for the configuration file (`-t`) and /config (400 FormatError).
+ * 0 is slow start off, which every method takes, so that a peer read with
+ * `defaults=on` can be written back as it was read.
+ */
+export function slowStartRefused(method: string | undefined, slowStart: number): string | undefined {
+  if (slowStart === 0 || SLOW_START_METHODS.has(method ?? 'round_robin')) return undefined;
+  return `balancing method "${method}" does not support parameter "slow_start": only round robin and "least_conn" ramp a peer's weight`;
+}
+
 export function stateFileText(peers: readonly PeerConfig[]): string {
   const lines = peers.map((p) => {
     const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
@@ -195,8 +211,10 @@ export function parseStateFile(text: string, path = 'state file'): PeerConfig[] 
     if (!line.endsWith(';')) throw bad('a line ends with ";"');
     const [directive, address, ...params] = line.slice(0, -1).trim().split(/\s+/);
     if (directive !== 'server' || !address) throw bad('expected "server <address> [parameters];"');
-    const at = address.indexOf('@');
-    const peer: { -readonly [K in keyof PeerConfig]: PeerConfig[K] } = at > 0 ? { server: address.slice(at + 1), service: address.slice(0, at) } : { server: address };
+    // The forms of the configuration file and /config, keyed as they key them.
+    const parsed = parsePeerAddress(address);
+    if (isPeerAddressError(parsed)) throw bad(parsed.error);
+    const peer: { -readonly [K in keyof PeerConfig]: PeerConfig[K] } = { server: address, ...(parsed.address !== address ? { name: parsed.address } : {}) };
     for (const param of params) {
       const eq = param.indexOf('=');
       const word = eq < 0 ? param : param.slice(0, eq);

@@ -516,7 +516,9 @@ function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig
   const members: Array<[string, StatusNode]> = [['peers', peers]];
   if (protocol === 'http') members.push(['keepalive', new FieldNode(keepalive, source)]);
   if (u.queue && protocol === 'http') members.push(['queue', new FieldNode(queueFields, source)]);
-  return new ObjectNode(() => members, undefined, undefined, true);
+  // Not flat: an upstream holds instances (its peers), whose names the flat text would
+  // put inside metric names; its text has the whole tree's names and labels.
+  return new ObjectNode(() => members);
 }
 
 export function upstreamsNode(protocol: Protocol) {

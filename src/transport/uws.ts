@@ -11,7 +11,9 @@
 //   Content-Length header and endWithoutBody() (called with no argument: passing a length
 //   or `undefined` makes uWS wait for a body that never comes and drop the connection).
 // - end() writes Content-Length and Date itself, so the handler's values are not copied.
-// - There is no per-connection local address: `address` is the host the listener is bound to.
+// - There is no per-connection local address (nor the remote port, nor the socket): on a
+//   listener bound to an address, `address` is that address; on a wildcard (0.0.0.0, ::)
+//   it is read from the kernel's socket table (local-address.ts).
 // - After a response is ended before the body is fully read, uWS keeps reading and
 //   discarding it (still calling onData), and the connection stays usable.
 // - app.close() (not in the typings) closes the listen socket and every open connection.
@@ -25,6 +27,7 @@ import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
 import type { ApiRequest } from '../api/types.js';
 import { answerLater, BODY_CAP, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
+import { isWildcard, LocalAddresses } from './local-address.js';
 
 export type { ApiHandler, TransportHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
@@ -38,7 +41,8 @@ const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
 (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
 
 export interface ServeApiOptions {
-  /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`. */
+  /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`,
+   * or, when it is 0.0.0.0 or ::, the local address that took each connection. */
   host: string;
   /** Port; 0 picks a free one. */
   port: number;
@@ -60,6 +64,9 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   const onError = options.onError ?? reportError;
   const address = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const app = uWS.App();
+  // Made once the port is known (a port 0 is picked by the kernel).
+  let locals: LocalAddresses | undefined;
+  const localOf = isWildcard(address) ? (remote: string, host: string | undefined) => (locals ? locals.of(remote, host) : address) : undefined;
 
   // Every call into uWS costs some 0.2 us, about what the rest of a small answer costs:
   // a route per read method saves asking for the method, and a read asks for the
@@ -72,7 +79,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     // closure kept, which is most of what a small answer costs uWS (a response may be
     // written in the handler's own call without a cork, and cannot be aborted before it).
     if (hasBody(req)) return onAny(res, req, method, path, query);
-    const request = new ReadRequest(method, path, query, address, req.getHeader('host'), req, res);
+    const request = new ReadRequest(method, path, query, address, localOf, req.getHeader('host'), req, res);
     const wire = answerLater(handler, request, onError);
     if (!(wire instanceof Promise)) {
       request.settle(false);
@@ -110,6 +117,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     const ifMatch = writes ? req.getHeader('if-match') : '';
     const ifNoneMatch = writes ? req.getHeader('if-none-match') : '';
     const remoteAddress = addressText(res);
+    const local = localOf ? localOf(remoteAddress, hostHeader || undefined) : address;
     let aborted = false;
     let answered = false;
     const chunks: Buffer[] = [];
@@ -125,7 +133,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         method,
         path,
         query,
-        address,
+        address: local,
         ...(size > 0 ? { body: Buffer.concat(chunks, size) } : {}),
         ...(hostHeader ? { host: hostHeader } : {}),
         ...(authorization ? { authorization } : {}),
@@ -164,11 +172,14 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         return;
       }
       let closed = false;
+      const listening = uWS.us_socket_local_port(listenSocket as unknown as UWS.us_socket);
+      if (localOf) locals = new LocalAddresses(address, listening);
       resolve({
-        port: uWS.us_socket_local_port(listenSocket as unknown as UWS.us_socket),
+        port: listening,
         close() {
           if (closed) return;
           closed = true;
+          locals?.close();
           const closeAll = (app as unknown as { close?: () => void }).close;
           if (typeof closeAll === 'function') closeAll.call(app);
           else uWS.us_listen_socket_close(listenSocket);
@@ -188,13 +199,16 @@ class ReadRequest implements ApiRequest {
   private remote: string | undefined;
   private auth: string | undefined | null;
   private req: UWS.HttpRequest | undefined;
+  private local: string | undefined;
   private res: UWS.HttpResponse | undefined;
 
   constructor(
     readonly method: string,
     readonly path: string,
     readonly query: string,
-    readonly address: string,
+    private readonly bound: string,
+    /** On a wildcard listener: the local address of a connection from a client. */
+    private readonly localOf: ((remote: string, host: string | undefined) => string) | undefined,
     host: string,
     req: UWS.HttpRequest,
     res: UWS.HttpResponse,
@@ -203,7 +217,19 @@ class ReadRequest implements ApiRequest {
     this.remote = undefined;
     this.auth = null;
     this.req = req;
+    this.local = undefined;
     this.res = res;
+  }
+
+  /** The listener's address, or on a wildcard the connection's own, looked up only if
+   * something asks (the Host rule, /status/server/address). */
+  get address(): string {
+    if (!this.localOf) return this.bound;
+    if (this.local === undefined) {
+      const remote = this.remoteAddress;
+      this.local = remote === undefined ? this.bound : this.localOf(remote, this.host);
+    }
+    return this.local;
   }
 
   get remoteAddress(): string | undefined {
@@ -222,6 +248,7 @@ class ReadRequest implements ApiRequest {
     if (keep) {
       void this.remoteAddress;
       void this.authorization;
+      void this.address;
     }
     this.req = undefined;
     this.res = undefined;

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { bodyText, createApi } from '../../src/api/index.js';
 import { INSTANCE_ENV } from '../../src/engine/index.js';
 import type { StatusConfig } from '../../src/metrics/catalog.js';
-import { parseStateFile, stateFileText } from '../../src/metrics/peers.js';
+import { parseStateFile, slowStartRefused, stateFileText } from '../../src/metrics/peers.js';
 import { Status } from '../../src/metrics/status.js';
 import { peer } from '../../src/metrics/upstreams.js';
+import { parseUpstreamAddress } from '../../src/server/config/values.js';
 import { start, uniqueName } from '../helpers.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -112,8 +113,9 @@ t.test('PUT, PATCH and DELETE at every writable level', async (t) => {
   t.same(get(B), { servers: { '127.0.0.1:8093': {} } }, 'PUT of servers replaces the set');
   t.equal(call('PATCH', B, { servers: { '127.0.0.1:8094': { weight: 2 } } }).status, 200);
   t.same(Object.keys(get(`${B}/servers`)), ['127.0.0.1:8093', '127.0.0.1:8094']);
-  t.equal(call('PUT', B, { servers: { 'api@backend.local:8080': { weight: 9 } } }).status, 200);
-  t.same(get(B), { servers: { 'api@backend.local:8080': { weight: 9 } } }, 'a service name');
+  const service = call('PUT', B, { servers: { 'api@backend.local:8080': { weight: 9 } } });
+  t.equal(service.status, 400, 'a service name needs a resolver');
+  t.same(Object.keys(get(`${B}/servers`)), ['127.0.0.1:8093', '127.0.0.1:8094'], 'and changes nothing');
   t.equal(call('DELETE', `${B}/servers`).status, 200);
   t.same(get(B), { servers: {} });
   t.equal(call('PUT', `${B}/servers/[::1]:8080/`, {}).status, 201, 'IPv6 in brackets, trailing slash');
@@ -121,6 +123,69 @@ t.test('PUT, PATCH and DELETE at every writable level', async (t) => {
   t.ok('127.0.0.1:8095' in get(`${B}/servers`));
   t.equal(call('DELETE', B).status, 200);
   t.same(get(B), { servers: {} }, 'DELETE of the upstream removes its servers');
+});
+
+t.test('server names: the forms of the configuration file, keyed <ip>:<port>', async (t) => {
+  const { call, get, api } = setup(t);
+  const before = JSON.stringify(get('/config/'));
+  for (const name of ['localhost:8080', 'example.invalid', 'backend.local:8080', '_http._tcp@127.0.0.1:8080', 'api@backend.local', 'LOCALHOST.']) {
+    const file = parseUpstreamAddress(name);
+    const r = call('PUT', `${B}/servers/${name}`, {});
+    if (file.error === undefined) {
+      t.equal(r.status, 201, `${name}: taken, as the file takes it`);
+      t.ok(file.value.address in get(`${B}/servers`), `${name}: keyed ${file.value.address}`);
+      t.equal(call('DELETE', `${B}/servers/${file.value.address}`).status, 200);
+      continue;
+    }
+    t.equal(r.status, 400, `${name}: refused, as the file refuses it`);
+    t.equal(r.body.error, 'FormatError');
+    t.ok(r.body.description.includes(file.error), `${name}: with the file's message: ${r.body.description}`);
+    t.match(r.body.description, /needs a resolver/);
+  }
+  t.equal(JSON.stringify(get('/config/')), before, 'the refused names changed nothing');
+
+  t.equal(call('PUT', `${B}/servers/localhost:8085`, { weight: 3 }).status, 201);
+  t.same(get(`${B}/servers/127.0.0.1:8085`), { weight: 3 }, 'localhost is 127.0.0.1');
+  t.same(get(`${B}/servers/localhost:8085`), { weight: 3 }, 'and either name finds it');
+  const peers = JSON.parse(bodyText(api({ method: 'GET', path: '/status/http/upstreams/backend/peers/127.0.0.1:8085', query: '', address: '127.0.0.1' })!));
+  t.equal(peers.server, 'localhost:8085', 'the status shows the server as written');
+  t.equal(call('PATCH', `${B}/servers/127.0.0.1:8085`, { max_fails: 0 }).status, 200, 'the address changes it');
+  t.same(get(`${B}/servers/localhost:8085`), { weight: 3, max_fails: 0 });
+  t.equal(call('PUT', `${B}/servers/127.0.0.9`, {}).status, 201);
+  t.ok('127.0.0.9:80' in get(`${B}/servers`), 'without a port: port 80, as nginx has it');
+  t.equal(call('PUT', `${B}/servers/[0:0::1]`, {}).status, 201);
+  t.ok('[::1]:80' in get(`${B}/servers`), 'IPv6 compressed, in brackets');
+  const twice = call('PATCH', `${B}/servers`, { 'localhost:8086': {}, '127.0.0.1:8086': { weight: 2 } });
+  t.equal(twice.status, 400, 'two names of one address in one body');
+  t.match(twice.body.description, /same server 127\.0\.0\.1:8086/);
+  t.notOk('127.0.0.1:8086' in get(`${B}/servers`));
+});
+
+t.test('slow_start: refused where the balancing method does not ramp weights, with the file\'s message', async (t) => {
+  const methods = ['hash', 'ip_hash', 'random'] as const;
+  const { call, get } = setup(t, { http: { upstreams: methods.map((method) => ({ name: method, method, peers: [{ server: '127.0.0.1:8081' }] })) } });
+  const before = JSON.stringify(get('/config/'));
+  for (const method of methods) {
+    const U = `/config/http/upstreams/${method}/servers`;
+    const file = slowStartRefused(method, 30)!;
+    t.match(file, new RegExp(`^balancing method "${method}" does not support parameter "slow_start"`));
+    for (const [verb, path, body] of [
+      ['PUT', `${U}/127.0.0.1:8082`, { slow_start: 30 }],
+      ['PATCH', `${U}/127.0.0.1:8081`, { slow_start: '500ms' }],
+      ['PUT', `${U}/127.0.0.1:8081/slow_start`, '"30s"'],
+      ['PATCH', U, { '127.0.0.1:8083': { weight: 2, slow_start: 1 } }],
+    ] as const) {
+      const r = call(verb, path, body);
+      t.equal(r.status, 400, `${verb} ${path}`);
+      t.equal(r.body.error, 'FormatError');
+      t.equal(r.body.description, `The "slow_start" field is refused: ${file}.`, 'the configuration file\'s message');
+    }
+  }
+  t.equal(JSON.stringify(get('/config/')), before, 'nothing changed');
+  t.equal(call('PATCH', '/config/http/upstreams/hash/servers/127.0.0.1:8081', { slow_start: 0 }).status, 200, '0 is off, which every method takes');
+  const { call: rr } = setup(t, { http: { upstreams: [{ name: 'rr', peers: [{ server: '127.0.0.1:8081' }] }, { name: 'lc', method: 'least_conn', peers: [{ server: '127.0.0.1:8081' }] }] } });
+  t.equal(rr('PATCH', '/config/http/upstreams/rr/servers/127.0.0.1:8081', { slow_start: 30 }).status, 200, 'round robin takes it');
+  t.equal(rr('PATCH', '/config/http/upstreams/lc/servers/127.0.0.1:8081', { slow_start: 30 }).status, 200, 'least_conn takes it');
 });
 
 t.test('methods: read-only above an upstream, /status stays read-only', async (t) => {
@@ -252,9 +317,12 @@ t.test('state file: written atomically after each change, read at start', async 
   t.same(restarted.get(`${B}/servers`), kept, 'a restart takes the state file over the configured servers');
   restarted.status.reload(config);
   t.same(restarted.get(`${B}/servers`), kept, 'and so does a reload');
-  t.same(parseStateFile(stateFileText([{ server: '10.0.0.1:80', service: 'http', backup: true, maxConns: 4 }])), [
-    { server: '10.0.0.1:80', service: 'http', maxConns: 4, backup: true },
-  ]);
+  t.same(parseStateFile(stateFileText([{ server: '10.0.0.1', backup: true, maxConns: 4 }, { server: 'localhost:81', name: '127.0.0.1:81' }])), [
+    { server: '10.0.0.1', name: '10.0.0.1:80', maxConns: 4, backup: true },
+    { server: 'localhost:81', name: '127.0.0.1:81' },
+  ], 'a state file is read with the forms and keys of the configuration file');
+  t.throws(() => parseStateFile('server http@10.0.0.1:80;\n', 's'), /s:1: .*needs a resolver/, 'a service needs a resolver there too');
+  t.throws(() => parseStateFile('server backend.local:80;\n', 's'), /s:1: .*needs a resolver/);
   t.throws(() => parseStateFile('server 10.0.0.1 colour=red;\n', 's'), /s:1: unknown parameter "colour=red"/);
   writeFileSync(state, 'upstream x;\n');
   t.throws(() => Status.create(config, { workers: 1, instance: uniqueName('badstate') }), /expected "server/);

@@ -265,7 +265,8 @@ t.test('conformance', async (t) => {
         ]);
         t.equal((await get('/status/server', 'format=prometheus')).body, 'generation 0\n', 'the server branch: generation only');
         t.equal((await get('/status/connections/idle', 'format=prometheus')).body, 'idle 2\n');
-        for (const path of ['/status/', '/status/http/upstreams', '/status/http', '/status/slabs']) {
+        for (const path of ['/status/', '/status/http/upstreams', '/status/http', '/status/slabs', '/status/http/upstreams/backend',
+          '/status/http/upstreams/backend/peers/127.0.0.1:18081']) {
           const text = (await get(path, 'format=prometheus')).body;
           t.same(checkExposition(text), [], `${path}: valid exposition`);
           const tool = promtool(text);
@@ -277,6 +278,8 @@ t.test('conformance', async (t) => {
         t.match(root, /^zonal_http_upstreams_peers_selected_total\{upstream="backend",peer="127.0.0.1:18081"\} 200$/m);
         t.match(root, /^zonal_http_upstreams_peers_state\{upstream="plain",peer="127.0.0.1:18084"\} 2$/m, 'state as a gauge: 2 down');
         t.match(root, /^zonal_connections_accepted_total 202$/m);
+        const peerText = (await get('/status/http/upstreams/backend/peers/127.0.0.1:18081/selected', 'format=prometheus')).body;
+        t.match(peerText, /^zonal_http_upstreams_peers_selected_total\{upstream="backend",peer="127.0.0.1:18081"\} 200$/m, 'a branch: the names and labels of the whole tree');
         t.equal((await get('/status/', 'format=xml')).status, 400, 'an unknown format is refused');
       });
     });

@@ -4,6 +4,8 @@ import t from 'tap';
 import { Status } from '../../src/metrics/status.js';
 import { uniqueName } from '../helpers.js';
 import { serverZones } from '../../src/metrics/http-zones.js';
+import { peer } from '../../src/metrics/upstreams.js';
+import { checkExposition } from '../api/exposition.js';
 import { apiOf } from './api.js';
 
 t.test('every branch, in the order of the spec', async (t) => {
@@ -39,6 +41,71 @@ t.test('every branch, in the order of the spec', async (t) => {
   for (const name of ['zonal_http_caches_hit_responses_total', 'zonal_http_limit_conns_passed_total', 'zonal_http_limit_reqs_delayed_total',
     'zonal_stream_server_zones_sessions_success_total', 'zonal_stream_limit_conns_rejected_total', 'zonal_resolvers_responses_timedout_total'])
     t.match(text, new RegExp(`# TYPE ${name} counter\\n${name}\\{zone="[a-z_]+"\\} 0\\n`), name);
+});
+
+// format=prometheus of any branch: flat `group_field value` lines in a zone (the spec's
+// form), and everywhere else the whole tree's families and labels, only fewer series:
+// no instance's name (a peer's address, a shard's path) ever becomes part of a name.
+t.test('text of every branch: flat in a zone, else the whole tree\'s names and labels', async (t) => {
+  const peers = [{ server: '127.0.0.1:19211' }, { server: '127.0.0.1:19212', weight: 2 }];
+  const status = Status.create(
+    {
+      http: {
+        serverZones: [{ name: 'site' }],
+        locationZones: ['loc'],
+        caches: [{ name: 'pcache' }, { name: 'sharded', shards: [{ path: '/var/cache/a' }, { path: '/var/cache/b' }] }],
+        limitConns: [{ name: 'perip_conn' }],
+        limitReqs: [{ name: 'perip_req' }],
+        upstreams: [{ name: 'backend', peers, queue: true }],
+      },
+      stream: { serverZones: [{ name: 's_front' }], limitConns: [{ name: 's_perip' }], upstreams: [{ name: 's_back', peers }] },
+      resolvers: ['res_local'],
+    },
+    { workers: 1, writer: true, instance: uniqueName('branchtext') },
+  );
+  t.teardown(() => status.remove());
+  serverZones.recorder(status, 'site').responseSent(200, 10, 20);
+  const p1 = peer(status, 'http', 'backend', '127.0.0.1:19211');
+  p1.selected();
+  p1.responded(200, 5, 50, 1, 2);
+  p1.released();
+  const api = apiOf(status);
+  const root = api.text('/status/');
+  const rootLines = new Set(root.split('\n'));
+  // Every path of the JSON tree, objects and leaves.
+  const paths: string[] = [];
+  const walk = (value: unknown, path: string) => {
+    paths.push(path);
+    // A shard's path has slashes, which no API path can name as one segment.
+    if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) if (!k.includes('/')) walk(v, `${path}/${encodeURIComponent(k)}`);
+  };
+  walk(api.get('/status/').body, '/status');
+  const zones = /^\/status\/(server|connections|slabs\/[^/]+|http\/(server_zones|location_zones|limit_conns|limit_reqs)\/[^/]+|http\/caches\/pcache|stream\/(server_zones|limit_conns)\/[^/]+|resolvers\/[^/]+)(\/|$)/;
+  let labelled = 0;
+  let flat = 0;
+  for (const path of paths) {
+    const text = api.text(path);
+    if (zones.test(path)) {
+      flat++;
+      t.notOk(text.includes('#') || text.includes('zonal_'), `${path}: flat, below a zone`, { text });
+      continue;
+    }
+    labelled++;
+    const problems = checkExposition(text).concat(text.split('\n').filter((line) => line && !rootLines.has(line)).map((line) => `not in the whole tree: ${line}`));
+    if (problems.length) t.fail(`${path}: the whole tree's names and labels`, { problems });
+  }
+  t.ok(labelled > 100 && flat > 100, `${labelled} labelled branches checked line by line against the whole tree, ${flat} flat ones`);
+  t.equal(
+    api.text('/status/http/upstreams/backend/peers/127.0.0.1:19211/selected/total'),
+    '# HELP zonal_http_upstreams_peers_selected_total Requests forwarded to the peer.\n# TYPE zonal_http_upstreams_peers_selected_total counter\n' +
+      'zonal_http_upstreams_peers_selected_total{upstream="backend",peer="127.0.0.1:19211"} 1\n',
+    'a peer\'s field: the labelled family of the whole tree',
+  );
+  const backend = api.text('/status/http/upstreams/backend');
+  t.match(backend, /^zonal_http_upstreams_peers_selected_total\{upstream="backend",peer="127\.0\.0\.1:19212"\} 0$/m);
+  t.match(backend, /^zonal_http_upstreams_peers_weight\{upstream="backend",peer="127\.0\.0\.1:19212"\} 2$/m);
+  t.notMatch(backend, /^[^#{]*127/m, 'no address in a metric name');
+  t.match(api.text('/status/http/caches/sharded'), /^zonal_http_caches_shards_size\{zone="sharded",shard="\/var\/cache\/a"\} 0$/m, 'a sharded cache: shards as labels');
 });
 
 // A large response's memory serves the next one once the transport released it, and

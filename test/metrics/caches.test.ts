@@ -161,5 +161,11 @@ t.test('caches: every field, conditional members, exact sums over two workers', 
       'bypass_responses 2\nbypass_bytes 60\nbypass_responses_written 0\nbypass_bytes_written 0\n',
     'flat text below a cache',
   );
-  t.match(api.text('/status/http/caches/sharded'), /\nshards__var_cache_a_size 200\nshards__var_cache_a_max_size 1000000\nshards__var_cache_a_cold 0\nshards__var_cache_b_size 80\nshards__var_cache_b_cold 0\n$/, 'shards flattened too');
+  // A sharded cache holds instances: its branch has the whole tree's families, its
+  // shards as labels rather than paths inside names (issue 19).
+  const sharded = api.text('/status/http/caches/sharded');
+  t.same(sharded.split('\n').filter((l) => l && !text.split('\n').includes(l)), [], 'a sharded cache: the lines of the whole tree, only fewer');
+  t.match(sharded, /# TYPE zonal_http_caches_shards_size gauge\nzonal_http_caches_shards_size\{zone="sharded",shard="\/var\/cache\/a"\} 200\nzonal_http_caches_shards_size\{zone="sharded",shard="\/var\/cache\/b"\} 80\n/, 'shards as labels');
+  t.match(sharded, /^zonal_http_caches_size\{zone="sharded"\} 280$/m);
+  t.notMatch(sharded, /zone="pcache"/, 'only its own series');
 });

@@ -795,7 +795,10 @@ const errorCases: ErrorCase[] = [
   { name: 'zone twice', text: upstream('u', '    zone z;', '    zone y;', '    server 127.0.0.1;'), line: 4, message: /^"zone" directive is duplicate$/ },
   { name: 'zone of another upstream', text: conf('http {', '  upstream a { server 127.0.0.1:1; zone z; }', '  upstream b {', '    server 127.0.0.1:2;', '    zone z 64k;', '  }', '}'), line: 5, message: /^shared memory zone "z" is already used by upstream "a"$/ },
   { name: 'zone named like another upstream', text: conf('http {', '  upstream a { server 127.0.0.1:1; zone b; }', '  upstream b {', '    server 127.0.0.1:2;', '  }', '}'), line: 3, message: /^shared memory zone "b" is already used by upstream "a"$/ },
-  { name: 'peer host name', text: upstream('u', '    server example.org:80;'), line: 3, message: /^host not found in upstream "example\.org:80"$/ },
+  { name: 'peer host name', text: upstream('u', '    server example.org:80;'), line: 3, message: /^the server "example\.org:80" is a host name, which needs a resolver: zonal has no "resolve" yet, write an IP address and port$/ },
+  { name: 'peer host name without a port', text: upstream('u', '    server example.invalid;'), line: 3, message: /^the server "example\.invalid" is a host name, which needs a resolver/ },
+  { name: 'peer SRV service', text: upstream('u', '    server _http._tcp@127.0.0.1:8080;'), line: 3, message: /^the server "_http\._tcp@127\.0\.0\.1:8080" names the service "_http\._tcp", which needs a resolver/ },
+  { name: 'peer IPv6 without brackets', text: upstream('u', '    server ::1;'), line: 3, message: /^invalid IPv6 address in upstream "::1": IPv6 addresses are written in brackets$/ },
   { name: 'peer unix socket', text: upstream('u', '    server unix:/tmp/s.sock;'), line: 3, message: /^unix domain sockets are not supported in upstream "unix:\/tmp\/s\.sock"$/ },
   { name: 'peer port', text: upstream('u', '    server 127.0.0.1:65536;'), line: 3, message: /^invalid port in upstream "127\.0\.0\.1:65536"$/ },
   { name: 'peer IPv6', text: upstream('u', '    server [::g]:80;'), line: 3, message: /^invalid IPv6 address in upstream "\[::g\]:80"$/ },
@@ -820,6 +823,9 @@ const errorCases: ErrorCase[] = [
   { name: 'backup with hash, written before it', text: upstream('u', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;', '    hash $uri;'), line: 4, message: /^balancing method does not support parameter "backup"$/ },
   { name: 'backup with ip_hash', text: upstream('u', '    ip_hash;', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 backup;'), line: 5, message: /^balancing method does not support parameter "backup"$/ },
   { name: 'backup with random', text: upstream('u', '    server 127.0.0.1:1 backup;', '    server 127.0.0.1:2;', '    random two;'), line: 3, message: /^balancing method does not support parameter "backup"$/ },
+  { name: 'slow_start with hash, written before it', text: upstream('u', '    server 127.0.0.1:1;', '    server 127.0.0.1:2 slow_start=30s;', '    hash $uri;'), line: 4, message: /^balancing method "hash" does not support parameter "slow_start": only round robin and "least_conn" ramp a peer's weight$/ },
+  { name: 'slow_start with ip_hash', text: upstream('u', '    ip_hash;', '    server 127.0.0.1:1 slow_start=500ms;'), line: 4, message: /^balancing method "ip_hash" does not support parameter "slow_start"/ },
+  { name: 'slow_start with random', text: upstream('u', '    random two;', '    server 127.0.0.1:1 slow_start=1m;'), line: 4, message: /^balancing method "random" does not support parameter "slow_start"/ },
   { name: 'keepalive 0', text: upstream('u', '    server 127.0.0.1;', '    keepalive 0;'), line: 4, message: /^invalid value "0" in "keepalive" directive$/ },
   { name: 'queue 0', text: upstream('u', '    server 127.0.0.1;', '    queue 0;'), line: 4, message: /^invalid value "0" in "queue" directive$/ },
   { name: 'queue parameter', text: upstream('u', '    server 127.0.0.1;', '    queue 10 wait=5s;'), line: 4, message: /^invalid parameter "wait=5s"$/ },
@@ -865,6 +871,13 @@ t.test('each error, with its file and line', async (t) => {
     t.equal(errors.length, 1, `${c.name}: one error, not a cascade`, { errors });
     t.match(errors[0]?.message, c.message, `${c.name}: message`);
     t.same({ file: errors[0]?.file, line: errors[0]?.line }, { file: path.join(dir, c.file ?? 'zonal.conf'), line: c.line }, `${c.name}: file and line`);
+  }
+});
+
+t.test('slow_start: round robin and least_conn take it, every method takes it off', async (t) => {
+  for (const [method, written] of [['', 'slow_start=30s'], ['least_conn;', 'slow_start=30s'], ['hash $uri;', 'slow_start=0'], ['random;', 'slow_start=0s']]) {
+    const dir = tree({ 'zonal.conf': upstream('u', `    ${method}`, `    server 127.0.0.1:1 ${written};`) });
+    t.same(loadConfig(path.join(dir, 'zonal.conf')).errors, [], `${method || 'round robin'} with ${written}`);
   }
 });
 

@@ -2,7 +2,7 @@
 // same requests: what reaches the handler, and what the client gets back, byte for byte.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
+import { Agent as HttpAgent, createServer, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { ApiRequest, ApiResponse } from '../../src/api/types.js';
@@ -516,5 +516,63 @@ t.test('IPv6 loopback: address is ::1 on both transports', async (t) => {
     const body = await jsonOf(res);
     t.equal(body.address, '::1');
     t.equal(body.host, `[::1]:${port}`);
+  }
+});
+
+// uWS gives no local address of a connection: on a wildcard listener the transport reads
+// it from the kernel's socket table (src/transport/local-address.ts). Both transports
+// must report the address the client connected to, never 0.0.0.0 or ::.
+t.test('a wildcard listener reports the local address of each connection, on both transports', async (t) => {
+  const seen: ApiRequest[] = [];
+  const ask = (ip: string, port: number, opts: { method?: string; host?: string; agent?: import('node:http').Agent } = {}) =>
+    new Promise<{ address: string; host: string | null }>((resolve, reject) => {
+      const body = opts.method === 'PUT' ? 'x' : undefined;
+      const req = httpRequest(
+        { host: ip, port, path: '/status/local', method: opts.method ?? 'GET', agent: opts.agent ?? false, timeout: 5000,
+          headers: { Host: opts.host ?? `${ip.includes(':') ? `[${ip}]` : ip}:${port}`, ...(body ? { 'Content-Length': '1' } : {}) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString()) as { address: string; host: string | null }));
+        },
+      );
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.end(body);
+    });
+  const listenHttp = async (host: string) => {
+    const listener = apiListener(testApi(seen));
+    const http = createServer((req, res) => listener(req, res));
+    await new Promise<void>((resolve) => http.listen(0, host, resolve));
+    t.teardown(() => new Promise<void>((resolve) => (http.close(() => resolve()), http.closeAllConnections())));
+    return (http.address() as AddressInfo).port;
+  };
+  const uws = await serveApi({ host: '0.0.0.0', port: 0, handler: testApi(seen) });
+  t.teardown(() => uws.close());
+  const sides: Array<[string, number]> = [['uWS', uws.port], ['node:http', await listenHttp('0.0.0.0')]];
+  for (const [name, port] of sides)
+    for (const ip of ['127.0.0.1', '127.0.0.2', '127.0.0.3'])
+      for (const method of ['GET', 'PUT']) t.equal((await ask(ip, port, { method })).address, ip, `${name}: ${method} to ${ip}`);
+
+  // One client on two of the machine's addresses at once: uWS gives no client port to tell
+  // the connections apart, so the Host header decides when it names one of them.
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  t.equal((await ask('127.0.0.1', uws.port, { agent })).address, '127.0.0.1', 'a first connection, kept open');
+  t.equal((await ask('127.0.0.4', uws.port)).address, '127.0.0.4', 'a second one, Host naming its address');
+  t.equal((await ask('127.0.0.4', uws.port, { host: 'example.test' })).address, '0.0.0.0', 'without that, the listener\'s address: the table cannot tell');
+  t.equal((await ask('127.0.0.4', sides[1][1], { host: 'example.test' })).address, '127.0.0.4', 'node:http knows its socket');
+
+  const probe = createServer();
+  const v6 = await new Promise<boolean>((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
+  });
+  if (!v6) return;
+  const uws6 = await serveApi({ host: '::', port: 0, handler: testApi(seen) });
+  t.teardown(() => uws6.close());
+  for (const [name, port] of [['uWS', uws6.port], ['node:http', await listenHttp('::')]] as Array<[string, number]>) {
+    t.equal((await ask('::1', port)).address, '::1', `${name} on [::]: a client of ::1`);
+    t.equal((await ask('127.0.0.2', port)).address, '127.0.0.2', `${name} on [::]: an IPv4 client, as IPv4`);
   }
 });

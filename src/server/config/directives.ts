@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
-import { parseTime } from '../../metrics/peers.js';
+import { parseTime, slowStartRefused } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
@@ -209,6 +209,11 @@ function checkUpstream(u: UpstreamLevel, http: HttpLevel, c: Checker): void {
   // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
   if (u.method && NO_BACKUP.has(u.method.kind))
     for (const p of u.servers) if (p.backup) c.error(p.origin, 'balancing method does not support parameter "backup"');
+  // The same check and message as /config's (metrics/peers.ts), after the block for the same reason.
+  for (const p of u.servers) {
+    const refused = slowStartRefused(u.method?.kind, p.slowStart / 1000);
+    if (refused) c.error(p.origin, refused);
+  }
   const other = http.upstreams.find((o) => zoneOf(o) === zoneOf(u));
   if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
 }

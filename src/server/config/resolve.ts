@@ -149,7 +149,9 @@ class Resolver {
     // nginx's default port is the scheme's.
     const address = parseUpstreamAddress(p.ssl && !hasPort(p.target) ? `${p.target}:443` : p.target);
     if (address.error !== undefined) {
-      this.c.error(p.origin, address.error);
+      // A name that is no upstream's is as likely a misspelt upstream as a host to
+      // resolve: nginx's words, which say both.
+      this.c.error(p.origin, address.resolver ? `host not found in upstream "${p.target}"` : address.error);
       return undefined;
     }
     const name = address.value.address;

@@ -1,6 +1,7 @@
 // The arguments of directives, each checked the way nginx checks it. Pure functions: a
 // value, or the message of the error in nginx's words.
 import { isIP } from 'node:net';
+import { isPeerAddressError, parsePeerAddress, type PeerAddress } from '../../metrics/catalog.js';
 import type { LocationConfig, Origin, PeerParams, ReturnConfig } from './model.js';
 import { compileRegex } from './regex.js';
 
@@ -110,31 +111,13 @@ export function checkApiPath(arg: string): string | undefined {
 }
 
 /** A peer's address: what an upstream `server` and `proxy_pass http://<address>` name. */
-export interface UpstreamAddress {
-  /** `127.0.0.1`, `::1` (no brackets). */
-  readonly host: string;
-  readonly port: number;
-  /** Canonical `<ip>:<port>`, IPv6 in brackets: the peer's name in the API. */
-  readonly address: string;
-}
+export type UpstreamAddress = PeerAddress;
 
-/** `ip:port`, `[v6]:port`, `localhost:port`, or any of them without a port (80). zonal
- * resolves no names (its peers are keyed by address, and an address that changed under
- * a name would silently be another peer): other host names are not found, as nginx says
- * of a name it cannot resolve. */
-export function parseUpstreamAddress(arg: string): Checked<UpstreamAddress> {
-  if (arg.startsWith('unix:')) return fail(`unix domain sockets are not supported in upstream "${arg}"`);
-  const split = splitHostPort(arg);
-  if (!split) return fail(`invalid IPv6 address in upstream "${arg}"`);
-  let { host } = split;
-  if (!split.v6) {
-    if (host === '') return fail(`no host in upstream "${arg}"`);
-    if (host.toLowerCase() === 'localhost') host = '127.0.0.1';
-    else if (isIP(host) !== 4) return fail(`host not found in upstream "${arg}"`);
-  }
-  const port = portNumber(split.port);
-  if (!port) return fail(`invalid port in upstream "${arg}"`);
-  return ok({ host, port, address: listenAddress({ host, port }) });
+/** `ip:port`, `[v6]:port`, `localhost:port`, or any of them without a port (80): the
+ * forms /config takes too, read by the one parser both use (metrics/catalog.ts). */
+export function parseUpstreamAddress(arg: string): Checked<UpstreamAddress> & { readonly resolver?: true } {
+  const parsed = parsePeerAddress(arg);
+  return isPeerAddressError(parsed) ? parsed : ok(parsed);
 }
 
 /** nginx's defaults of a `server` in an upstream, at an address. */

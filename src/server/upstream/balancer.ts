@@ -714,7 +714,9 @@ export class Balancer {
   private checked(m: Member, pick: Pick, t: number): void {
     const c = m.cells;
     if (c.load(STATE) === PeerState.unavailable) {
-      const slow = m.slowMs > 0;
+      // Only the methods that ramp weights recover slowly (a peer made before the
+      // configuration refused slow_start elsewhere would otherwise show recovering).
+      const slow = m.slowMs > 0 && this.usesEw;
       if (slow) c.store(RECOVERED_AT, t);
       c.store(FAILS, 0);
       m.metrics.becameAvailable(this.now(), slow);
