@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
-import { parseTime } from '../../metrics/peers.js';
+import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
@@ -67,6 +67,42 @@ function checkReadable(file: string, d: Directive, c: Checker): void {
   } catch (e) {
     c.error(d.origin, `cannot read "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
+}
+
+/** The primary reads a state file at start and reload, and every /config change
+ * rewrites it (a temporary file beside it, renamed over it): a file it could not read, or
+ * a directory it could not write in, is an error now rather than a failure later. */
+function checkStateFile(file: string, upstream: string, d: Directive, c: Checker): void {
+  if (!c.disk) return;
+  const cannot = (e: unknown) => c.error(d.origin, `cannot write the state file "${file}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  try {
+    const dir = path.dirname(file);
+    if (!fs.statSync(dir).isDirectory()) return cannot(new Error(`"${dir}" is not a directory`));
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (e) {
+    return cannot(e);
+  }
+  try {
+    const peers = readStateFile(file);
+    const seen = new Set<string>();
+    for (const p of peers ?? []) {
+      if (p.service !== undefined) continue;
+      const address = parseUpstreamAddress(p.server);
+      if (address.error !== undefined) throw new StateFileError(file, lineOf(file, p.server), address.error);
+      if (seen.has(address.value.address)) throw new StateFileError(file, lineOf(file, p.server), `a duplicate server ${address.value.address}`);
+      seen.add(address.value.address);
+    }
+  } catch (e) {
+    if (e instanceof StateFileError) c.error({ file: e.file, line: e.line }, `${e.reason} in the state file of upstream "${upstream}"`);
+    else c.error(d.origin, `cannot read the state file "${file}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
+
+/** The line of a state file that names `server`. */
+function lineOf(file: string, server: string): number {
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.replace(/#.*$/, '').trim().split(/\s+/)[1]?.replace(/;$/, '') === server);
+  return i + 1;
 }
 
 function access(allow: boolean) {
@@ -398,8 +434,9 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   state: define({
     contexts: ['upstream'],
     args: [1, 1],
-    apply(d, upstream) {
+    apply(d, upstream, c) {
       upstream.state = resolvePath(d, d.args[0]);
+      checkStateFile(upstream.state, upstream.name, d, c);
     },
   }),
 
