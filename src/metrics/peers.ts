@@ -164,9 +164,7 @@ export const PEER_PARAMS: readonly PeerParam[] = [
 
 export function stateFileText(peers: readonly PeerConfig[]): string {
   const lines = peers.map((p) => {
-    // A peer goes by its address (`localhost:80` is `127.0.0.1:80`): read back, it is the
-    // same peer, with the same counters after a reload.
-    const words = [`server ${p.service ? `${p.service}@${p.server}` : peerName(p)}`];
+    const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
     for (const { key, word, kind } of PEER_PARAMS) {
       const v = p[key];
       if (v === undefined || v === false) continue;
