@@ -5,11 +5,12 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
+import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
 import {
@@ -152,7 +153,16 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
     access: [],
     proxySetHeaders: [],
     locations: [],
+    ifs: [],
   };
+}
+
+/** One answers a block's requests: which one would be an accident of the phases. */
+function checkContent(level: LocationLevel | IfLevel, what: string, c: Checker): void {
+  if (level.api && level.return) c.error(level.api.origin, `"api" and "return" cannot be in the same ${what}`);
+  const proxy = level.proxyPass;
+  if (proxy && level.api) c.error(proxy.origin, `"proxy_pass" and "api" cannot be in the same ${what}`);
+  if (proxy && level.return) c.error(proxy.origin, `"proxy_pass" and "return" cannot be in the same ${what}`);
 }
 
 /** An admin server is served by the primary's API listener: it answers API requests,
@@ -162,6 +172,9 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
     // Directives already wrong where they are (unknown, wrong context) are reported once.
     const spec = specsOf(d.name).find((s) => s.contexts.some((k) => k === 'server' || k === 'location'));
     if (spec && !spec.admin) c.error(d.origin, `"${d.name}" directive is not allowed in an admin server`);
+    // The admin listener answers from the API's request, which has no node:http request
+    // for the variables to read.
+    else if (d.name === 'return' && d.args.some((a) => a.includes('$'))) c.error(d.origin, `variables in "return" are not supported in an admin server`);
   });
 }
 
@@ -441,14 +454,19 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   }),
 
   proxy_pass: define({
-    contexts: ['location'],
+    contexts: ['location', 'if'],
     args: [1, 1],
     apply(d, location, c) {
       const parsed = parseProxyPass(d.args[0]);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
-      // A regex says which requests, not which part of their URI to replace.
-      if (parsed.value.uri !== undefined && (location.modifier === '~' || location.modifier === '~*'))
-        return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
+      // A regex or a condition says which requests, not which part of their URI to
+      // replace; a URI with variables is the whole URI, which needs no part.
+      const { uri } = parsed.value;
+      if (uri !== undefined && !uri.includes('$')) {
+        if (location.kind === 'if') return c.error(d.origin, '"proxy_pass" cannot have URI part inside "if" statement, unless it has variables');
+        if (location.modifier === '~' || location.modifier === '~*')
+          return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
+      }
       location.proxyPass = { ...parsed.value, origin: d.origin };
     },
   }),
@@ -531,11 +549,11 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   }),
 
   status_zone: define({
-    contexts: ['server', 'location'],
+    contexts: ['server', 'location', 'if'],
     args: [1, 1],
     apply(d, level, c) {
       const [name] = d.args;
-      if (name === 'off' && level.kind === 'location') level.statusZone = false;
+      if (name === 'off' && level.kind !== 'server') level.statusZone = false;
       else if (name === 'off') c.error(d.origin, `"status_zone off" is allowed only in a location`);
       else if (!isZoneName(name)) c.error(d.origin, `invalid zone name "${name}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
       else level.statusZone = name;
@@ -575,18 +593,23 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   // nginx lets a second `return` pass silently (the first one answers); zonal calls it
   // duplicate, since it can only be a mistake.
   return: define({
-    contexts: ['server', 'location'],
+    contexts: ['server', 'location', 'if'],
     args: [1, 2],
     admin: true,
     apply(d, level, c) {
       const parsed = parseReturn(d.args);
-      if (parsed.error !== undefined) c.error(d.origin, parsed.error);
-      else level.return = { value: parsed.value, origin: d.origin };
+      if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
+      const text = parsed.value.text;
+      const error = text === undefined ? undefined : checkVariables(text, conditionVariable);
+      if (error) return c.error(d.origin, error);
+      level.return = { value: parsed.value, origin: d.origin };
+      // nginx runs a location's `return` and `if` blocks in the order written.
+      if (level.kind === 'location') level.ifsBeforeReturn = level.ifs.length;
     },
   }),
 
   root: define({
-    contexts: inheritable,
+    contexts: [...inheritable, 'if'],
     args: [1, 1],
     apply(d, level) {
       level.root = resolvePath(d, d.args[0]);
@@ -626,16 +649,43 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       if (!location) return;
       parent.locations.push(location);
       c.walk(d.block ?? [], location);
-      if (location.api && location.return) c.error(location.api.origin, `"api" and "return" cannot be in the same location`);
-      // One answers a location's requests: which one would be an accident of the phases.
-      const proxy = location.proxyPass;
-      if (proxy && location.api) c.error(proxy.origin, `"proxy_pass" and "api" cannot be in the same location`);
-      if (proxy && location.return) c.error(proxy.origin, `"proxy_pass" and "return" cannot be in the same location`);
+      checkContent(location, 'location', c);
+    },
+  }),
+
+  // nginx's `if` in a location: an implicit nested location (levels.ts, IfLevel). The
+  // directives allowed in it are those whose entry names the `if` context.
+  if: define({
+    contexts: ['location'],
+    args: [1, Infinity],
+    block: true,
+    multiple: true,
+    apply(d, location, c) {
+      const parsed = parseIfCondition(d.args);
+      if (parsed.error !== undefined) c.error(d.origin, `${parsed.error} in "if" directive`);
+      let condition = parsed.error === undefined ? parsed.value : undefined;
+      // A file test's path, as every path of the configuration, is relative to its file.
+      if (condition?.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$'))
+        condition = { ...condition, path: resolvePath(d, condition.path) };
+      const block: IfLevel = {
+        kind: 'if',
+        seen: new Set(),
+        origin: d.origin,
+        location,
+        modifier: location.modifier,
+        path: location.path,
+        ...(condition ? { condition } : {}),
+        access: [],
+        proxySetHeaders: [],
+      };
+      location.ifs.push(block);
+      c.walk(d.block ?? [], block);
+      checkContent(block, '"if" block', c);
     },
   }),
 
   api: define({
-    contexts: ['location'],
+    contexts: ['location', 'if'],
     args: [1, 1],
     admin: true,
     apply(d, location, c) {

@@ -1,6 +1,6 @@
 // What each block of the configuration says by itself, before inheritance: the directive
 // table fills these in, resolve.ts merges them into the model.
-import type { AccessRule, BalancingMethod, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
+import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
 
 interface Level {
@@ -98,9 +98,34 @@ export interface LocationLevel extends InheritableLevel {
   apiConfigFiles?: boolean;
   proxyPass?: ProxyPass;
   readonly locations: LocationLevel[];
+  /** `if` blocks, in order. */
+  readonly ifs: IfLevel[];
+  /** How many `if` blocks came before `return`. */
+  ifsBeforeReturn?: number;
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | UpstreamLevel;
+/**
+ * An `if` block in a location: the context `if` of a directive's entry. A directive is
+ * allowed in `if` blocks by naming `'if'` among its contexts (nginx's NGX_HTTP_LIF_CONF);
+ * its `apply` then gets this level, which has the fields of a location's settings.
+ */
+export interface IfLevel extends InheritableLevel {
+  readonly kind: 'if';
+  readonly origin: Origin;
+  /** The location the block is in: its path and modifier, for `proxy_pass`'s checks. */
+  readonly location: LocationLevel;
+  readonly modifier: LocationLevel['modifier'];
+  readonly path: string;
+  /** Undefined after an error in it. */
+  readonly condition?: IfCondition;
+  statusZone?: string | false;
+  return?: At<ReturnConfig>;
+  api?: At<string>;
+  apiConfigFiles?: boolean;
+  proxyPass?: ProxyPass;
+}
+
+export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | UpstreamLevel;
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 
