@@ -151,3 +151,30 @@ t.test('a state file that cannot be written: -t names the directive; a /config w
   t.notOk(existsSync(sub), 'no file was made in its place');
   t.notOk(zonal.exited, 'still running');
 });
+
+t.test('writes through two workers at once leave the state file with the newest set', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'zonal-state-'));
+  const file = join(dir, 'u.state');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const [data] = await freePorts(1);
+  const text = conf(file).replace(
+    '    server {\n        listen 127.0.0.1:' + admin + ' admin;',
+    `    server {\n        listen 127.0.0.1:${data};\n        location / { api /; }\n    }\n    server {\n        listen 127.0.0.1:${admin} admin;`,
+  );
+  t.match(text, `listen 127.0.0.1:${data};`, 'a data-plane API served by the workers');
+  const zonal = await Zonal.start({ 'zonal.conf': text });
+  t.teardown(() => zonal.stop());
+  // Fresh connections, so that both workers take some of them.
+  const patch = (weight: number) =>
+    fetch(`http://127.0.0.1:${data}/config/http/upstreams/u/servers/${A}`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/json', Connection: 'close' },
+      body: JSON.stringify({ weight }),
+    }).then(async (res) => (await res.text(), res.status));
+  for (let round = 0; round < 5; round++) {
+    const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => patch(round * 40 + i + 1)));
+    t.ok(statuses.every((s) => s === 200), `round ${round}: every PATCH taken`);
+    const live = ((await shown()) as Record<string, { weight?: number }>)[A]?.weight;
+    t.equal(readFileSync(file, 'utf8').split('\n')[0], `server ${A} weight=${live};`, `round ${round}: the file holds the live weight ${live}`);
+  }
+});
