@@ -181,6 +181,9 @@ t.test('each error names its file and line', async (t) => {
   // An admin server takes no `if`.
   const admin = load(['http {', '  server {', '    listen 127.0.0.1:8081 admin;', '    location / {', '      if ($arg_a) { return 200; }', '      api /;', '    }', '  }', '}', ''].join('\n'));
   t.match(admin.errors, [{ line: 5, message: '"if" directive is not allowed in an admin server' }]);
+  // Nor a `return` with variables: its listener has no node:http request to read them from.
+  const adminReturn = load(['http {', '  server {', '    listen 127.0.0.1:8081 admin;', '    location / {', '      return 302 http://$host/;', '    }', '  }', '}', ''].join('\n'));
+  t.match(adminReturn.errors, [{ line: 5, message: 'variables in "return" are not supported in an admin server' }]);
 });
 
 t.test('the directives allowed in an if block are those whose entry names the if context', async (t) => {
