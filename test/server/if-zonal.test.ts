@@ -86,6 +86,10 @@ http {
             if ($arg_b) { status_zone last_b; }
             return 200 "last\\n";
         }
+        location /redirect/ {
+            if ($arg_to ~ "^(\\w+)$") { return 302 "http://$host/$1$12"; }
+            return 301 https://$host$request_uri;
+        }
         location ~ ^/loc/(\\w+)$ {
             if ($arg_x = "y") { return 200 "location capture $1\\n"; }
             if ($arg_x ~ "^(\\w)") { return 200 "if capture $1\\n"; }
@@ -196,6 +200,17 @@ t.test('the order of return and if blocks, and the last true block', async (t) =
   await get('/last/?a=1');
   t.equal(await zone('last_b'), 1, 'both true: the last wins');
   t.equal(await zone('last_a'), 1);
+});
+
+t.test('variables and captures in a redirect', async (t) => {
+  const moved = await fetch(`http://127.0.0.1:${site}/redirect/a%20b?x=1`, { redirect: 'manual' });
+  t.equal(moved.status, 301);
+  t.equal(moved.headers.get('location'), 'https://127.0.0.1/redirect/a%20b?x=1', '$host$request_uri');
+  const found = await fetch(`http://127.0.0.1:${site}/redirect/?to=abc`, { redirect: 'manual' });
+  t.equal(found.status, 302);
+  t.equal(found.headers.get('location'), 'http://127.0.0.1/abcabc2', '$12 is $1 then "2", as nginx reads it');
+  const crlf = await fetch(`http://127.0.0.1:${site}/redirect/%0d%0aSet-Cookie:%20a=b`, { redirect: 'manual' });
+  t.equal(crlf.headers.get('set-cookie'), null, 'a decoded CR LF cannot add a header');
 });
 
 t.test('zonal -t names the file and line of a bad condition', async (t) => {
