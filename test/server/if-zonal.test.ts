@@ -30,6 +30,7 @@ http {
     server {
         listen 127.0.0.1:${site};
         status_zone site;
+        if ($http_x_block ~ "^(\\w+)$") { return 403 "blocked $1\n"; }
         location /var/ {
             status_zone var;
             if ($arg_v) { status_zone var_true; return 200 "true $arg_v\\n"; }
@@ -211,6 +212,18 @@ t.test('variables and captures in a redirect', async (t) => {
   t.equal(found.headers.get('location'), 'http://127.0.0.1/abcabc2', '$12 is $1 then "2", as nginx reads it');
   const crlf = await fetch(`http://127.0.0.1:${site}/redirect/%0d%0aSet-Cookie:%20a=b`, { redirect: 'manual' });
   t.equal(crlf.headers.get('set-cookie'), null, 'a decoded CR LF cannot add a header');
+});
+
+t.test('a server if answers before any location is searched', async (t) => {
+  const before = await getJson(`http://127.0.0.1:${admin}/status/http/server_zones/site/requests/total`);
+  const zones = await getJson(`http://127.0.0.1:${admin}/status/http/location_zones/`);
+  const total = (z: typeof zones) => Object.values(z.body as Record<string, { requests: { total: number } }>).reduce((n, l) => n + l.requests.total, 0);
+  t.same(await get('/var/?v=1', { 'X-Block': 'me' }), { status: 403, text: 'blocked me\n' });
+  t.same(await get('/nowhere', { 'X-Block': 'you' }), { status: 403, text: 'blocked you\n' });
+  t.equal((await get('/var/?v=1', { 'X-Block': 'not me' })).text, 'true 1\n', 'false: the locations answer');
+  const after = await getJson(`http://127.0.0.1:${admin}/status/http/server_zones/site/requests/total`);
+  t.equal((after.body as number) - (before.body as number), 3, 'counted in the server zone');
+  t.equal(total(await getJson(`http://127.0.0.1:${admin}/status/http/location_zones/`)) - total(zones), 1, 'and in no location zone but for the one that reached a location');
 });
 
 t.test('zonal -t names the file and line of a bad condition', async (t) => {

@@ -143,6 +143,21 @@ t.test('an if block inherits its location, and sets what it may', async (t) => {
   t.same(config!.http!.upstreams.map((u) => u.name), ['u']);
 });
 
+t.test('a server holds if blocks with return, in order with its own return', async (t) => {
+  const { config, errors } = load(server('    if ($arg_a) { return 401; }', '    if ($http_x) { }', '    return 200;', '    if ($arg_b) { return 402; }', '    location / { }'));
+  t.same(errors, []);
+  const s = config!.http!.servers[0];
+  t.same(
+    s.ifs?.map((i) => [i.condition.kind, i.return?.code]),
+    [
+      ['variable', 401],
+      ['variable', undefined],
+      ['variable', 402],
+    ],
+  );
+  t.equal(s.ifsBeforeReturn, 2);
+});
+
 t.test('if blocks add their zones to the status catalog', async (t) => {
   const { statusConfigOf } = await import('../../src/server/catalog.js');
   const { config } = load(server('    location / {', '      status_zone a;', '      if ($arg_b) { status_zone b; }', '    }'));
@@ -160,7 +175,10 @@ t.test('each error names its file and line', async (t) => {
     { name: 'proxy_set_header in if', lines: ['    location / {', '      if ($arg_a) {', '        proxy_set_header A b;', '      }', '    }'], line: 7, message: /^"proxy_set_header" directive is not allowed here$/ },
     { name: 'location in if', lines: ['    location / {', '      if ($arg_a) {', '        location /x { }', '      }', '    }'], line: 7, message: /^"location" directive is not allowed here$/ },
     { name: 'nested if', lines: ['    location / {', '      if ($arg_a) {', '        if ($arg_b) { return 200; }', '      }', '    }'], line: 7, message: /^"if" directive is not allowed here$/ },
-    { name: 'if in a server', lines: ['    if ($arg_a) { return 200; }'], line: 5, message: /^"if" directive is not allowed here$/ },
+    { name: 'status_zone in a server if', lines: ['    if ($arg_a) { status_zone z; }'], line: 5, message: /^"status_zone" directive is not allowed here$/ },
+    { name: 'proxy_pass in a server if', lines: ['    if ($arg_a) {', '      proxy_pass http://u;', '    }'], line: 6, message: /^"proxy_pass" directive is not allowed here$/ },
+    { name: 'a bad condition in a server if', lines: ['    if ($arg_a ~ "[") { return 200; }'], line: 5, message: /^invalid regular expression "\[" in condition: .* in "if" directive$/ },
+    { name: 'if in http', lines: [], line: 1, message: /^"if" directive is not allowed here$/ },
     { name: 'if without a block', lines: ['    location / {', '      if ($arg_a);', '    }'], line: 6, message: /^directive "if" has no opening "{"$/ },
     { name: 'proxy_pass with a URI part', lines: ['    location / {', '      if ($arg_a) { proxy_pass http://u/x/; }', '    }'], line: 6, message: /^"proxy_pass" cannot have URI part inside "if" statement, unless it has variables$/ },
     { name: 'proxy_pass and return', lines: ['    location / {', '      if ($arg_a) {', '        return 200;', '        proxy_pass http://u;', '      }', '    }'], line: 8, message: /^"proxy_pass" and "return" cannot be in the same "if" block$/ },
@@ -172,7 +190,8 @@ t.test('each error names its file and line', async (t) => {
     { name: 'bad zone', lines: ['    location / {', '      if ($arg_a) { status_zone a/b; }', '    }'], line: 6, message: /^invalid zone name "a\/b" in "status_zone" directive/ },
   ];
   for (const c of cases) {
-    const { config, errors, file } = load(server(...c.lines));
+    const text = c.name === 'if in http' ? server().replace('http {', 'http { if ($arg_a) { return 200; }') : server(...c.lines);
+    const { config, errors, file } = load(text);
     t.equal(config, undefined, `${c.name}: no configuration`);
     t.equal(errors.length, 1, `${c.name}: one error`, { errors });
     t.match(errors[0]?.message, c.message, `${c.name}: message`);

@@ -5,8 +5,8 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
-import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
+import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
@@ -155,6 +155,16 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
     locations: [],
     ifs: [],
   };
+}
+
+/** The condition of an `if` directive, or undefined after its error. */
+function ifCondition(d: Directive, c: Checker): IfCondition | undefined {
+  const parsed = parseIfCondition(d.args);
+  if (parsed.error !== undefined) return void c.error(d.origin, `${parsed.error} in "if" directive`);
+  const condition = parsed.value;
+  // A file test's path, as every path of the configuration, is relative to its file.
+  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: resolvePath(d, condition.path) };
+  return condition;
 }
 
 /** One answers a block's requests: which one would be an accident of the phases. */
@@ -321,7 +331,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       block: true,
       multiple: true,
       apply(d, http, c) {
-        const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [] };
+        const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [], ifs: [] };
         http.servers.push(server);
         c.walk(d.block ?? [], server);
         checkServer(server, c);
@@ -593,7 +603,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   // nginx lets a second `return` pass silently (the first one answers); zonal calls it
   // duplicate, since it can only be a mistake.
   return: define({
-    contexts: ['server', 'location', 'if'],
+    contexts: ['server', 'location', 'if', 'server_if'],
     args: [1, 2],
     admin: true,
     apply(d, level, c) {
@@ -604,7 +614,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       if (error) return c.error(d.origin, error);
       level.return = { value: parsed.value, origin: d.origin };
       // nginx runs a location's `return` and `if` blocks in the order written.
-      if (level.kind === 'location') level.ifsBeforeReturn = level.ifs.length;
+      if (level.kind === 'location' || level.kind === 'server') level.ifsBeforeReturn = level.ifs.length;
     },
   }),
 
@@ -653,36 +663,46 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     },
   }),
 
-  // nginx's `if` in a location: an implicit nested location (levels.ts, IfLevel). The
-  // directives allowed in it are those whose entry names the `if` context.
-  if: define({
-    contexts: ['location'],
-    args: [1, Infinity],
-    block: true,
-    multiple: true,
-    apply(d, location, c) {
-      const parsed = parseIfCondition(d.args);
-      if (parsed.error !== undefined) c.error(d.origin, `${parsed.error} in "if" directive`);
-      let condition = parsed.error === undefined ? parsed.value : undefined;
-      // A file test's path, as every path of the configuration, is relative to its file.
-      if (condition?.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$'))
-        condition = { ...condition, path: resolvePath(d, condition.path) };
-      const block: IfLevel = {
-        kind: 'if',
-        seen: new Set(),
-        origin: d.origin,
-        location,
-        modifier: location.modifier,
-        path: location.path,
-        ...(condition ? { condition } : {}),
-        access: [],
-        proxySetHeaders: [],
-      };
-      location.ifs.push(block);
-      c.walk(d.block ?? [], block);
-      checkContent(block, '"if" block', c);
-    },
-  }),
+  if: [
+    // nginx's `if` in a location: an implicit nested location (levels.ts, IfLevel). The
+    // directives allowed in it are those whose entry names the `if` context.
+    define({
+      contexts: ['location'],
+      args: [1, Infinity],
+      block: true,
+      multiple: true,
+      apply(d, location, c) {
+        const condition = ifCondition(d, c);
+        const block: IfLevel = {
+          kind: 'if',
+          seen: new Set(),
+          origin: d.origin,
+          location,
+          modifier: location.modifier,
+          path: location.path,
+          ...(condition ? { condition } : {}),
+          access: [],
+          proxySetHeaders: [],
+        };
+        location.ifs.push(block);
+        c.walk(d.block ?? [], block);
+        checkContent(block, '"if" block', c);
+      },
+    }),
+    // In a server: before locations are searched, a `return` (the context `server_if`).
+    define({
+      contexts: ['server'],
+      args: [1, Infinity],
+      block: true,
+      multiple: true,
+      apply(d, server, c) {
+        const condition = ifCondition(d, c);
+        const block: ServerIfLevel = { kind: 'server_if', seen: new Set(), origin: d.origin, ...(condition ? { condition } : {}) };
+        server.ifs.push(block);
+        c.walk(d.block ?? [], block);
+      },
+    }),
+  ],
 
   api: define({
     contexts: ['location', 'if'],

@@ -83,6 +83,20 @@ export interface ServerLevel extends InheritableLevel {
   sslHandshakeTimeout?: number;
   return?: At<ReturnConfig>;
   readonly locations: LocationLevel[];
+  /** `if` blocks, in order. */
+  readonly ifs: ServerIfLevel[];
+  /** How many `if` blocks came before `return`. */
+  ifsBeforeReturn?: number;
+}
+
+/** An `if` block in a server (the context `server_if`): nginx runs it before any location
+ * is searched, and all it can do there is answer, with `return`. */
+export interface ServerIfLevel extends Level {
+  readonly kind: 'server_if';
+  readonly origin: Origin;
+  /** Undefined after an error in it. */
+  readonly condition?: IfCondition;
+  return?: At<ReturnConfig>;
 }
 
 export interface LocationLevel extends InheritableLevel {
@@ -125,7 +139,7 @@ export interface IfLevel extends InheritableLevel {
   proxyPass?: ProxyPass;
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | UpstreamLevel;
+export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | ServerIfLevel | UpstreamLevel;
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 

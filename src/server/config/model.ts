@@ -204,6 +204,11 @@ export interface VirtualServerConfig extends Inherited {
   readonly admin: boolean;
   /** A server-level `return`: answers every request before locations are searched. */
   readonly return?: ReturnConfig;
+  /** `if` blocks of the server, in order: the first true one with a `return` answers
+   * before locations are searched. */
+  readonly ifs?: ReadonlyArray<{ readonly condition: IfCondition; readonly return?: ReturnConfig; readonly origin: Origin }>;
+  /** With `return` and `ifs`: how many `if` blocks come before the `return`. */
+  readonly ifsBeforeReturn?: number;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }

@@ -194,6 +194,7 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
+      ...serverIfs(s),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -241,6 +242,13 @@ class Resolver {
       origin: i.origin,
     };
   }
+}
+
+/** A server's `if` blocks: only those that answer do anything. */
+function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs' | 'ifsBeforeReturn'> {
+  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, ...(i.return ? { return: i.return.value } : {}), origin: i.origin }] : []));
+  if (!ifs.length) return {};
+  return { ifs, ...(s.return ? { ifsBeforeReturn: s.ifsBeforeReturn ?? 0 } : {}) };
 }
 
 export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

@@ -210,11 +210,13 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, undefined);
       return;
     }
-    const routed = site.route(uri);
+    // The server's `if` blocks may answer before any location is searched.
+    const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
+    const routed = answered ?? site.route(uri);
     let place = routed.place;
     let captures: readonly string[] | undefined = routed.captures;
     // The location's `if` blocks choose the settings the request goes on with.
-    if (place.ifs) {
+    if (place.ifs && !answered) {
       const c: ConditionContext = { req, uri, ...(captures ? { captures } : {}) };
       place = runIfs(place, c);
       captures = c.captures;
@@ -238,6 +240,13 @@ export class HttpPlane {
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
+  }
+
+  /** The place of the server's `if` block (or `return`) that answers, if one does. */
+  private serverIfs(server: Place, req: IncomingMessage, uri: string): { place: Place; captures?: readonly string[] } | undefined {
+    const c: ConditionContext = { req, uri };
+    const place = runIfs(server, c);
+    return place.return ? { place, ...(c.captures ? { captures: c.captures } : {}) } : undefined;
   }
 
   private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {

@@ -90,7 +90,17 @@ export class Site {
       return r;
     };
     this.zone = record('server', config.statusZone);
-    this.place = { guard: new Guard(config), ...(config.return ? { return: new Return(config.return) } : {}), ...(config.root ? { root: config.root } : {}) };
+    const guard = new Guard(config);
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}) };
+    const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
+    // The server's `if` blocks answer with their `return`, before locations are searched.
+    const ifs: IfScript | undefined = config.ifs?.length
+      ? {
+          branches: config.ifs.map((i) => ({ condition: compileCondition(i.condition), place: i.return ? { ...bare, return: new Return(i.return) } : bare })),
+          ...(config.ifsBeforeReturn !== undefined ? { returnAt: config.ifsBeforeReturn } : {}),
+        }
+      : undefined;
+    this.place = ifs ? { ...server, ifs } : server;
     this.index = new LocationIndex(config.locations);
     const acceptHost = apiHostRule(config);
     const audit = options.audit;
