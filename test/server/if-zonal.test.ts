@@ -49,6 +49,7 @@ http {
             return 200 "keep\\n";
         }
         location /files/ {
+            if (-e ${files}$uri.txt) { return 200 "exists\\n"; }
             if (-f ${files}$uri) { return 200 "file\\n"; }
             if (-d ${files}$uri) { return 200 "dir\\n"; }
             if (!-e ${files}$uri) { return 200 "none\\n"; }
@@ -153,10 +154,11 @@ t.test('captures: the location regex\'s until an if regex matches', async (t) =>
   t.equal((await get('/loc/abc')).text, 'none\n');
 });
 
-t.test('-f, -d, !-e on a path with a variable', async (t) => {
+t.test('-e, -f, -d, !-e on a path with a variable', async (t) => {
   t.equal((await get('/files/a.txt')).text, 'file\n');
   t.equal((await get('/files/sub')).text, 'dir\n');
   t.equal((await get('/files/nothing')).text, 'none\n');
+  t.equal((await get('/files/a')).text, 'exists\n', '-e');
   t.equal((await get('/files/')).text, 'dir\n', 'the location\'s own directory');
   t.equal((await get('/files/%00')).status, 400, 'a NUL is refused before any stat');
 });

@@ -107,6 +107,10 @@ t.test('a corrupt state file: -t, start and reload name its line, nothing crashe
   t.not(checked.code, 0, '-t fails');
   t.match(checked.err, `zonal: [emerg] bad value in "weight=heavy" in the state file of upstream "u" in ${file}:2`, '-t names the state file and its line');
 
+  writeFileSync(file, `# kept by zonal\nserver ${A};\nserver example.org:80 weight=2;\n`);
+  const named = await runZonal(['-t', '-c', main]);
+  t.match(named.err, `zonal: [emerg] host not found in upstream "example.org:80" in the state file of upstream "u" in ${file}:3`, 'a peer zonal cannot address, by its line');
+
   writeFileSync(file, `server ${A}\n`);
   const started = await runZonal(['-c', main]);
   t.not(started.code, 0, 'start refuses');
