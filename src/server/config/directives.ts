@@ -677,7 +677,6 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
           kind: 'if',
           seen: new Set(),
           origin: d.origin,
-          location,
           modifier: location.modifier,
           path: location.path,
           ...(condition ? { condition } : {}),

@@ -126,8 +126,7 @@ export interface LocationLevel extends InheritableLevel {
 export interface IfLevel extends InheritableLevel {
   readonly kind: 'if';
   readonly origin: Origin;
-  /** The location the block is in: its path and modifier, for `proxy_pass`'s checks. */
-  readonly location: LocationLevel;
+  /** Its location's path and modifier, for `proxy_pass`'s checks. */
   readonly modifier: LocationLevel['modifier'];
   readonly path: string;
   /** Undefined after an error in it. */
