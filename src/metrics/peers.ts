@@ -122,7 +122,7 @@ export function updatePeers<E>(
  * one, else the configured ones. Peers of the same name keep their ids. */
 export function publishPeers(status: Status, u: UpstreamConfig, allocate: Allocate, free: Free): void {
   const record = status.record(zoneOf(u), RECORD_KEY);
-  const configured = (u.state && readStateFile(u.state)) || u.peers;
+  const configured = (u.state && fromStateFile(u, readStateFile(u.state))) || u.peers;
   if (!record.readJSON()) {
     const set: PeerSet = { peers: configured.map((p, id) => ({ ...p, id })), nextId: configured.length, retired: [] };
     for (const p of set.peers) allocate(u, p.id);
@@ -131,6 +131,17 @@ export function publishPeers(status: Status, u: UpstreamConfig, allocate: Alloca
   }
   const result = updatePeers(status, u, () => configured.map((p) => ({ ...p })), { allocate, free });
   if (!result.ok) throw new Error('description' in result ? result.description : `the zone of upstream "${u.name}" has no room for its peers`);
+}
+
+/** The state file's peers, a configured server (`localhost:8081`) under the name it has
+ * in the configuration (`127.0.0.1:8081`): the file writes servers as configured, and
+ * read back alone they would be other peers, without their counters. */
+function fromStateFile(u: UpstreamConfig, peers: PeerConfig[] | undefined): PeerConfig[] | undefined {
+  const names = new Map(u.peers.flatMap((p) => (p.name !== undefined && p.service === undefined ? [[p.server, p.name] as const] : [])));
+  return peers?.map((p) => {
+    const name = p.name === undefined && p.service === undefined ? names.get(p.server) : undefined;
+    return name === undefined ? p : { ...p, name };
+  });
 }
 
 // ---- The state file -------------------------------------------------------------------

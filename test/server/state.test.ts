@@ -182,3 +182,20 @@ t.test('writes through two workers at once leave the state file with the newest 
     t.equal(readFileSync(file, 'utf8').split('\n')[0], `server ${A} weight=${live};`, `round ${round}: the file holds the live weight ${live}`);
   }
 });
+
+t.test('a server configured by name (localhost) keeps its name through the state file', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'zonal-state-'));
+  const file = join(dir, 'u.state');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const text = conf(file).replace(`server ${A};`, `server localhost:${p1};`);
+  const zonal = await Zonal.start({ 'zonal.conf': text });
+  t.teardown(() => zonal.stop());
+  const before = await getJson(`http://127.0.0.1:${admin}/status/http/upstreams/u/peers/`);
+  t.equal(before.body[A]?.server, `localhost:${p1}`, 'the peer goes by its address');
+  t.equal(await write('PATCH', A, { max_fails: 3 }), 200);
+  t.match(readFileSync(file, 'utf8'), `server localhost:${p1} max_fails=3;`, 'the file writes it as configured');
+  t.ok(await zonal.reload(), 'reloaded');
+  const after = await shown();
+  t.same(Object.keys(after as object).sort(), [A, B].sort(), 'read back, under the same name');
+  t.same((after as Record<string, unknown>)[A], { max_fails: 3 }, 'with its change');
+});
