@@ -28,6 +28,8 @@ export interface RequestVars {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly host?: string;
+  /** Captures that replace the mount's own (ApiRequest.captures). */
+  readonly captures?: readonly string[];
 }
 
 /** Percent-decodes once and joins repeated slashes; undefined when the encoding is bad. */
@@ -88,7 +90,7 @@ function subtreeOf(api: string): string {
   return fixed.slice(0, fixed.lastIndexOf('/') + 1) || '/';
 }
 
-function substitute(api: string, captures: string[], vars: RequestVars, uri: string): string {
+function substitute(api: string, captures: readonly string[], vars: RequestVars, uri: string): string {
   return api.replace(/\$(\d|uri|host|arg_[A-Za-z0-9_]+|\{[A-Za-z0-9_]+\})/g, (whole, name: string) => {
     if (name.startsWith('{')) name = name.slice(1, -1);
     if (/^\d$/.test(name)) return captures[Number(name) - 1] ?? '';
@@ -106,7 +108,8 @@ export function mapRequest(mounts: readonly ApiMount[], vars: RequestVars): Mapp
   if (hasDotDot(uri)) return { error: 'BadRequest', description: `The request path "${vars.path}" contains a ".." segment.` };
   const found = findMount(mounts, uri);
   if (!found) return undefined;
-  const { mount, captures } = found;
+  const { mount } = found;
+  const captures = vars.captures ?? found.captures;
   const variables = mount.api.includes('$');
   let path = variables ? substitute(mount.api, captures, vars, uri) : mount.api;
   if (typeof mount.location === 'string' && !mount.exact && !variables)

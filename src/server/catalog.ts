@@ -46,6 +46,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
   const visit = (locations: readonly LocationConfig[]) => {
     for (const l of locations) {
       if (l.statusZone) locationZones.add(l.statusZone);
+      for (const i of l.ifs ?? []) if (i.statusZone) locationZones.add(i.statusZone);
       visit(l.locations);
     }
   };

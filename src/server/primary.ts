@@ -175,9 +175,16 @@ export class Primary {
       return false;
     }
     const old = [...this.workers];
+    try {
+      this.status.reload(statusConfigOf(config), config.files);
+    } catch (e) {
+      // A state file that went bad since the check, a zone without room: the workers
+      // running stay, with what they have.
+      this.log('error', `reload failed: ${(e as Error).message}`);
+      return false;
+    }
     this.config = config;
     this.generation++;
-    this.status.reload(statusConfigOf(config), config.files);
     await this.admin.apply(config);
     const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));
     const failed = started.find((r) => r.status === 'rejected');

@@ -1,10 +1,11 @@
 // From what each block says to what each location means: nginx's merge of the inherited
 // settings down http -> server -> location -> nested location, into the model; and the
 // upstreams `proxy_pass` names, found once the whole http block is read.
-import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
+import type { At, Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
 import type {
   AccessRule,
   HttpBlockConfig,
+  IfConfig,
   Inherited,
   LocationConfig,
   NextUpstreamCondition,
@@ -236,6 +237,7 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
+      ...serverIfs(s),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -247,6 +249,7 @@ class Resolver {
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
+    const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
@@ -254,6 +257,8 @@ class Resolver {
       ...(l.regex ? { regex: l.regex } : {}),
       ...(statusZone !== undefined ? { statusZone } : {}),
       ...(l.return ? { return: l.return.value } : {}),
+      ...(ifs.length ? { ifs } : {}),
+      ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
@@ -261,6 +266,32 @@ class Resolver {
       origin: l.origin,
     };
   }
+
+  /** An `if` block: nginx merges the location's settings into it as into a nested
+   * location, so it has all of them but those it sets itself. Undefined after an error. */
+  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): IfConfig | undefined {
+    if (!i.condition) return undefined;
+    const merged = merge(outer, i);
+    const statusZone = i.statusZone === false ? undefined : i.statusZone ?? zone;
+    const proxy = i.proxyPass && this.proxy(i.proxyPass, merged);
+    return {
+      ...this.settle(merged),
+      condition: i.condition,
+      ...(statusZone !== undefined ? { statusZone } : {}),
+      ...(i.return ? { return: i.return.value } : {}),
+      ...(i.api ? { api: i.api.value } : {}),
+      ...(proxy ? { proxy } : {}),
+      apiConfigFiles: i.apiConfigFiles ?? apiConfigFiles,
+      origin: i.origin,
+    };
+  }
+}
+
+/** A server's `if` blocks: only those that answer do anything. */
+function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs' | 'ifsBeforeReturn'> {
+  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, ...(i.return ? { return: i.return.value } : {}), origin: i.origin }] : []));
+  if (!ifs.length) return {};
+  return { ifs, ...(s.return ? { ifsBeforeReturn: s.ifsBeforeReturn ?? 0 } : {}) };
 }
 
 export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

@@ -9,6 +9,9 @@ export interface VariableContext {
   readonly uri: string;
   /** `$proxy_host`: the upstream's name, or the address of `proxy_pass`. */
   readonly proxyHost?: string;
+  /** `$1`..`$9`: the groups of the last regex that matched for the request (an `if`
+   * condition's, or the location's). */
+  readonly captures?: readonly string[];
 }
 
 type Part = string | ((c: VariableContext) => string);
@@ -61,6 +64,18 @@ function variable(name: string): ((c: VariableContext) => string) | undefined {
       return (c) => query(c.req);
     case 'server_port':
       return (c) => String(c.req.socket.localPort ?? '');
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9': {
+      const i = Number(name) - 1;
+      return (c) => c.captures?.[i] ?? '';
+    }
   }
   if (name.startsWith('http_')) {
     const header = name.slice(5).replace(/_/g, '-').toLowerCase();
@@ -83,7 +98,8 @@ function variable(name: string): ((c: VariableContext) => string) | undefined {
 /** Compiles `text`; the configuration reader has already refused unknown variables. */
 export function compileValue(text: string): (c: VariableContext) => string {
   const parts: Part[] = [];
-  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
+  // A capture is one digit: `$12` is `$1` then `2`, as nginx reads it.
+  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([0-9]|[A-Za-z0-9_]+))/g;
   let last = 0;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     if (m.index > last) parts.push(text.slice(last, m.index));
