@@ -13,6 +13,7 @@ import type {
   VirtualServerConfig,
 } from './model.js';
 import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -60,12 +61,14 @@ interface Merged {
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
   readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri'>;
+  readonly limits: MergedLimits;
 }
 
 const TOP: Merged = {
   access: [],
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
+  limits: TOP_LIMITS,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -86,6 +89,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       nextUpstream: level.proxyNextUpstream ?? o.nextUpstream,
       nextUpstreamTries: level.proxyNextUpstreamTries ?? o.nextUpstreamTries,
     },
+    limits: mergeLimits(outer.limits, level),
   };
 }
 
@@ -108,6 +112,10 @@ function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
 class Resolver {
   /** `auth_basic` directives already reported, once each however many levels inherit them. */
   private readonly unpaired = new Set<At<string | false>>();
+
+  /** The http block's limit zones, and the limits already reported for an unknown one. */
+  private zones: readonly LimitZone[] = [];
+  private readonly unknownZones = new Set<object>();
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
@@ -173,10 +181,18 @@ class Resolver {
     return out;
   }
 
+  private limits(m: Merged) {
+    const limits = resolveLimits(m.limits, this.zones, this.c, this.unknownZones);
+    return limits ? { limits } : {};
+  }
+
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
+    // The names of the upstreams' zones: a limit zone cannot take one.
+    const upstreamZones = new Map(this.upstreams.map((u) => [u.zone?.name ?? u.name, `upstream "${u.name}"`]));
+    this.zones = limitZones(http, upstreamZones, this.c);
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return { servers, limitZones: this.zones, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -193,6 +209,7 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
+      ...this.limits(merged),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -214,6 +231,7 @@ class Resolver {
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
+      ...this.limits(merged),
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),
       origin: l.origin,
     };

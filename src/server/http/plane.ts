@@ -223,6 +223,14 @@ export class HttpPlane {
       this.pending.delete(res);
       this.closed(socket, conn, res, zone, location);
     });
+    // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
+    // they come before access checks.
+    if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place));
+    else this.access(req, res, uri, place);
+  }
+
+  private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place): void {
+    const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place);
     else {
       const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);

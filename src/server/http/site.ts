@@ -13,6 +13,7 @@ import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
+import { PlaceLimits } from '../limits/runtime.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -23,6 +24,8 @@ export interface Place {
   /** Static files. */
   readonly root?: string;
   readonly proxy?: Proxy;
+  /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
+  readonly limits?: PlaceLimits;
 }
 
 export interface SiteOptions {
@@ -56,7 +59,15 @@ export class Site {
       return r;
     };
     this.zone = record('server', config.statusZone);
-    this.place = { guard: new Guard(config), ...(config.return ? { return: new Return(config.return) } : {}), ...(config.root ? { root: config.root } : {}) };
+    const serverName = config.names[0] ?? '';
+    const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
+      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
+    this.place = {
+      guard: new Guard(config),
+      ...(config.return ? { return: new Return(config.return) } : {}),
+      ...(config.root ? { root: config.root } : {}),
+      ...limits(config),
+    };
     this.index = new LocationIndex(config.locations);
     const acceptHost = apiHostRule(config);
     const audit = options.audit;
@@ -78,6 +89,7 @@ export class Site {
           ...(l.api ? { api: api(l) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
           ...(l.root ? { root: l.root } : {}),
+          ...limits(l),
         });
         visit(l.locations);
       }
