@@ -1,6 +1,6 @@
 // The limits of a place at run time: nginx's preaccess phase. limit_req first (it may
 // hold the request back by a timer), then limit_conn, whose counts are given back when
-// the response closes, however it closes (finished, client abort, upstream error).
+// the response ends, however it ends (written out, client abort, upstream error).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConnectionLimiter, limitRequest, RequestLimiter, type LimitRelease, type RequestLimit } from '../../metrics/limits.js';
 import type { Status } from '../../metrics/status.js';
@@ -77,9 +77,20 @@ export class PlaceLimits {
       log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, ctx.req as IncomingMessage);
       return sendPage(res, this.config.connStatus, ctx.req.method === 'HEAD');
     }
-    res.once('close', () => {
-      for (const r of held) r();
-    });
+    // Given back when the response is ended, as nginx gives it back when it finalizes
+    // the request, in the same step as the last write: 'finish' or 'close' come later,
+    // after the client may have its answer and sent its next request to another worker,
+    // which would find the count still taken. 'close' covers the responses never ended
+    // (client abort, a worker's drain).
+    const release = () => {
+      for (const r of held.splice(0)) r();
+    };
+    const end = res.end;
+    res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
+      release();
+      return end.apply(this, args);
+    } as ServerResponse['end'];
+    res.once('close', release);
     next();
   }
 }
