@@ -3,11 +3,11 @@
 // are timers of the predicted length, and limit_conn counts are given back however a
 // request ends, a worker's death included.
 import t from 'tap';
-import { Agent, createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, request } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Status } from '../../../src/metrics/status.js';
-import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
+import { freePorts, getJson, Zonal } from '../zonal.js';
 
 interface Answer {
   status: number;
