@@ -74,13 +74,14 @@ struct Table {
     s.Put(t->lru_head, off);
   }
 
-  // Unlinks the node from its hash chain (and the LRU list for limit_req) and frees it.
+  // Unlinks the node from its hash chain and the LRU list (every limit_req node is on it,
+  // and the limit_conn nodes nobody holds) and frees it.
   void Remove(uint64_t off) {
     LimitNode* n = Node(off);
     uint64_t* link = &Bucket(n->hash);
     while (*link && *link != off) link = &Node(*link)->hash_next;
     if (*link) s.Put(*link, n->hash_next);
-    if (t->kind == kLimitReq) LruRemove(off);
+    if (t->kind == kLimitReq || n->excess == 0) LruRemove(off);
     s.Put(t->nodes, t->nodes - 1);
     SlabFree(s, off);
   }
@@ -105,6 +106,50 @@ struct Table {
 };
 
 Table Open(Segment& s, uint64_t table, uint32_t kind) { return Table{s, LimitTableAt(s, table, kind)}; }
+
+// Ends a hold: off its node's list and its slot's list, and freed.
+void DropHold(Table& tb, uint64_t hold) {
+  Segment& s = tb.s;
+  LimitHold* h = tb.Hold(hold);
+  LimitNode* n = tb.Node(h->node);
+  uint64_t* link = &n->last;
+  while (*link && *link != hold) link = &tb.Hold(*link)->node_next;
+  if (*link) s.Put(*link, h->node_next);
+  if (h->slot_prev) s.Put(tb.Hold(h->slot_prev)->slot_next, h->slot_next);
+  else s.Put(tb.t->slot_holds[h->slot], h->slot_next);
+  if (h->slot_next) s.Put(tb.Hold(h->slot_next)->slot_prev, h->slot_prev);
+  SlabFree(s, hold);
+}
+
+// Undo entries a reclaim may use: the rest of the log stays for the call's own writes
+// (a node or hold freed takes up to some 25; a call would abort past the capacity).
+constexpr uint32_t kReclaimBudget = kUndoCapacity * 2 / 3;
+
+bool WithinBudget(Segment& s) { return s.header()->undo.count.load(std::memory_order_relaxed) < kReclaimBudget; }
+
+// A limit_conn node nobody holds stays in the table, idle on the LRU list, with its
+// holds at zero: a client with one request at a time then takes and gives back without
+// allocating. The zone reclaims idle nodes, least recently used first, when a new key
+// or hold has no room: as many as the call's undo budget allows. A node whose holds are
+// not all ended within it stays idle, with the holds left.
+void ReclaimIdle(Table& tb) {
+  while (tb.t->lru_tail && WithinBudget(tb.s)) {
+    const uint64_t off = tb.t->lru_tail;
+    while (tb.Node(off)->last && WithinBudget(tb.s)) DropHold(tb, tb.Node(off)->last);
+    if (tb.Node(off)->last) return;
+    tb.Remove(off);
+  }
+}
+
+// An allocation for a limit_conn table, reclaiming idle nodes when the zone is full.
+uint64_t ConnAlloc(Table& tb, uint64_t size) {
+  uint64_t off = SlabAlloc(tb.s, size);
+  if (!off && tb.t->lru_tail) {
+    ReclaimIdle(tb);
+    off = SlabAlloc(tb.s, size);
+  }
+  return off;
+}
 
 }  // namespace
 
@@ -192,17 +237,26 @@ int32_t LimitConnAcquire(Segment& s, uint64_t table, const uint8_t* key, uint32_
   uint64_t off = tb.Find(hash, key, len);
   const bool created = off == 0;
   if (created) {
-    off = tb.Alloc(hash, key, len);
+    off = ConnAlloc(tb, sizeof(LimitNode) + len);
     if (!off) return -1;
+    LimitNode* n = tb.Node(off);
+    memset(n, 0, sizeof(LimitNode));
+    n->hash = hash;
+    n->key_len = len;
+    memcpy(n + 1, key, len);
   }
   LimitNode* n = tb.Node(off);
   if (limit > 0 && static_cast<uint64_t>(n->excess) >= limit) return 0;
+  // Off the idle list first: reclaiming room for its hold must not take the node itself.
+  const bool was_idle = !created && n->excess == 0;
+  if (was_idle) tb.LruRemove(off);
   uint64_t hold = n->last;
   while (hold && tb.Hold(hold)->slot != slot) hold = tb.Hold(hold)->node_next;
   if (!hold) {
-    hold = SlabAlloc(s, sizeof(LimitHold));
+    hold = ConnAlloc(tb, sizeof(LimitHold));
     if (!hold) {
       if (created) SlabFree(s, off);
+      else if (was_idle) tb.LruPush(off);
       return -1;
     }
     LimitHold* h = tb.Hold(hold);
@@ -223,27 +277,6 @@ int32_t LimitConnAcquire(Segment& s, uint64_t table, const uint8_t* key, uint32_
   return 1;
 }
 
-namespace {
-
-// Ends a hold: off its node's list and its slot's list, freed; the node goes with its
-// last hold.
-void DropHold(Table& tb, uint64_t hold) {
-  Segment& s = tb.s;
-  LimitHold* h = tb.Hold(hold);
-  LimitNode* n = tb.Node(h->node);
-  uint64_t* link = &n->last;
-  while (*link && *link != hold) link = &tb.Hold(*link)->node_next;
-  if (*link) s.Put(*link, h->node_next);
-  if (h->slot_prev) s.Put(tb.Hold(h->slot_prev)->slot_next, h->slot_next);
-  else s.Put(tb.t->slot_holds[h->slot], h->slot_next);
-  if (h->slot_next) s.Put(tb.Hold(h->slot_next)->slot_prev, h->slot_prev);
-  const uint64_t node = h->node;
-  SlabFree(s, hold);
-  if (tb.Node(node)->excess <= 0) tb.Remove(node);
-}
-
-}  // namespace
-
 bool LimitConnRelease(Segment& s, uint64_t table, const uint8_t* key, uint32_t len, uint32_t slot) {
   Guard lock(s);
   Table tb = Open(s, table, kLimitConn);
@@ -255,7 +288,7 @@ bool LimitConnRelease(Segment& s, uint64_t table, const uint8_t* key, uint32_t l
   if (!hold || tb.Hold(hold)->count == 0) return false;
   s.Put(tb.Hold(hold)->count, tb.Hold(hold)->count - 1);
   s.Put(n->excess, n->excess - 1);
-  if (tb.Hold(hold)->count == 0) DropHold(tb, hold);
+  if (n->excess == 0) tb.LruPush(off);
   return true;
 }
 
@@ -267,9 +300,12 @@ uint32_t LimitConnRepair(Segment& s, uint64_t table, uint32_t slot, uint32_t max
   // Bounded per call: each ended hold takes some tens of undo entries.
   while (done < max && tb.t->slot_holds[slot]) {
     const uint64_t hold = tb.t->slot_holds[slot];
-    LimitNode* n = tb.Node(tb.Hold(hold)->node);
-    s.Put(n->excess, n->excess - static_cast<int64_t>(tb.Hold(hold)->count));
+    const uint64_t off = tb.Hold(hold)->node;
+    LimitNode* n = tb.Node(off);
+    const int64_t before = n->excess;
+    s.Put(n->excess, before - static_cast<int64_t>(tb.Hold(hold)->count));
     DropHold(tb, hold);
+    if (before > 0 && n->excess == 0) tb.LruPush(off);
     done++;
   }
   return done;
@@ -295,6 +331,7 @@ std::string LimitCheck(Segment& s, uint64_t table) {
   Table tb = Open(s, table, t->kind == kLimitConn ? kLimitConn : kLimitReq);
   const uint64_t limit = s.size() / sizeof(LimitNode) + 1;
   uint64_t nodes = 0;
+  uint64_t idle = 0;
   for (uint64_t b = 0; b < t->buckets; b++)
     for (uint64_t off = s.at<uint64_t>(t->buckets_off)[b]; off; off = tb.Node(off)->hash_next) {
       if (++nodes > limit) return "a hash chain loops";
@@ -308,19 +345,24 @@ std::string LimitCheck(Segment& s, uint64_t table) {
           if (tb.Hold(h)->node != off) return "a hold names another node";
           held += static_cast<int64_t>(tb.Hold(h)->count);
         }
-        if (held != n->excess || held <= 0) return "a node's count is not what its holds hold";
+        if (held != n->excess || held < 0) return "a node's count is not what its holds hold";
+        if (held == 0) idle++;
       }
     }
   if (nodes != t->nodes) return "the node count is " + std::to_string(t->nodes) + " but " + std::to_string(nodes) + " are linked";
-  if (t->kind == kLimitReq) {
+  {
+    // limit_req: every node is on the LRU list; limit_conn: the idle ones.
     uint64_t listed = 0;
     for (uint64_t off = t->lru_head, prev = 0; off; prev = off, off = tb.Node(off)->lru_next) {
       if (++listed > limit) return "the LRU list loops";
       if (tb.Node(off)->lru_prev != prev) return "an LRU back link is wrong";
+      if (t->kind == kLimitConn && tb.Node(off)->excess != 0) return "a held node is on the idle list";
       if (!tb.Node(off)->lru_next && t->lru_tail != off) return "the LRU tail is wrong";
     }
-    if (listed != nodes) return "the LRU list has " + std::to_string(listed) + " nodes of " + std::to_string(nodes);
-  } else {
+    const uint64_t expected = t->kind == kLimitReq ? nodes : idle;
+    if (listed != expected) return "the LRU list has " + std::to_string(listed) + " nodes, not " + std::to_string(expected);
+  }
+  if (t->kind == kLimitConn) {
     for (uint32_t slot = 0; slot < kMaxWorkerSlots; slot++) {
       uint64_t n = 0;
       for (uint64_t h = t->slot_holds[slot], prev = 0; h; prev = h, h = tb.Hold(h)->slot_next) {

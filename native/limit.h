@@ -20,7 +20,7 @@ struct LimitTable {
   uint32_t kind;
   uint64_t buckets_off;  // 0 until the bucket array is made
   uint64_t buckets;      // a power of two
-  uint64_t lru_head;     // most recently used node (limit_req)
+  uint64_t lru_head;     // most recently used node (limit_req); most recently idle (limit_conn)
   uint64_t lru_tail;
   uint64_t nodes;
   uint64_t slot_holds[kMaxWorkerSlots];  // limit_conn: each worker slot's holds
@@ -31,6 +31,7 @@ struct LimitNode {
   uint64_t lru_prev;
   uint64_t lru_next;
   int64_t excess;  // limit_req: milli-requests over the rate; limit_conn: held in all slots
+                   // (a node held by none stays, idle on the LRU list, until its room is needed)
   uint64_t last;   // limit_req: ms of the last charge; limit_conn: the first of its holds
   uint32_t hash;
   uint32_t key_len;
@@ -67,7 +68,8 @@ LimitTable* LimitTableAt(Segment& s, uint64_t table, uint32_t kind);
 int64_t LimitReqTake(Segment& s, uint64_t table, const uint8_t* key, uint32_t len, uint64_t rate, uint64_t burst,
                      LimitReqMode mode, uint64_t now_ms);
 
-// 1 passed, 0 rejected (`limit` held already), -1 exhausted.
+// 1 passed, 0 rejected (`limit` held already), -1 exhausted (no room, even after
+// reclaiming a few idle keys).
 int32_t LimitConnAcquire(Segment& s, uint64_t table, const uint8_t* key, uint32_t len, uint64_t limit, uint32_t slot);
 // False when the slot holds nothing of the key.
 bool LimitConnRelease(Segment& s, uint64_t table, const uint8_t* key, uint32_t len, uint32_t slot);

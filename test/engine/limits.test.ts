@@ -85,19 +85,42 @@ t.test('limit_conn: counts per key, held per worker slot, repaired per slot', as
   t.equal(table.check(), '');
   t.equal(table.repair(1), 2, 'slot 1 held one of a and one of b');
   t.equal(table.peek('a'), 2);
-  t.equal(table.peek('b'), -1, 'a key nobody holds is gone');
+  t.equal(table.peek('b'), 0, 'a key nobody holds stays, idle, for its next request');
   t.ok(table.release('a', 0));
   t.ok(table.release('a', 2));
-  t.equal(table.size, 0, 'every key released: nothing left');
+  t.equal(table.peek('a'), 0, 'every count given back');
+  t.equal(table.size, 2, 'both keys idle');
   t.equal(table.check(), '');
+  t.equal(table.acquire('a', 1, 2), 1, 'an idle key is taken again');
+  t.equal(table.check(), '');
+  t.ok(table.release('a', 2));
 
-  // No room: many keys held at once in a small zone.
+  // No room: many keys held at once in a small zone; the idle keys make room first.
   let exhausted = 0;
-  for (let i = 0; i < 2000 && !exhausted; i++) if (table.acquire(`key-${i}`, 1, 3) === -1) exhausted++;
+  let held = 0;
+  for (let i = 0; i < 2000 && !exhausted; i++) {
+    const r = table.acquire(`key-${i}`, 1, 3);
+    if (r === -1) exhausted++;
+    else held++;
+  }
   t.equal(exhausted, 1, 'a key the zone has no room for is refused');
+  t.equal(table.peek('a'), -1, 'the idle keys were reclaimed for held ones');
   t.equal(table.check(), '');
-  t.ok(table.repair(3) > 100);
-  t.equal(table.size, 0);
+  t.equal(table.repair(3), held, 'the repair ends every hold of the slot');
+  t.equal(table.size, held, 'their keys stay, idle');
+  t.equal(table.check(), '');
+  // Keys taken and given back one after another: far more than the zone holds, each new
+  // one finds room by reclaiming the least recently idle.
+  let refused = 0;
+  for (let i = 0; i < 3000; i++) {
+    if (table.acquire(`once-${i}`, 1, 0) !== 1) refused++;
+    else table.release(`once-${i}`, 0);
+  }
+  t.equal(refused, 0, 'idle keys never make a new one exhausted');
+  t.ok(table.size < 3000, `the table keeps ${table.size} keys`);
+  t.equal(table.peek('once-0'), -1, 'the least recently idle went first');
+  t.equal(table.peek('once-2999'), 0);
+  t.equal(table.check(), '');
   t.throws(() => table.acquire('a', 1, 4), /out of range/, 'a slot past the zone');
 });
 
@@ -121,7 +144,7 @@ t.test('two processes, one bucket and one count: exact', async (t) => {
       t.equal(table.peek('one key'), 7, 'the dead processes still hold their counts');
       const repaired = [0, 1, 2, 3].reduce((n, slot) => n + table.repair(slot), 0);
       t.equal(repaired, results.filter((r) => r.passed > 0).length, 'the primary gives back what each slot held');
-      t.equal(table.peek('one key'), -1);
+      t.equal(table.peek('one key'), 0, 'nothing held: the key is idle');
       t.equal(table.check(), '');
     }
   }
