@@ -74,7 +74,7 @@ export class PlaceLimits {
         continue;
       }
       for (const r of held) r();
-      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, ctx.req as IncomingMessage);
+      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, ctx.req);
       return sendPage(res, this.config.connStatus, ctx.req.method === 'HEAD');
     }
     // Given back when the response is ended, as nginx gives it back when it finalizes
