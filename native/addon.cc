@@ -53,6 +53,17 @@ uint64_t NumberArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
   return static_cast<uint64_t>(v);
 }
 
+// NumberArg for the per-decision calls: the type check is the read's own status, one
+// N-API call per argument instead of two.
+uint64_t WholeArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  double v;
+  if (info.Length() <= i || napi_get_value_double(info.Env(), info[i], &v) != napi_ok)
+    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a number");
+  if (!(v >= 0) || v > 9007199254740991.0 || v != static_cast<double>(static_cast<uint64_t>(v)))
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " must be a whole number from 0 to 2^53-1");
+  return static_cast<uint64_t>(v);
+}
+
 class Zone : public Napi::ObjectWrap<Zone> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -371,14 +382,14 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value LimitReqMethod(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = NumberArg(info, 0, "table");
+    const uint64_t table = WholeArg(info, 0, "table");
     Key key(info, 1);
-    const uint64_t rate = NumberArg(info, 2, "rate");
-    const uint64_t burst = NumberArg(info, 3, "burst");
-    const uint64_t mode = NumberArg(info, 4, "mode");
+    const uint64_t rate = WholeArg(info, 2, "rate");
+    const uint64_t burst = WholeArg(info, 3, "burst");
+    const uint64_t mode = WholeArg(info, 4, "mode");
     if (mode > 2) throw Napi::RangeError::New(env, "unknown limit_req mode");
     if (rate == 0 || rate > 1000000000000ull) throw Napi::RangeError::New(env, "rate must be from 1 to 10^12 milli-requests per second");
-    const uint64_t now = info.Length() > 5 && !info[5].IsUndefined() ? NumberArg(info, 5, "time") : 0;
+    const uint64_t now = info.Length() > 5 && !info[5].IsUndefined() ? WholeArg(info, 5, "time") : 0;
     return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] {
                                return LimitReqTake(s, table, key.data, key.len, rate, burst, static_cast<LimitReqMode>(mode), now);
                              })));
@@ -388,9 +399,9 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value LimitConnAcquireMethod(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = NumberArg(info, 0, "table");
+    const uint64_t table = WholeArg(info, 0, "table");
     Key key(info, 1);
-    const uint64_t limit = NumberArg(info, 2, "limit");
+    const uint64_t limit = WholeArg(info, 2, "limit");
     const uint32_t slot = SlotArg(info, 3);
     return Napi::Number::New(env, Guarded(env, [&] { return LimitConnAcquire(s, table, key.data, key.len, limit, slot); }));
   }
@@ -398,7 +409,7 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value LimitConnReleaseMethod(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = NumberArg(info, 0, "table");
+    const uint64_t table = WholeArg(info, 0, "table");
     Key key(info, 1);
     const uint32_t slot = SlotArg(info, 2);
     return Napi::Boolean::New(env, Guarded(env, [&] { return LimitConnRelease(s, table, key.data, key.len, slot); }));
@@ -409,7 +420,7 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value LimitConnRepairMethod(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = NumberArg(info, 0, "table");
+    const uint64_t table = WholeArg(info, 0, "table");
     const uint32_t slot = SlotArg(info, 1);
     return Napi::Number::New(env, Guarded(env, [&] { return LimitConnRepair(s, table, slot, 4); }));
   }
@@ -437,7 +448,7 @@ class Zone : public Napi::ObjectWrap<Zone> {
   }
 
   static uint32_t SlotArg(const Napi::CallbackInfo& info, size_t i) {
-    const uint64_t slot = NumberArg(info, i, "worker slot");
+    const uint64_t slot = WholeArg(info, i, "worker slot");
     if (slot >= kMaxWorkerSlots) throw Napi::RangeError::New(info.Env(), "worker slot is out of range");
     return static_cast<uint32_t>(slot);
   }
@@ -454,9 +465,9 @@ class Zone : public Napi::ObjectWrap<Zone> {
       Napi::Env env = info.Env();
       if (info.Length() <= i) throw Napi::TypeError::New(env, "key must be a string or a Uint8Array");
       napi_value v = info[i];
-      if (info[i].IsString()) {
-        size_t n = 0;
-        napi_get_value_string_utf8(env, v, small, sizeof small, &n);
+      size_t n = 0;
+      // A string, else (string_expected) a Uint8Array: one N-API call for the usual key.
+      if (napi_get_value_string_utf8(env, v, small, sizeof small, &n) == napi_ok) {
         // A string may end short of the buffer when its last character did not fit.
         if (n + 4 >= sizeof small) {
           size_t full = 0;
