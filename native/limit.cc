@@ -185,7 +185,7 @@ LimitTable* LimitTableAt(Segment& s, uint64_t table, uint32_t kind) {
     throw ZoneError("not a limit table offset");
   LimitTable* t = s.at<LimitTable>(table);
   if (t->magic != kLimitMagic || !t->buckets_off) throw ZoneError("not a limit table offset");
-  if (t->kind != kind) throw ZoneError(kind == kLimitReq ? "not a request limit table" : "not a connection limit table");
+  if (kind != 0 && t->kind != kind) throw ZoneError(kind == kLimitReq ? "not a request limit table" : "not a connection limit table");
   return t;
 }
 
@@ -313,22 +313,20 @@ uint32_t LimitConnRepair(Segment& s, uint64_t table, uint32_t slot, uint32_t max
 
 int64_t LimitPeek(Segment& s, uint64_t table, const uint8_t* key, uint32_t len) {
   Guard lock(s);
-  LimitTable* t = s.at<LimitTable>(table);
-  Table tb = Open(s, table, t->kind == kLimitConn ? kLimitConn : kLimitReq);
+  Table tb = Open(s, table, 0);
   const uint64_t off = tb.Find(Hash(key, len), key, len);
   return off ? tb.Node(off)->excess : -1;
 }
 
 uint64_t LimitNodes(Segment& s, uint64_t table) {
   Guard lock(s);
-  LimitTable* t = s.at<LimitTable>(table);
-  return Open(s, table, t->kind == kLimitConn ? kLimitConn : kLimitReq).t->nodes;
+  return Open(s, table, 0).t->nodes;
 }
 
 std::string LimitCheck(Segment& s, uint64_t table) {
   Guard lock(s);
-  LimitTable* t = s.at<LimitTable>(table);
-  Table tb = Open(s, table, t->kind == kLimitConn ? kLimitConn : kLimitReq);
+  Table tb = Open(s, table, 0);
+  LimitTable* t = tb.t;
   const uint64_t limit = s.size() / sizeof(LimitNode) + 1;
   uint64_t nodes = 0;
   uint64_t idle = 0;

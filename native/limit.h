@@ -57,7 +57,7 @@ enum class LimitReqMode { Charge = 0, Look = 1, Account = 2 };
 
 // The table under `key`, made on first use; 0 when the zone has no room for it.
 uint64_t LimitTableEnsure(Segment& s, const std::string& key, uint32_t kind);
-// Throws unless `table` is the offset of a table of `kind`.
+// Throws unless `table` is the offset of a table of `kind` (0: of either kind).
 LimitTable* LimitTableAt(Segment& s, uint64_t table, uint32_t kind);
 
 // nginx's ngx_http_limit_req_lookup: the key's excess after this request (milli-

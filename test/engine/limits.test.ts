@@ -197,3 +197,17 @@ for (const c of sweeps) {
     t.not(state(), before, 'the completed call took effect');
   });
 }
+
+t.test('a table offset that is none is refused, not read', async (t) => {
+  const zone = Zone.create(uniqueName('lbad'), { size: 16 * 4096, workers: 1 });
+  t.teardown(() => zone.remove());
+  const native = (zone as unknown as { native: import('../../src/engine/native.js').NativeZone }).native;
+  const table = zone.limitReqTable('t');
+  for (const offset of [0, 8, table.offset + 8, zone.size * 4, 2 ** 52])
+    for (const call of [() => native.limitPeek(offset, 'k'), () => native.limitNodes(offset), () => native.limitCheck(offset), () => native.limitReq(offset, 'k', 1, 0, 0)])
+      t.throws(call, /not a limit table offset/, `offset ${offset}`);
+  t.throws(() => native.limitConnAcquire(table.offset, 'k', 1, 0), /not a connection limit table/);
+  t.throws(() => native.limitReq(table.offset, 'k', 1000, 0, 3), /mode/);
+  t.throws(() => native.limitReq(table.offset, 'k', '1000' as unknown as number, 0, 0), /rate must be a number/);
+  t.equal(table.check(), '');
+});
