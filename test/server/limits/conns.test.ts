@@ -99,7 +99,9 @@ t.test('released when the response ends, when the client aborts, on an upstream 
   // What the client counted: passed are the requests the backend got and the probes
   // answered; rejected, the 503s.
   t.same(await status('held'), { passed: arrived + seen('probe', 200), skipped: 0, rejected: seen('hold', 503) + seen('probe', 503), exhausted: 0 });
-  t.equal(seen('hold', 503) + seen('probe', 503), 2, 'the over-limit /hold and the first /probe');
+  t.equal(seen('hold', 503), 1, 'the over-limit /hold');
+  // The probes until the abort reached the worker were refused too: the first, and maybe more.
+  t.ok(seen('probe', 503) >= 1, `refused probes: ${seen('probe', 503)}`);
   t.same(await status('failing'), { passed: 4, skipped: 0, rejected: 0, exhausted: 0 });
 });
 
