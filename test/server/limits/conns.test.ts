@@ -5,6 +5,7 @@ import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, request, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Status } from '../../../src/metrics/status.js';
 import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 
 const [port, admin, backendPort, closedPort] = await freePorts(4);
@@ -85,6 +86,12 @@ t.test('released when the response ends, when the client aborts, on an upstream 
   t.equal(await a.answer, -1);
   // The abort reaches the worker as the connection closes: the count goes back then.
   t.ok(await eventually(async () => (await send('/probe/f').answer) === 200, 5000), 'the aborted request gave its count back');
+  // A file's count goes back when its stream ends the response, which can be just after
+  // the client has read the last byte: wait until only b holds one, as the zone says.
+  const reader = Status.attach({ instance: `p${zonal.child.pid}`, writer: false });
+  const table = reader.zoneNamed('held').limitConnTable('http/limit_conns/keys');
+  t.ok(await eventually(async () => table.peek('127.0.0.1') === 1, 5000), 'one count held: b');
+  reader.zone.detach();
   const c = send('/hold/c');
   t.ok(await until(() => arrived === 3), 'a new request takes the freed count');
   answerAll();
