@@ -14,6 +14,7 @@ import { WORKER_SLOT_ENV } from '../engine/index.js';
 import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
+import { repairLimitSlot } from '../metrics/limits.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
@@ -112,6 +113,8 @@ export class Primary {
         // another worker takes the slot.
         try {
           repairSlot(this.status, slot);
+          // ...and the connection limit counts it held, which would otherwise stay taken.
+          repairLimitSlot(this.status, slot);
         } catch (e) {
           this.log('error', `repairing worker slot ${slot} failed: ${(e as Error).message}`);
         }

@@ -9,6 +9,7 @@ import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, 
 import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, slowStartRefused, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
+import { limitDirectives } from '../limits/config.js';
 import { compileRegex } from './regex.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
@@ -198,6 +199,8 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
+  // The modules that declare their directives beside their code.
+  if (Object.hasOwn(limitDirectives, name)) return [limitDirectives[name]];
   if (!Object.hasOwn(directives, name)) return [];
   const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
   return isList(entry) ? entry : [entry];

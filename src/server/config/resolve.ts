@@ -15,6 +15,7 @@ import type {
   VirtualServerConfig,
 } from './model.js';
 import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -64,6 +65,7 @@ interface Merged {
   readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl'>;
   /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
   readonly ssl: SslLevel;
+  readonly limits: MergedLimits;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -73,6 +75,7 @@ const TOP: Merged = {
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
   ssl: {},
+  limits: TOP_LIMITS,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -100,6 +103,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       proxySslTrustedCertificate: level.proxySslTrustedCertificate ?? outer.ssl.proxySslTrustedCertificate,
       proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
     },
+    limits: mergeLimits(outer.limits, level),
   };
 }
 
@@ -127,6 +131,10 @@ class Resolver {
   private readonly unpaired = new Set<At<string | false>>();
   /** `proxy_ssl_verify on` without a CA, reported once each. */
   private readonly noTrusted = new Set<At<boolean>>();
+
+  /** The http block's limit zones, and the limits already reported for an unknown one. */
+  private zones: readonly LimitZone[] = [];
+  private readonly unknownZones = new Set<object>();
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
@@ -217,10 +225,18 @@ class Resolver {
     return out;
   }
 
+  private limits(m: Merged) {
+    const limits = resolveLimits(m.limits, this.zones, this.c, this.unknownZones);
+    return limits ? { limits } : {};
+  }
+
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
+    // The names of the upstreams' zones: a limit zone cannot take one.
+    const upstreamZones = new Map(this.upstreams.map((u) => [u.zone?.name ?? u.name, `upstream "${u.name}"`]));
+    this.zones = limitZones(http, upstreamZones, this.c);
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return { servers, limitZones: this.zones, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -238,6 +254,7 @@ class Resolver {
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
       ...serverIfs(s),
+      ...this.limits(merged),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -262,6 +279,7 @@ class Resolver {
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
+      ...this.limits(merged),
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),
       origin: l.origin,
     };

@@ -234,6 +234,14 @@ export class HttpPlane {
       this.pending.delete(res);
       this.closed(socket, conn, res, zone, location);
     });
+    // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
+    // they come before access checks.
+    if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place, captures));
+    else this.access(req, res, uri, place, captures);
+  }
+
+  private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+    const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
       const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);

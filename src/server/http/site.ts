@@ -14,6 +14,7 @@ import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
+import { PlaceLimits } from '../limits/runtime.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -24,6 +25,8 @@ export interface Place {
   /** Static files. */
   readonly root?: string;
   readonly proxy?: Proxy;
+  /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
+  readonly limits?: PlaceLimits;
   /** The location's `if` blocks, run before anything else answers. */
   readonly ifs?: IfScript;
 }
@@ -90,8 +93,11 @@ export class Site {
       return r;
     };
     this.zone = record('server', config.statusZone);
+    const serverName = config.names[0] ?? '';
+    const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
+      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
     const guard = new Guard(config);
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}) };
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -123,6 +129,7 @@ export class Site {
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
           ...(l.root ? { root: l.root } : {}),
+          ...limits(l),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -135,6 +142,8 @@ export class Site {
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream)) } : !own && place.proxy ? { proxy: place.proxy } : {}),
             ...(i.root ? { root: i.root } : {}),
+            // An `if` block is a location nested in its own: the limits there apply.
+            ...(place.limits ? { limits: place.limits } : {}),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length
