@@ -27,6 +27,8 @@ const config = `
 worker_processes 1;
 http {
     upstream back { server 127.0.0.1:${backendPort}; }
+    limit_req_zone $arg_key zone=once:32k rate=1r/m;
+    limit_conn_zone $arg_key zone=held:32k;
     server {
         listen 127.0.0.1:${site};
         status_zone site;
@@ -91,6 +93,11 @@ http {
         location /redirect/ {
             if ($arg_to ~ "^(\\w+)$") { return 302 "http://$host/$1$12"; }
             return 301 https://$host$request_uri;
+        }
+        location /limited/ {
+            limit_conn held 5;
+            if ($arg_limited) { limit_req zone=once; limit_req_status 429; }
+            proxy_pass http://back;
         }
         location ~ ^/loc/(\\w+)$ {
             if ($arg_x = "y") { return 200 "location capture $1\\n"; }
@@ -226,6 +233,17 @@ t.test('a server if answers before any location is searched', async (t) => {
   const after = await getJson(`http://127.0.0.1:${admin}/status/http/server_zones/site/requests/total`);
   t.equal((after.body as number) - (before.body as number), 3, 'counted in the server zone');
   t.equal(total(await getJson(`http://127.0.0.1:${admin}/status/http/location_zones/`)) - total(zones), 1, 'and in no location zone but for the one that reached a location');
+});
+
+t.test('limit_req in an if block limits only the requests the block takes', async (t) => {
+  const limits = async () => (await getJson(`http://127.0.0.1:${admin}/status/http/limit_reqs/once`)).body;
+  t.equal((await get('/limited/a?limited=1&key=k')).status, 200, 'the first of the key passes');
+  for (let i = 0; i < 3; i++) t.equal((await get('/limited/a?limited=1&key=k')).status, 429, 'the next ones in the minute are refused, with the block\'s limit_req_status');
+  for (let i = 0; i < 3; i++) t.equal((await get('/limited/a?key=k')).status, 200, 'without the condition the block does not apply');
+  t.match(await limits(), { passed: 1, rejected: 3 }, 'only the block\'s requests were decided');
+  const conns = (await getJson(`http://127.0.0.1:${admin}/status/http/limit_conns/held`)).body;
+  // limit_conn is taken after limit_req: the 3 requests limit_req refused never reach it.
+  t.match(conns, { passed: 4, rejected: 0 }, "the location's limit_conn applies inside the block and out of it");
 });
 
 t.test('zonal -t names the file and line of a bad condition', async (t) => {

@@ -207,6 +207,22 @@ t.test('each error names its file and line', async (t) => {
 
 t.test('the directives allowed in an if block are those whose entry names the if context', async (t) => {
   const { directives, specsOf } = await import('../../src/server/config/directives.js');
-  const inIf = Object.keys(directives).filter((name) => specsOf(name).some((s) => (s.contexts as readonly string[]).includes('if')));
-  t.same(inIf.sort(), ['api', 'proxy_pass', 'return', 'root', 'status_zone']);
+  const { limitDirectives } = await import('../../src/server/limits/config.js');
+  const names = [...Object.keys(directives), ...Object.keys(limitDirectives)];
+  const inIf = names.filter((name) => specsOf(name).some((s) => (s.contexts as readonly string[]).includes('if')));
+  t.same(inIf.sort(), [
+    'api',
+    'limit_conn',
+    'limit_conn_dry_run',
+    'limit_conn_log_level',
+    'limit_conn_status',
+    'limit_req',
+    'limit_req_dry_run',
+    'limit_req_log_level',
+    'limit_req_status',
+    'proxy_pass',
+    'return',
+    'root',
+    'status_zone',
+  ]);
 });

@@ -179,6 +179,8 @@ export interface IfConfig extends Inherited {
   readonly api?: string;
   /** Its own `proxy_pass`, with the location's `proxy_*` settings. */
   readonly proxy?: ProxyConfig;
+  /** Its own `limit_req`/`limit_conn`, else the location's (inherited as nginx merges). */
+  readonly limits?: LimitsConfig;
   readonly apiConfigFiles: boolean;
   readonly origin: Origin;
 }

@@ -299,6 +299,7 @@ class Resolver {
       ...(i.return ? { return: i.return.value } : {}),
       ...(i.api ? { api: i.api.value } : {}),
       ...(proxy ? { proxy } : {}),
+      ...this.limits(merged),
       apiConfigFiles: i.apiConfigFiles ?? apiConfigFiles,
       origin: i.origin,
     };

@@ -142,8 +142,9 @@ export class Site {
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream)) } : !own && place.proxy ? { proxy: place.proxy } : {}),
             ...(i.root ? { root: i.root } : {}),
-            // An `if` block is a location nested in its own: the limits there apply.
-            ...(place.limits ? { limits: place.limits } : {}),
+            // An `if` block is a location nested in its own: its limits are its own or,
+            // when it sets none, the location's (merged when the configuration was read).
+            ...limits(i),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length
