@@ -5,7 +5,7 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, slowStartRefused, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
@@ -13,7 +13,10 @@ import { limitDirectives } from '../limits/config.js';
 import { compileRegex } from './regex.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
+import { define, type DirectiveSpec } from './spec.js';
 import { eachDirective, type Directive } from './syntax.js';
+
+export type { DirectiveSpec } from './spec.js';
 import {
   checkAccessAddress,
   checkApiPath,
@@ -30,26 +33,6 @@ import {
   parseUpstreamAddress,
   requestVariable,
 } from './values.js';
-
-export interface DirectiveSpec<L extends AnyLevel = AnyLevel> {
-  readonly contexts: readonly L['kind'][];
-  /** Least and most arguments. */
-  readonly args: readonly [number, number];
-  /** Takes a `{ ... }` block instead of ending with `;`. */
-  readonly block?: boolean;
-  /** May appear more than once in a block; otherwise a second one `is duplicate`. */
-  readonly multiple?: boolean;
-  /** May appear in an admin server and its locations. */
-  readonly admin?: boolean;
-  /** Called once the generic checks passed: the arguments' count is right. */
-  apply(d: Directive, level: L, c: Checker): void;
-}
-
-type LevelOf<K extends Context> = Extract<AnyLevel, { kind: K }>;
-
-/** Types an entry by its contexts, so `apply` gets the blocks it can be in. */
-const define = <const K extends Context>(spec: DirectiveSpec<LevelOf<K>> & { contexts: readonly K[] }) =>
-  spec as unknown as DirectiveSpec;
 
 const inheritable = ['http', 'server', 'location'] as const;
 

@@ -2,7 +2,6 @@
 // table fills these in, resolve.ts merges them into the model.
 import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
-import type { LimitLevel } from '../limits/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -39,8 +38,6 @@ export interface InheritableLevel extends Level {
   /** Absolute path. */
   proxySslTrustedCertificate?: string;
   proxySslSessionReuse?: boolean;
-  /** What the limits module's directives say here (src/server/limits/). */
-  limits?: LimitLevel;
 }
 
 export interface MainLevel extends Level {
