@@ -1,6 +1,6 @@
 // What the status tree lists for a configuration: the server zones of `status_zone` in
 // servers and the location zones of `status_zone` in locations, in order of appearance,
-// and every upstream with its peers. Admin servers have no zones: their traffic is not
+// and every upstream with its peers; the same for the stream block. Admin servers have no zones: their traffic is not
 // counted.
 import type { PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
 import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
@@ -55,11 +55,23 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     if (s.statusZone) serverZones.set(s.statusZone, (serverZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
     visit(s.locations);
   }
+  // Stream servers may share a zone too, and show `ssl` the same way.
+  const streamZones = new Map<string, boolean>();
+  for (const s of config.stream?.servers ?? [])
+    if (s.statusZone) streamZones.set(s.statusZone, (streamZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
   return {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
+    ...(config.stream
+      ? {
+          stream: {
+            serverZones: [...streamZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
+            upstreams: config.stream.upstreams.map(upstreamConfig),
+          },
+        }
+      : {}),
   };
 }

@@ -5,10 +5,11 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { Checker, Context, AnyLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, slowStartRefused } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
+import { streamDirectives } from '../stream/config.js';
 import { compileRegex } from './regex.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
@@ -137,11 +138,15 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
   });
 }
 
+/** The modules that declare their directives beside their code. */
+const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [streamDirectives];
+
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
-  if (!Object.hasOwn(directives, name)) return [];
+  const own = modules.filter((m) => Object.hasOwn(m, name)).map((m) => m[name]);
+  if (!Object.hasOwn(directives, name)) return own;
   const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
-  return isList(entry) ? entry : [entry];
+  return [...(isList(entry) ? entry : [entry]), ...own];
 }
 
 const isList = (entry: DirectiveSpec | readonly DirectiveSpec[]): entry is readonly DirectiveSpec[] => Array.isArray(entry);
@@ -203,8 +208,8 @@ const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']
 const zoneOf = (u: UpstreamLevel) => u.zone?.name ?? u.name;
 
 /** What nginx checks once an upstream block is read, and what zonal adds: its zone is no
- * other upstream's. */
-function checkUpstream(u: UpstreamLevel, http: HttpLevel, c: Checker): void {
+ * other upstream's (of `others`, the upstreams of its block read before it). */
+export function checkUpstreamBlock(u: UpstreamLevel, others: readonly UpstreamLevel[], c: Checker): void {
   if (!u.serverWritten) c.error(u.origin, 'no servers are inside upstream');
   // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
   if (u.method && NO_BACKUP.has(u.method.kind))
@@ -214,7 +219,7 @@ function checkUpstream(u: UpstreamLevel, http: HttpLevel, c: Checker): void {
     const refused = slowStartRefused(u.method?.kind, p.slowStart / 1000);
     if (refused) c.error(p.origin, refused);
   }
-  const other = http.upstreams.find((o) => zoneOf(o) === zoneOf(u));
+  const other = others.find((o) => zoneOf(o) === zoneOf(u));
   if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
 }
 
@@ -345,7 +350,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
       c.walk(d.block ?? [], upstream);
       if (duplicate) return;
-      checkUpstream(upstream, http, c);
+      checkUpstreamBlock(upstream, http.upstreams, c);
       http.upstreams.push(upstream);
     },
   }),

@@ -2,6 +2,7 @@
 // table fills these in, resolve.ts merges them into the model.
 import type { AccessRule, BalancingMethod, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
+import type { StreamLevel, StreamServerLevel } from '../stream/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -44,6 +45,7 @@ export interface MainLevel extends Level {
   readonly kind: 'main';
   workerProcesses?: number;
   http?: HttpLevel;
+  stream?: StreamLevel;
 }
 
 export interface HttpLevel extends InheritableLevel {
@@ -109,7 +111,7 @@ export interface LocationLevel extends InheritableLevel {
   readonly locations: LocationLevel[];
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | UpstreamLevel;
+export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | UpstreamLevel | StreamLevel | StreamServerLevel;
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 

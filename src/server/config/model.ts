@@ -2,6 +2,7 @@
 // directives.ts) produces and the processes run. Every setting is already resolved the
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
+import type { StreamBlockConfig } from '../stream/config.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -202,6 +203,8 @@ export interface ServerConfig {
   /** `worker_processes`: resolved (`auto` is the number of CPUs). */
   readonly workerProcesses: number;
   readonly http?: HttpBlockConfig;
+  /** The `stream {}` block: TCP and TLS proxying (src/server/stream/). */
+  readonly stream?: StreamBlockConfig;
   /** Every file the configuration read, absolute path -> text, in reading order: what
    * `api_config_files on` shows, and what workers parse again instead of the disk. */
   readonly files: Record<string, string>;

@@ -1,0 +1,393 @@
+// The stream module's configuration (nginx's ngx_stream_*), declared beside its code: the
+// `stream {}` block, its `upstream` and `server` blocks and their directives (composed
+// into the loader's table by config/directives.ts), what each block says, and what a
+// server ends up with once the stream block's settings are merged into it.
+//
+//   stream {
+//     upstream <name> { zone ...; server <addr> [weight= max_conns= max_fails=
+//                       fail_timeout= backup down slow_start=]; hash|least_conn|random; }
+//     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;
+//              proxy_pass <upstream>|<addr>; proxy_connect_timeout; proxy_timeout;
+//              proxy_next_upstream on|off; proxy_next_upstream_tries; allow; deny;
+//              ssl_certificate; ssl_certificate_key; ssl_handshake_timeout; proxy_ssl; }
+//   }
+//
+// The settings but `listen`, `status_zone` and `proxy_pass` may be written in `stream`
+// too, and a server inherits them (an `allow`/`deny` list in a server replaces the outer one).
+import path from 'node:path';
+import { parseTime } from '../../metrics/peers.js';
+import { checkUpstreamBlock, type DirectiveSpec } from '../config/directives.js';
+import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
+import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
+import type { Directive } from '../config/syntax.js';
+import { checkAccessAddress, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseUpstreamAddress } from '../config/values.js';
+
+export interface StreamListen {
+  readonly host: string;
+  readonly port: number;
+  /** TLS is terminated here: the server needs `ssl_certificate` and its key. */
+  readonly ssl: boolean;
+  /** The client's connection begins with a PROXY protocol header (v1 or v2). */
+  readonly proxyProtocol: boolean;
+  readonly origin: Origin;
+}
+
+/** What `stream` and its servers may both say. */
+interface StreamCommon {
+  readonly seen: Set<string>;
+  /** Only the rules written in this block: a block with any replaces the outer list. */
+  readonly access: AccessRule[];
+  proxyConnectTimeout?: number;
+  proxyTimeout?: number;
+  proxyNextUpstream?: boolean;
+  proxyNextUpstreamTries?: number;
+  proxySsl?: boolean;
+  sslCertificate?: string;
+  sslCertificateKey?: string;
+  sslHandshakeTimeout?: number;
+}
+
+export interface StreamLevel extends StreamCommon {
+  readonly kind: 'stream';
+  readonly origin: Origin;
+  readonly servers: StreamServerLevel[];
+  readonly upstreams: UpstreamLevel[];
+}
+
+export interface StreamServerLevel extends StreamCommon {
+  readonly kind: 'stream_server';
+  readonly origin: Origin;
+  readonly listens: StreamListen[];
+  statusZone?: string;
+  proxyPass?: { readonly target: string; readonly origin: Origin };
+}
+
+/** A stream server as the worker runs it. */
+export interface StreamServerConfig {
+  readonly listens: readonly StreamListen[];
+  readonly statusZone?: string;
+  /** Empty: everything allowed. */
+  readonly access: readonly AccessRule[];
+  /** Present when a listen has `ssl`: absolute paths, and the handshake timeout in ms. */
+  readonly ssl?: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number };
+  readonly proxy: StreamProxyConfig;
+  readonly origin: Origin;
+}
+
+export interface StreamProxyConfig {
+  /** The upstream's name: a configured one, or the implicit one of an address (`<ip>:<port>`). */
+  readonly upstream: string;
+  /** Milliseconds: nginx's defaults 60 s and 10 min. */
+  readonly connectTimeout: number;
+  readonly timeout: number;
+  /** `proxy_next_upstream` (default on): a peer that cannot be connected to is followed by another. */
+  readonly nextUpstream: boolean;
+  /** 0: no limit. */
+  readonly nextUpstreamTries: number;
+  /** `proxy_ssl on`: TLS to the peers (no verification, sessions reused, as nginx's defaults). */
+  readonly ssl: boolean;
+}
+
+export interface StreamBlockConfig {
+  readonly servers: readonly StreamServerConfig[];
+  /** `upstream` blocks, then the implicit upstreams of `proxy_pass <address>`. */
+  readonly upstreams: readonly UpstreamBlockConfig[];
+}
+
+/** nginx's stream defaults. */
+const CONNECT_TIMEOUT_MS = 60_000;
+const PROXY_TIMEOUT_MS = 600_000;
+const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
+const RESPONSE_TIME_FACTOR = 90;
+/** What nginx takes as a count or a time (NGX_MAX_INT_T_VALUE on 32 bits). */
+const MAX = 2147483647;
+
+/** Types an entry by its contexts, as config/directives.ts does. */
+const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
+  spec as unknown as DirectiveSpec;
+const both = ['stream', 'stream_server'] as const;
+
+function milliseconds(arg: string): number | undefined {
+  const s = parseTime(arg, true);
+  if (s === undefined || s <= 0 || s * 1000 > MAX) return undefined;
+  return Math.round(s * 1000);
+}
+
+const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
+
+function timeDirective(set: (level: StreamCommon, ms: number) => void) {
+  return define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level, c) {
+      const ms = milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else set(level, ms);
+    },
+  });
+}
+
+function flagDirective(set: (level: StreamCommon, on: boolean) => void) {
+  return define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level, c) {
+      const arg = d.args[0];
+      if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      else set(level, arg === 'on');
+    },
+  });
+}
+
+function access(allow: boolean) {
+  return define({
+    contexts: both,
+    args: [1, 1],
+    multiple: true,
+    apply(d, level, c) {
+      const error = checkAccessAddress(d.args[0]);
+      if (error) c.error(d.origin, `${error} in "${d.name}" directive`);
+      else level.access.push({ allow, address: d.args[0], origin: d.origin });
+    },
+  });
+}
+
+/** Upstream directives of the http module only: nginx's stream upstream has none of them. */
+const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'queue']);
+
+export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
+  stream: define({
+    contexts: ['main'],
+    args: [0, 0],
+    block: true,
+    apply(d, main, c) {
+      const stream: StreamLevel = { kind: 'stream', seen: new Set(), origin: d.origin, access: [], servers: [], upstreams: [] };
+      main.stream = stream;
+      c.walk(d.block ?? [], stream);
+    },
+  }),
+
+  include: define({
+    contexts: both,
+    args: [1, 1],
+    multiple: true,
+    apply: (d, level, c) => c.walk(d.included ?? [], level),
+  }),
+
+  upstream: define({
+    contexts: ['stream'],
+    args: [1, 1],
+    block: true,
+    multiple: true,
+    apply(d, stream, c) {
+      const [name] = d.args;
+      const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
+      if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
+      const duplicate = stream.upstreams.some((u) => u.name.toLowerCase() === name.toLowerCase());
+      if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
+      const block = (d.block ?? []).filter((x) => {
+        if (!HTTP_ONLY.has(x.name)) return true;
+        c.error(x.origin, `"${x.name}" directive is not allowed here`);
+        return false;
+      });
+      c.walk(block, upstream);
+      // `sid` is the http module's sticky sessions: a stream peer has none.
+      for (const p of upstream.servers) if (p.sid !== undefined) c.error(p.origin, `invalid parameter "sid=${p.sid}"`);
+      if (duplicate) return;
+      checkUpstreamBlock(upstream, stream.upstreams, c);
+      stream.upstreams.push(upstream);
+    },
+  }),
+
+  server: define({
+    contexts: ['stream'],
+    args: [0, 0],
+    block: true,
+    multiple: true,
+    apply(d, stream, c) {
+      const server: StreamServerLevel = { kind: 'stream_server', seen: new Set(), origin: d.origin, access: [], listens: [] };
+      stream.servers.push(server);
+      c.walk(d.block ?? [], server);
+      if (!server.listens.length) c.error(d.origin, 'no "listen" directive in server');
+      if (!server.proxyPass) c.error(d.origin, 'no handler for server: "proxy_pass" is missing');
+    },
+  }),
+
+  listen: define({
+    contexts: ['stream_server'],
+    args: [1, 3],
+    multiple: true,
+    apply(d, server, c) {
+      const [address, ...params] = d.args;
+      const parsed = parseListenAddress(address);
+      if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
+      const bad = params.find((p) => p !== 'ssl' && p !== 'proxy_protocol');
+      if (bad !== undefined) return c.error(d.origin, `invalid parameter "${bad}"`);
+      const ssl = params.includes('ssl');
+      const proxyProtocol = params.includes('proxy_protocol');
+      // The PROXY header is read before the handshake; node's TLS takes a socket's handle
+      // from its start, so the two are not combined yet.
+      if (ssl && proxyProtocol) return c.error(d.origin, `"ssl" and "proxy_protocol" on one listen are not supported`);
+      server.listens.push({ ...parsed.value, ssl, proxyProtocol, origin: d.origin });
+    },
+  }),
+
+  status_zone: define({
+    contexts: ['stream_server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      const [name] = d.args;
+      if (!isZoneName(name)) c.error(d.origin, `invalid zone name "${name}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
+      else server.statusZone = name;
+    },
+  }),
+
+  proxy_pass: define({
+    contexts: ['stream_server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      const [target] = d.args;
+      if (target.includes('$')) return c.error(d.origin, `variables in "proxy_pass" are not supported`);
+      if (/^[a-z]+:\/\//i.test(target)) return c.error(d.origin, `invalid URL prefix in "${target}": a stream "proxy_pass" takes an upstream or an address`);
+      server.proxyPass = { target, origin: d.origin };
+    },
+  }),
+
+  proxy_connect_timeout: timeDirective((l, ms) => (l.proxyConnectTimeout = ms)),
+  proxy_timeout: timeDirective((l, ms) => (l.proxyTimeout = ms)),
+  ssl_handshake_timeout: timeDirective((l, ms) => (l.sslHandshakeTimeout = ms)),
+  proxy_next_upstream: flagDirective((l, on) => (l.proxyNextUpstream = on)),
+  proxy_ssl: flagDirective((l, on) => (l.proxySsl = on)),
+
+  proxy_next_upstream_tries: define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level, c) {
+      const arg = d.args[0];
+      const n = /^\d{1,10}$/.test(arg) ? Number(arg) : -1;
+      if (n < 0 || n > MAX) c.error(d.origin, `invalid value "${arg}" in "proxy_next_upstream_tries" directive`);
+      else level.proxyNextUpstreamTries = n;
+    },
+  }),
+
+  allow: access(true),
+  deny: access(false),
+
+  ssl_certificate: define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level) {
+      level.sslCertificate = resolvePath(d, d.args[0]);
+    },
+  }),
+  ssl_certificate_key: define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level) {
+      level.sslCertificateKey = resolvePath(d, d.args[0]);
+    },
+  }),
+};
+
+/** Whether `127.0.0.1:8443`, `[::1]:8443` name a port. */
+const hasPort = (target: string) => (target.startsWith('[') ? /\]:\d+$/ : /:\d+$/).test(target);
+
+function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
+  const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
+  return {
+    name: u.name,
+    ...(zone ? { zone } : {}),
+    servers: u.servers,
+    method: u.method ?? { kind: 'round_robin' },
+    keepalive: 0,
+    responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
+    ...(u.state !== undefined ? { state: u.state } : {}),
+    implicit: false,
+    origin: u.origin,
+  };
+}
+
+/**
+ * The stream block merged into its servers, the upstreams `proxy_pass` names (a
+ * configured one, else the implicit one of an address, as nginx makes), and the checks
+ * that need the whole configuration: a listen address is one socket (no two stream
+ * servers, no http server on it), and an upstream's zone is no HTTP upstream's (a zone
+ * holds one upstream's peers). `httpListens` and `httpZones` are the http block's.
+ */
+export function resolveStream(
+  stream: StreamLevel,
+  c: Checker,
+  httpListens: ReadonlyArray<{ host: string; port: number }>,
+  httpZones: ReadonlyMap<string, string>,
+): StreamBlockConfig {
+  const implicit = new Map<string, UpstreamBlockConfig>();
+  for (const u of stream.upstreams) {
+    const zone = u.zone?.name ?? u.name;
+    const other = httpZones.get(zone);
+    if (other !== undefined) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zone}" is already used by http upstream "${other}"`);
+  }
+  const seen = new Map<string, Origin>();
+  for (const l of httpListens) seen.set(listenAddress(l), { file: '', line: 0 });
+  const servers: StreamServerConfig[] = [];
+  for (const s of stream.servers) {
+    for (const l of s.listens) {
+      const key = listenAddress(l);
+      if (seen.has(key)) c.error(l.origin, `a duplicate listen ${key}`);
+      else seen.set(key, l.origin);
+    }
+    const sslListen = s.listens.find((l) => l.ssl);
+    const certificate = s.sslCertificate ?? stream.sslCertificate;
+    const key = s.sslCertificateKey ?? stream.sslCertificateKey;
+    if (sslListen && certificate === undefined) c.error(sslListen.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
+    else if (sslListen && key === undefined) c.error(sslListen.origin, `no "ssl_certificate_key" is defined for certificate "${certificate}"`);
+    const upstream = s.proxyPass && upstreamOf(s.proxyPass, stream.upstreams, implicit, c);
+    if (upstream === undefined) continue;
+    servers.push({
+      listens: s.listens,
+      ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
+      access: s.access.length ? s.access : stream.access,
+      ...(sslListen && certificate !== undefined && key !== undefined
+        ? { ssl: { certificate, key, handshakeTimeout: s.sslHandshakeTimeout ?? stream.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS } }
+        : {}),
+      proxy: {
+        upstream,
+        connectTimeout: s.proxyConnectTimeout ?? stream.proxyConnectTimeout ?? CONNECT_TIMEOUT_MS,
+        timeout: s.proxyTimeout ?? stream.proxyTimeout ?? PROXY_TIMEOUT_MS,
+        nextUpstream: s.proxyNextUpstream ?? stream.proxyNextUpstream ?? true,
+        nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
+        ssl: s.proxySsl ?? stream.proxySsl ?? false,
+      },
+      origin: s.origin,
+    });
+  }
+  return { servers, upstreams: [...stream.upstreams.map(upstreamConfig), ...implicit.values()] };
+}
+
+function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly UpstreamLevel[], implicit: Map<string, UpstreamBlockConfig>, c: Checker): string | undefined {
+  const named = upstreams.find((u) => u.name.toLowerCase() === p.target.toLowerCase());
+  if (named) return named.name;
+  // nginx's stream proxy_pass needs a port with an address.
+  if (!hasPort(p.target)) {
+    c.error(p.origin, /^[A-Za-z0-9_.-]+$/.test(p.target) && !/^\d+(\.\d+){3}$/.test(p.target) ? `no upstream "${p.target}" in stream` : `no port in upstream "${p.target}"`);
+    return undefined;
+  }
+  const address = parseUpstreamAddress(p.target);
+  if (address.error !== undefined) {
+    c.error(p.origin, address.resolver ? `host not found in upstream "${p.target}"` : address.error);
+    return undefined;
+  }
+  const name = address.value.address;
+  if (!implicit.has(name))
+    implicit.set(name, {
+      name,
+      // Its own zone, apart from an http block's implicit upstream of the same address.
+      zone: { name: `stream-${name}` },
+      servers: [defaultPeer(p.target, address.value, p.origin)],
+      method: { kind: 'round_robin' },
+      keepalive: 0,
+      responseTimeFactor: RESPONSE_TIME_FACTOR,
+      implicit: true,
+      origin: p.origin,
+    });
+  return name;
+}

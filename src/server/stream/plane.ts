@@ -1,0 +1,341 @@
+// A worker's stream data plane (nginx's stream module): a TCP listener per stream listen
+// address, and for each client connection a session through nginx's phases in order:
+// the PROXY protocol header (a bad one ends the session with 400), access rules (403),
+// the TLS handshake on `ssl` listens (a failure discards the connection: no session
+// exists yet), then the proxy: a peer chosen by the upstream's balancer, the next one
+// after a failed connect (proxy_next_upstream), 502 when none could be reached.
+//
+// Bytes go both ways with backpressure: a side's reads pause while the other side's
+// writes are queued, so a bulk transfer holds at most a socket buffer or two in memory.
+// A side's end (FIN) is passed on to the other and the session lasts until both sides
+// have closed, as nginx's `proxy_half_close on`: an echo or a request/response protocol
+// that half-closes keeps its answer. `proxy_timeout` is the longest silence in both
+// directions at once, as nginx's.
+//
+// Counted: the server zone's connections, sessions by code, bytes (after TLS decryption)
+// and handshakes; the peer's selections, bytes, failures and its connect, first byte and
+// last byte times, measured from the start of the connect to the peer as nginx's are.
+import { readFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect as connectTls, createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
+import { connections, type Connections } from '../../metrics/connections.js';
+import type { Status } from '../../metrics/status.js';
+import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
+import { accessChecker, type AccessChecker } from '../access.js';
+import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
+import { Balancer } from '../upstream/balancer.js';
+import type { StreamListen, StreamServerConfig } from './config.js';
+import { readProxyHeader } from './proxy-protocol.js';
+
+export interface StreamPlaneOptions {
+  readonly status: Status;
+  /** TLS session ticket keys shared by all workers, so that a session resumes in any. */
+  readonly ticketKeys?: Buffer;
+}
+
+/** A stream upstream in a worker: its balancer, its hash key, the last TLS session of
+ * each peer (`proxy_ssl`). */
+class StreamUpstream {
+  readonly balancer: Balancer;
+  readonly key?: (client: Socket) => string;
+  readonly sessions = new Map<string, Buffer>();
+
+  constructor(status: Status, config: UpstreamBlockConfig) {
+    const entry = status.catalog().stream?.upstreams?.find((u) => u.name === config.name);
+    if (!entry) throw new Error(`the status has no stream upstream "${config.name}"`);
+    this.balancer = new Balancer(status, entry, config.method, { protocol: 'stream' });
+    const method = config.method;
+    if (method.kind === 'hash') this.key = streamKey(method.key);
+  }
+}
+
+/** A hash key with the connection's variables: $remote_addr, $remote_port, $server_addr,
+ * $server_port; any other is empty, as a stream connection has no request. */
+function streamKey(text: string): (client: Socket) => string {
+  const values: Record<string, (s: Socket) => string> = {
+    remote_addr: (s) => s.remoteAddress ?? '',
+    binary_remote_addr: (s) => s.remoteAddress ?? '',
+    remote_port: (s) => String(s.remotePort ?? ''),
+    server_addr: (s) => s.localAddress ?? '',
+    server_port: (s) => String(s.localPort ?? ''),
+  };
+  const parts: Array<string | ((s: Socket) => string)> = [];
+  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
+  let last = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    if (m.index > last) parts.push(text.slice(last, m.index));
+    parts.push(values[m[1] ?? m[2]] ?? '');
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) parts.push(text.slice(last));
+  return (s) => parts.map((p) => (typeof p === 'string' ? p : p(s))).join('');
+}
+
+/** A stream server in a worker. */
+class StreamSite {
+  readonly zone?: StreamZone;
+  readonly allowed: AccessChecker;
+  readonly context?: SecureContext;
+
+  constructor(
+    readonly config: StreamServerConfig,
+    readonly upstream: StreamUpstream,
+    status: Status,
+    zones: Map<string, StreamZone>,
+    ticketKeys: Buffer | undefined,
+  ) {
+    const name = config.statusZone;
+    if (name !== undefined) {
+      let z = zones.get(name);
+      if (!z) zones.set(name, (z = streamZone(status, name)));
+      this.zone = z;
+    }
+    this.allowed = accessChecker(config.access);
+    if (config.ssl) {
+      this.context = createSecureContext({ cert: readFileSync(config.ssl.certificate), key: readFileSync(config.ssl.key) });
+      if (ticketKeys) this.context.context.setTicketKeys(ticketKeys);
+    }
+  }
+}
+
+export class StreamPlane {
+  private readonly status: Status;
+  private readonly conns: Connections;
+  private readonly servers: Server[] = [];
+  private readonly sites: StreamSite[] = [];
+  /** Client sockets of sessions in progress. */
+  private readonly live = new Set<Socket>();
+  private draining = false;
+  private drained: (() => void) | undefined;
+
+  constructor(config: ServerConfig, options: StreamPlaneOptions) {
+    this.status = options.status;
+    this.conns = connections(this.status);
+    const upstreams = new Map<string, StreamUpstream>();
+    for (const u of config.stream?.upstreams ?? []) upstreams.set(u.name, new StreamUpstream(this.status, u));
+    const zones = new Map<string, StreamZone>();
+    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream)!, this.status, zones, options.ticketKeys));
+  }
+
+  async listen(): Promise<void> {
+    for (const site of this.sites)
+      for (const listen of site.config.listens) {
+        const server = createServer({ allowHalfOpen: true }, (socket) => this.accept(site, listen, socket));
+        this.servers.push(server);
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(listen.port, listen.host, () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+      }
+  }
+
+  /** Stops accepting; resolves once every session has ended. */
+  drain(): Promise<void> {
+    this.draining = true;
+    const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    const sessions = new Promise<void>((resolve) => {
+      if (this.live.size === 0) resolve();
+      else this.drained = resolve;
+    });
+    return Promise.all([...closed, sessions]).then(() => {});
+  }
+
+  private accept(site: StreamSite, listen: StreamListen, raw: Socket): void {
+    this.conns.accepted();
+    site.zone?.connectionStarted();
+    if (this.draining) {
+      raw.destroy();
+      this.conns.dropped();
+      site.zone?.connectionDiscarded(0, 0);
+      return;
+    }
+    raw.setNoDelay(true);
+    raw.pause();
+    this.live.add(raw);
+    const session = new Session(site, raw, this.conns, () => {
+      this.live.delete(raw);
+      if (this.draining && this.live.size === 0) this.drained?.();
+    });
+    raw.on('error', () => {});
+    raw.once('close', () => {
+      session.clientClosed = true;
+      session.maybeEnd();
+    });
+    if (listen.proxyProtocol)
+      readProxyHeader(raw, (ok, consumed) => {
+        session.received += consumed;
+        if (ok) this.admit(session, listen);
+        else session.refuse(400);
+      });
+    else this.admit(session, listen);
+  }
+
+  private admit(session: Session, listen: StreamListen): void {
+    const { site, raw } = session;
+    if (!site.allowed(raw.remoteAddress)) return session.refuse(403);
+    if (!listen.ssl) return session.proxy(raw);
+    const tls = new TLSSocket(raw, { isServer: true, secureContext: site.context!, requestCert: false, rejectUnauthorized: false });
+    session.tls = tls;
+    tls.on('error', () => {
+      if (session.handshaked) return;
+      site.zone?.sslFailed();
+      session.discard();
+    });
+    const timer = setTimeout(() => {
+      site.zone?.sslTimedOut();
+      session.discard();
+    }, site.config.ssl!.handshakeTimeout);
+    tls.once('secure', () => {
+      clearTimeout(timer);
+      session.handshaked = true;
+      site.zone?.sslHandshaked(tls.isSessionReused());
+      session.proxy(tls);
+    });
+    tls.once('close', () => clearTimeout(timer));
+  }
+}
+
+class Session {
+  /** Bytes from and to the client (decrypted). */
+  received = 0;
+  sent = 0;
+  code: SessionStatus | undefined;
+  discarded = false;
+  clientClosed = false;
+  peerClosed = true;
+  handshaked = false;
+  tls: TLSSocket | undefined;
+  private ended = false;
+  private peerReceived = 0;
+  private peerSent = 0;
+  private start = 0;
+  private connectMs = 0;
+  private firstByteMs: number | undefined;
+  private readonly tried = new Set<number>();
+  private attempts = 0;
+
+  constructor(
+    readonly site: StreamSite,
+    readonly raw: Socket,
+    private readonly conns: Connections,
+    private readonly onEnd: () => void,
+  ) {}
+
+  /** Ends the session before the proxy with `code` (400, 403, 502). */
+  refuse(code: SessionStatus): void {
+    this.code ??= code;
+    (this.tls ?? this.raw).destroy();
+    this.raw.destroy();
+  }
+
+  /** Ends the connection before a session exists (a failed or timed out handshake). */
+  discard(): void {
+    this.discarded = true;
+    this.tls?.destroy();
+    this.raw.destroy();
+  }
+
+  /** Counts the session once the client and the peer connection are both closed. */
+  maybeEnd(): void {
+    if (this.ended || !this.clientClosed || !this.peerClosed) return;
+    this.ended = true;
+    this.onEnd();
+    const conns = this.conns;
+    const zone = this.site.zone;
+    if (this.discarded || this.code === undefined) {
+      conns.dropped();
+      zone?.connectionDiscarded(this.received, this.sent);
+      return;
+    }
+    conns.closed(false);
+    zone?.sessionEnded(this.code, this.received, this.sent);
+  }
+
+  /** The client side is ready: connects to a peer. */
+  proxy(client: Socket): void {
+    this.connect(client);
+  }
+
+  private connect(client: Socket): void {
+    const upstream = this.site.upstream;
+    const chosen = upstream.balancer.pick(upstream.key?.(this.raw), this.tried);
+    if (typeof chosen === 'string') return this.refuse(502);
+    this.attempts++;
+    this.peerClosed = false;
+    const proxy = this.site.config.proxy;
+    this.start = performance.now();
+    const session = proxy.ssl ? upstream.sessions.get(chosen.address) : undefined;
+    const peer = proxy.ssl
+      ? connectTls({ host: chosen.host, port: chosen.port, rejectUnauthorized: false, ...(session ? { session } : {}) })
+      : connect({ host: chosen.host, port: chosen.port, allowHalfOpen: true, noDelay: true });
+    if (proxy.ssl) peer.on('session', (s: Buffer) => upstream.sessions.set(chosen.address, s));
+    let connected = false;
+    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
+    peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      connected = true;
+      this.connectMs = performance.now() - this.start;
+      // The client left while the peer was being reached.
+      if (client.destroyed) peer.destroy();
+      else this.pipe(client, peer);
+    });
+    peer.on('error', () => {});
+    peer.once('close', () => {
+      clearTimeout(timer);
+      if (!connected) {
+        upstream.balancer.release(chosen, true);
+        this.tried.add(chosen.id);
+        this.peerClosed = true;
+        const tries = proxy.nextUpstreamTries;
+        if (proxy.nextUpstream && (tries === 0 || this.attempts < tries) && !client.destroyed) return this.connect(client);
+        return this.refuse(502);
+      }
+      const lastByteMs = performance.now() - this.start;
+      chosen.metrics.sessionEnded(this.peerReceived, this.peerSent, this.connectMs, this.firstByteMs, lastByteMs);
+      upstream.balancer.release(chosen, false);
+      this.peerClosed = true;
+      client.destroy();
+      this.maybeEnd();
+    });
+  }
+
+  private pipe(client: Socket, peer: Socket): void {
+    this.code = 200;
+    const timeout = this.site.config.proxy.timeout;
+    client.on('data', (chunk: Buffer) => {
+      this.received += chunk.length;
+      this.peerSent += chunk.length;
+      if (!peer.write(chunk)) client.pause();
+    });
+    peer.on('drain', () => client.resume());
+    peer.on('data', (chunk: Buffer) => {
+      if (this.firstByteMs === undefined) this.firstByteMs = performance.now() - this.start;
+      this.peerReceived += chunk.length;
+      this.sent += chunk.length;
+      if (!client.write(chunk)) peer.pause();
+    });
+    client.on('drain', () => peer.resume());
+    client.on('end', () => peer.end());
+    peer.on('end', () => client.end());
+    client.on('close', () => peer.destroy());
+    client.on('error', () => peer.destroy());
+    // proxy_timeout: silence both ways. Each side's own idle timer says the side is
+    // silent; the session ends when the other has been silent as long.
+    let last = performance.now();
+    const touch = () => (last = performance.now());
+    client.on('data', touch);
+    peer.on('data', touch);
+    const idle = () => {
+      if (performance.now() - last >= timeout - 1) {
+        peer.destroy();
+        client.destroy();
+      }
+    };
+    client.setTimeout(timeout, idle);
+    peer.setTimeout(timeout, idle);
+    client.resume();
+  }
+}
