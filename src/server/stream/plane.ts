@@ -17,7 +17,7 @@
 // last byte times, measured from the start of the connect to the peer as nginx's are.
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { connect as connectTls, createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
+import { connect as connectTls, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { Status } from '../../metrics/status.js';
 import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
@@ -75,14 +75,12 @@ function streamKey(text: string): (client: Socket) => string {
 class StreamSite {
   readonly zone?: StreamZone;
   readonly allowed: AccessChecker;
-  readonly context?: SecureContext;
 
   constructor(
     readonly config: StreamServerConfig,
     readonly upstream: StreamUpstream,
     status: Status,
     zones: Map<string, StreamZone>,
-    ticketKeys: Buffer | undefined,
   ) {
     const name = config.statusZone;
     if (name !== undefined) {
@@ -91,10 +89,6 @@ class StreamSite {
       this.zone = z;
     }
     this.allowed = accessChecker(config.access);
-    if (config.ssl) {
-      this.context = createSecureContext({ cert: readFileSync(config.ssl.certificate), key: readFileSync(config.ssl.key) });
-      if (ticketKeys) this.context.context.setTicketKeys(ticketKeys);
-    }
   }
 }
 
@@ -107,20 +101,22 @@ export class StreamPlane {
   private readonly live = new Set<Socket>();
   private draining = false;
   private drained: (() => void) | undefined;
+  private readonly ticketKeys: Buffer | undefined;
 
   constructor(config: ServerConfig, options: StreamPlaneOptions) {
     this.status = options.status;
+    this.ticketKeys = options.ticketKeys;
     this.conns = connections(this.status);
     const upstreams = new Map<string, StreamUpstream>();
     for (const u of config.stream?.upstreams ?? []) upstreams.set(u.name, new StreamUpstream(this.status, u));
     const zones = new Map<string, StreamZone>();
-    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream)!, this.status, zones, options.ticketKeys));
+    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream)!, this.status, zones));
   }
 
   async listen(): Promise<void> {
     for (const site of this.sites)
       for (const listen of site.config.listens) {
-        const server = createServer({ allowHalfOpen: true }, (socket) => this.accept(site, listen, socket));
+        const server = listen.ssl ? this.tlsServer(site, listen) : createServer({ allowHalfOpen: true }, (socket) => this.accept(site, listen, socket));
         this.servers.push(server);
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -130,6 +126,36 @@ export class StreamPlane {
           });
         });
       }
+  }
+
+  /** node's TLS server: it begins the handshake as the connection comes; the access
+   * rules (nginx checks them before the handshake) close the raw socket at once. */
+  private tlsServer(site: StreamSite, listen: StreamListen): Server {
+    const ssl = site.config.ssl!;
+    const server = createTlsServer({
+      cert: readFileSync(ssl.certificate),
+      key: readFileSync(ssl.key),
+      handshakeTimeout: ssl.handshakeTimeout,
+      ...(this.ticketKeys ? { ticketKeys: this.ticketKeys } : {}),
+    });
+    server.on('connection', (raw: Socket) => this.accept(site, listen, raw));
+    server.on('secureConnection', (tls: TLSSocket) => {
+      const session = sessionOf(tls);
+      if (!session || session.code !== undefined) return void tls.destroy();
+      session.handshaked = true;
+      site.zone?.sslHandshaked(tls.isSessionReused());
+      tls.on('error', () => {});
+      session.proxy(tls);
+    });
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, tls: TLSSocket) => {
+      const session = sessionOf(tls);
+      // Refused before the handshake: not a TLS failure.
+      if (!session || session.code !== undefined) return;
+      if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') site.zone?.sslTimedOut();
+      else site.zone?.sslFailed();
+      session.discard();
+    });
+    return server;
   }
 
   /** Stops accepting; resolves once every session has ended. */
@@ -153,12 +179,14 @@ export class StreamPlane {
       return;
     }
     raw.setNoDelay(true);
-    raw.pause();
+    // A TLS socket reads the raw one itself.
+    if (!listen.ssl) raw.pause();
     this.live.add(raw);
     const session = new Session(site, raw, this.conns, () => {
       this.live.delete(raw);
       if (this.draining && this.live.size === 0) this.drained?.();
     });
+    (raw as WithSession)[SESSION] = session;
     raw.on('error', () => {});
     raw.once('close', () => {
       session.clientClosed = true;
@@ -176,27 +204,15 @@ export class StreamPlane {
   private admit(session: Session, listen: StreamListen): void {
     const { site, raw } = session;
     if (!site.allowed(raw.remoteAddress)) return session.refuse(403);
-    if (!listen.ssl) return session.proxy(raw);
-    const tls = new TLSSocket(raw, { isServer: true, secureContext: site.context!, requestCert: false, rejectUnauthorized: false });
-    session.tls = tls;
-    tls.on('error', () => {
-      if (session.handshaked) return;
-      site.zone?.sslFailed();
-      session.discard();
-    });
-    const timer = setTimeout(() => {
-      site.zone?.sslTimedOut();
-      session.discard();
-    }, site.config.ssl!.handshakeTimeout);
-    tls.once('secure', () => {
-      clearTimeout(timer);
-      session.handshaked = true;
-      site.zone?.sslHandshaked(tls.isSessionReused());
-      session.proxy(tls);
-    });
-    tls.once('close', () => clearTimeout(timer));
+    // A TLS listen's session goes on once its handshake is done (secureConnection).
+    if (!listen.ssl) session.proxy(raw);
   }
 }
+
+const SESSION = Symbol('zonal.session');
+type WithSession = Socket & { [SESSION]?: Session };
+/** The session of a TLS socket: kept on the raw socket under it. */
+const sessionOf = (tls: TLSSocket) => ((tls as TLSSocket & { _parent?: Socket })._parent as WithSession | undefined)?.[SESSION];
 
 class Session {
   /** Bytes from and to the client (decrypted). */
@@ -207,7 +223,6 @@ class Session {
   clientClosed = false;
   peerClosed = true;
   handshaked = false;
-  tls: TLSSocket | undefined;
   private ended = false;
   private peerReceived = 0;
   private peerSent = 0;
@@ -227,14 +242,12 @@ class Session {
   /** Ends the session before the proxy with `code` (400, 403, 502). */
   refuse(code: SessionStatus): void {
     this.code ??= code;
-    (this.tls ?? this.raw).destroy();
     this.raw.destroy();
   }
 
   /** Ends the connection before a session exists (a failed or timed out handshake). */
   discard(): void {
     this.discarded = true;
-    this.tls?.destroy();
     this.raw.destroy();
   }
 

@@ -104,7 +104,9 @@ export function tlsClient(port: number, session?: Buffer): Promise<{ socket: TLS
     const socket = connectTls({ port, host: '127.0.0.1', rejectUnauthorized: false, ...(session ? { session } : {}) });
     const ticket = new Promise<Buffer | undefined>((r) => {
       const timer = setTimeout(() => r(undefined), 1000);
-      socket.once('session', (s: Buffer) => (clearTimeout(timer), r(s)));
+      // Resolved a turn later: a write made inside node's 'session' callback (it runs
+      // within the TLS read) is never sent.
+      socket.once('session', (s: Buffer) => (clearTimeout(timer), setImmediate(() => r(s))));
     });
     socket.once('secureConnect', () => resolve({ socket, reused: socket.isSessionReused(), session: ticket }));
     socket.once('error', reject);
