@@ -60,6 +60,9 @@ export interface StreamServerLevel extends StreamCommon {
   readonly listens: StreamListen[];
   statusZone?: string;
   proxyPass?: { readonly target: string; readonly origin: Origin };
+  /** A `listen` or a `proxy_pass` was written, even one refused: its error is enough. */
+  listenWritten?: boolean;
+  proxyPassWritten?: boolean;
 }
 
 /** A stream server as the worker runs it. */
@@ -208,8 +211,8 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const server: StreamServerLevel = { kind: 'stream_server', seen: new Set(), origin: d.origin, access: [], listens: [] };
       stream.servers.push(server);
       c.walk(d.block ?? [], server);
-      if (!server.listens.length) c.error(d.origin, 'no "listen" directive in server');
-      if (!server.proxyPass) c.error(d.origin, 'no handler for server: "proxy_pass" is missing');
+      if (!server.listenWritten) c.error(d.origin, 'no "listen" directive in server');
+      if (!server.proxyPassWritten) c.error(d.origin, 'no handler for server: "proxy_pass" is missing');
     },
   }),
 
@@ -219,6 +222,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     multiple: true,
     apply(d, server, c) {
       const [address, ...params] = d.args;
+      server.listenWritten = true;
       const parsed = parseListenAddress(address);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
       const bad = params.find((p) => p !== 'ssl' && p !== 'proxy_protocol');
@@ -247,6 +251,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, server, c) {
       const [target] = d.args;
+      server.proxyPassWritten = true;
       if (target.includes('$')) return c.error(d.origin, `variables in "proxy_pass" are not supported`);
       if (/^[a-z]+:\/\//i.test(target)) return c.error(d.origin, `invalid URL prefix in "${target}": a stream "proxy_pass" takes an upstream or an address`);
       server.proxyPass = { target, origin: d.origin };
