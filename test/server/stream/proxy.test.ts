@@ -198,3 +198,25 @@ t.test('/status/connections counts stream connections', async (t) => {
   t.equal(after.accepted - before.accepted, 1);
   t.equal(after.active, before.active);
 });
+
+t.test('a reload: a session in progress goes on in the draining worker, new ones reach the new workers', async (t) => {
+  const s = connect(plain, '127.0.0.1');
+  const echo = (text: string) =>
+    new Promise<string>((resolve) => {
+      s.once('data', (d) => resolve(d.toString()));
+      s.write(text);
+    });
+  t.equal(await echo('before'), 'before');
+  const old = zonal.workers();
+  t.ok(await zonal.reload(), 'reloaded');
+  t.equal(await echo('after'), 'after', 'the open session still echoes');
+  t.equal((await exchange(plain, 'new')).received.toString(), 'new', 'a new connection is served');
+  const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
+  s.end();
+  s.on('end', () => s.end());
+  await closed;
+  // The old workers exit once their sessions are over.
+  t.ok(await eventually(async () => zonal.workers().every((pid) => !old.includes(pid)), 10_000), 'the old workers are gone');
+  const zone = await settled('server_zones/plain', (z) => z.connections.processing === 0);
+  t.equal(zone.connections.processing, 0);
+});
