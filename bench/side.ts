@@ -22,6 +22,8 @@
 // - proxy_keepalive: zonal with `keepalive 64` | node:http forwarding through
 //   `new http.Agent({ keepAlive: true, maxSockets: 64 })` | nginx with `keepalive 64`,
 //   `proxy_http_version 1.1` and `proxy_set_header Connection ""`.
+// - tcp_bulk, tcp_connections: TCP proxying, zonal's `stream {}` | nginx's stream module,
+//   driven by a node load client (wrk speaks only HTTP): bench/tcp-load.ts says how.
 // Ratios are zonal / reference (above 1: zonal serves more); metrics_overhead_pct =
 // (rps_off - rps_on) / rps_off * 100.
 //
@@ -61,6 +63,7 @@ import type * as UWS from 'uWebSockets.js';
 import { alternate, broken, checkCounted, childPids, endToEnd, freePort, getOnce, headerLine, HOST, nginxCommand, peerSelected, ready, ROOT, runBench, start, startNginx, statusNumber, wholeOption, ZONAL, type Answer, type Child } from './processes.js';
 import { median, round2, table } from './report.js';
 import { wrk, wrkCommand, type WrkMeasured } from './wrk.js';
+import { STREAM_ROWS, streamRows, type StreamRow } from './tcp-load.js';
 
 /** This file, which the children run in their own modes. */
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -433,10 +436,12 @@ async function main(): Promise<void> {
 
     // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
     const only = process.argv.includes('--rows') ? process.argv[process.argv.indexOf('--rows') + 1]?.split(',') ?? [] : undefined;
-    const unknown = only?.filter((name) => !allRows.some((r) => r.name === name)) ?? [];
+    const isStream = (name: string): name is StreamRow => (STREAM_ROWS as readonly string[]).includes(name);
+    const unknown = only?.filter((name) => !allRows.some((r) => r.name === name) && !isStream(name)) ?? [];
     if (only && (only.length === 0 || unknown.length > 0))
-      broken(`--rows takes names of rows separated by commas (${allRows.map((r) => r.name).join(', ')}), not "${unknown.join(',')}"`);
+      broken(`--rows takes names of rows separated by commas (${[...allRows.map((r) => r.name), ...STREAM_ROWS].join(', ')}), not "${unknown.join(',')}"`);
     const rows = only ? allRows.filter((r) => only.includes(r.name)) : allRows;
+    const tcpRows = only ? only.filter(isStream) : [...STREAM_ROWS];
 
     // Every side's first answer, on a connection of its own, before any load.
     const first = new Map<Side, Answer>();
@@ -536,6 +541,7 @@ async function main(): Promise<void> {
       ['nginx', `${nginx.command}: ${nginx.version}${nginx.installed ? ' (installed by this run)' : ''}`],
     ]);
     checkCounted("zonal's own counts, read through its admin listener after the load (answered: wrk's answers, warm-up included, and the first GET)", counts);
+    if (tcpRows.length > 0) Object.assign(json, await streamRows(dir, nginx.command, tcpRows, seconds, rounds));
     console.log(JSON.stringify(json));
   });
 }

@@ -16,7 +16,7 @@
 // and handshakes; the peer's selections, bytes, failures and its connect, first byte and
 // last byte times, measured from the start of the connect to the peer as nginx's are.
 import { readFileSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
 import { connect as connectTls, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { Status } from '../../metrics/status.js';
@@ -26,6 +26,11 @@ import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import { Balancer } from '../upstream/balancer.js';
 import type { StreamListen, StreamServerConfig } from './config.js';
 import { readProxyHeader } from './proxy-protocol.js';
+
+/** Bytes a side may have queued for writing before the other side's reads pause: with
+ * node's 16 KiB default every 64 KiB read would pause and resume the reading side
+ * (two epoll changes a read); a session holds at most about twice this. */
+const QUEUED = 256 * 1024;
 
 export interface StreamPlaneOptions {
   readonly status: Status;
@@ -116,7 +121,9 @@ export class StreamPlane {
   async listen(): Promise<void> {
     for (const site of this.sites)
       for (const listen of site.config.listens) {
-        const server = listen.ssl ? this.tlsServer(site, listen) : createServer({ allowHalfOpen: true }, (socket) => this.accept(site, listen, socket));
+        const server = listen.ssl
+          ? this.tlsServer(site, listen)
+          : createServer({ allowHalfOpen: true, highWaterMark: QUEUED }, (socket) => this.accept(site, listen, socket));
         this.servers.push(server);
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -214,6 +221,13 @@ type WithSession = Socket & { [SESSION]?: Session };
 /** The session of a TLS socket: kept on the raw socket under it. */
 const sessionOf = (tls: TLSSocket) => ((tls as TLSSocket & { _parent?: Socket })._parent as WithSession | undefined)?.[SESSION];
 
+/** A plain connection to a peer; node's Socket takes stream options (highWaterMark)
+ * that its connect() types leave out. */
+function plainPeer(host: string, port: number): NetConnectOpts {
+  const options = { host, port, allowHalfOpen: true, noDelay: true, highWaterMark: QUEUED };
+  return options;
+}
+
 class Session {
   /** Bytes from and to the client (decrypted). */
   received = 0;
@@ -283,7 +297,7 @@ class Session {
     const session = proxy.ssl ? upstream.sessions.get(chosen.address) : undefined;
     const peer = proxy.ssl
       ? connectTls({ host: chosen.host, port: chosen.port, rejectUnauthorized: false, ...(session ? { session } : {}) })
-      : connect({ host: chosen.host, port: chosen.port, allowHalfOpen: true, noDelay: true });
+      : connect(plainPeer(chosen.host, chosen.port));
     if (proxy.ssl) peer.on('session', (s: Buffer) => upstream.sessions.set(chosen.address, s));
     let connected = false;
     const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
