@@ -14,6 +14,7 @@ import { WORKER_SLOT_ENV } from '../engine/index.js';
 import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
+import { repairStreamZones } from '../metrics/stream-zones.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
@@ -112,6 +113,7 @@ export class Primary {
         // another worker takes the slot.
         try {
           repairSlot(this.status, slot);
+          repairStreamZones(this.status, slot);
         } catch (e) {
           this.log('error', `repairing worker slot ${slot} failed: ${(e as Error).message}`);
         }

@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from './peers.js';
 
-const [admin, plain, denied, dead, next, weighted, slow, edit, proxied, a, b, c, d, e, closed, closed2] = await freePorts(16);
+const [admin, plain, denied, dead, next, weighted, slow, edit, proxied, limited, a, b, c, d, e, closed, closed2] = await freePorts(17);
 const backends = [a, b, c, d].map((p) => new EchoBackend(p));
 const delayed = new EchoBackend(e, { delayMs: 300, greeting: 'hi' });
 for (const x of [...backends, delayed]) await x.start();
@@ -32,6 +32,7 @@ stream {
     upstream weighted { zone weighted 64k; server 127.0.0.1:${c} weight=3; server 127.0.0.1:${d}; }
     upstream slow { zone slow 64k; server 127.0.0.1:${e}; }
     upstream edit { zone edit 64k; server 127.0.0.1:${a}; }
+    upstream limited { zone limited 64k; server 127.0.0.1:${c} max_conns=1; }
     server { listen 127.0.0.1:${plain}; status_zone plain; proxy_pass one; }
     server { listen 127.0.0.1:${denied}; status_zone denied; deny 127.0.0.1; proxy_pass one; }
     server { listen 127.0.0.1:${dead}; status_zone dead; proxy_pass dead; }
@@ -39,6 +40,7 @@ stream {
     server { listen 127.0.0.1:${weighted}; status_zone weighted; proxy_pass weighted; }
     server { listen 127.0.0.1:${slow}; status_zone slow; proxy_pass slow; }
     server { listen 127.0.0.1:${edit}; status_zone edit; proxy_pass edit; }
+    server { listen 127.0.0.1:${limited}; status_zone limited; proxy_pass limited; }
     server { listen 127.0.0.1:${proxied} proxy_protocol; status_zone proxied; proxy_pass 127.0.0.1:${b}; }
 }
 `,
@@ -219,4 +221,32 @@ t.test('a reload: a session in progress goes on in the draining worker, new ones
   t.ok(await eventually(async () => zonal.workers().every((pid) => !old.includes(pid)), 10_000), 'the old workers are gone');
   const zone = await settled('server_zones/plain', (z) => z.connections.processing === 0);
   t.equal(zone.connections.processing, 0);
+});
+
+t.test('max_conns across workers; a worker killed with a session gives its slot back', async (t) => {
+  const held = connect(limited, '127.0.0.1');
+  held.on('error', () => {});
+  await new Promise<void>((resolve) => {
+    held.once('data', () => resolve());
+    held.write('hold');
+  });
+  // Whichever worker takes them, the peer's one slot is taken.
+  for (let i = 0; i < 4; i++) t.equal((await exchange(limited, 'no', { expect: 0 })).received.length, 0, 'no peer below max_conns: closed');
+  let zone = await settled('server_zones/limited', (z) => z.sessions.bad_gateway === 4);
+  t.equal(zone.sessions.bad_gateway, 4);
+  const peerPath = `upstreams/limited/peers/127.0.0.1:${c}`;
+  t.equal((await status(peerPath)).selected.current, 1);
+  const from = zonal.log.length;
+  const old = zonal.workers();
+  const gone = new Promise<void>((resolve) => held.once('close', () => resolve()));
+  for (const pid of old) process.kill(pid, 'SIGKILL');
+  await gone;
+  await zonal.waitLog(/starting another[\s\S]*starting another/, 10_000, from);
+  t.ok(await eventually(async () => zonal.workers().length === 2 && zonal.workers().every((p) => !old.includes(p)), 10_000), 'both workers replaced');
+  t.equal((await status(peerPath)).selected.current, 0, "the dead worker's session is no longer current");
+  let echoed = '';
+  await eventually(async () => (echoed = (await exchange(limited, 'yes').catch(() => ({ received: Buffer.alloc(0) }))).received.toString()) === 'yes', 10_000);
+  t.equal(echoed, 'yes', 'its max_conns slot was given back');
+  zone = await status('server_zones/limited');
+  t.equal(zone.connections.processing, 0, 'processing is repaired too');
 });
