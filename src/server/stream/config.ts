@@ -14,6 +14,7 @@
 //
 // The settings but `listen`, `status_zone` and `proxy_pass` may be written in `stream`
 // too, and a server inherits them (an `allow`/`deny` list in a server replaces the outer one).
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
 import { checkUpstreamBlock, type DirectiveSpec } from '../config/directives.js';
@@ -117,6 +118,18 @@ function milliseconds(arg: string): number | undefined {
 }
 
 const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
+
+/** A certificate or key is read by the workers at start: a typo fails `zonal -t` now,
+ * as the http block's do (workers read the primary's snapshot, not the disk: no check). */
+function checkReadable(file: string, d: Directive, c: Checker): void {
+  if (!c.disk) return;
+  try {
+    if (!fs.statSync(file).isFile()) c.error(d.origin, `"${file}" of the "${d.name}" directive is not a file`);
+    else fs.accessSync(file, fs.constants.R_OK);
+  } catch (e) {
+    c.error(d.origin, `cannot read "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
 
 function timeDirective(set: (level: StreamCommon, ms: number) => void) {
   return define({
@@ -281,15 +294,17 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_certificate: define({
     contexts: both,
     args: [1, 1],
-    apply(d, level) {
+    apply(d, level, c) {
       level.sslCertificate = resolvePath(d, d.args[0]);
+      checkReadable(level.sslCertificate, d, c);
     },
   }),
   ssl_certificate_key: define({
     contexts: both,
     args: [1, 1],
-    apply(d, level) {
+    apply(d, level, c) {
       level.sslCertificateKey = resolvePath(d, d.args[0]);
+      checkReadable(level.sslCertificateKey, d, c);
     },
   }),
 };

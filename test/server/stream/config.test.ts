@@ -29,7 +29,7 @@ function load(text: string): ServerConfig {
 /** The errors of a configuration, as `-t` prints them, file name shortened. */
 function errorsOf(text: string): string[] {
   const file = write(text);
-  return loadConfig(file).errors.map((e) => formatConfigError(e).replace(file, 'zonal.conf'));
+  return loadConfig(file).errors.map((e) => formatConfigError(e).replace(file, 'zonal.conf').replace(path.dirname(file), '<dir>'));
 }
 
 const GOOD = `
@@ -156,6 +156,7 @@ t.test('bad input, each with its file and line', async (t) => {
     ['stream { listen 127.0.0.1:7001; }', '"listen" directive is not allowed here in zonal.conf:1'],
     ['http { server { listen 127.0.0.1:7001; proxy_timeout 1s; } }', '"proxy_timeout" directive is not allowed here in zonal.conf:1'],
     ['stream { } stream { }', '"stream" directive is duplicate in zonal.conf:1'],
+    ['stream { ssl_certificate nothere.pem; }', 'cannot read "<dir>/nothere.pem" of the "ssl_certificate" directive (ENOENT) in zonal.conf:1'],
   ];
   for (const [text, message] of cases) t.same(errorsOf(text + '\n'), [`zonal: [emerg] ${message}`], text);
 });
