@@ -257,6 +257,8 @@ class Session {
   refuse(code: SessionStatus): void {
     this.code ??= code;
     this.raw.destroy();
+    // The client may have closed already (while its peer was being reached).
+    this.maybeEnd();
   }
 
   /** Ends the connection before a session exists (a failed or timed out handshake). */
