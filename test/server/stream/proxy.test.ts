@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from './peers.js';
 
-const [admin, plain, denied, dead, next, weighted, slow, edit, proxied, limited, a, b, c, d, e, closed, closed2] = await freePorts(17);
+const [admin, plain, denied, dead, next, weighted, slow, edit, proxied, limited, hashed, least, a, b, c, d, e, closed, closed2] = await freePorts(19);
 const backends = [a, b, c, d].map((p) => new EchoBackend(p));
 const delayed = new EchoBackend(e, { delayMs: 300, greeting: 'hi' });
 for (const x of [...backends, delayed]) await x.start();
@@ -33,6 +33,8 @@ stream {
     upstream slow { zone slow 64k; server 127.0.0.1:${e}; }
     upstream edit { zone edit 64k; server 127.0.0.1:${a}; }
     upstream limited { zone limited 64k; server 127.0.0.1:${c} max_conns=1; }
+    upstream hashed { zone hashed 64k; hash $remote_addr; server 127.0.0.1:${c}; server 127.0.0.1:${d}; }
+    upstream least { zone least 64k; least_conn; server 127.0.0.1:${c}; server 127.0.0.1:${d}; }
     server { listen 127.0.0.1:${plain}; status_zone plain; proxy_pass one; }
     server { listen 127.0.0.1:${denied}; status_zone denied; deny 127.0.0.1; proxy_pass one; }
     server { listen 127.0.0.1:${dead}; status_zone dead; proxy_pass dead; }
@@ -41,6 +43,8 @@ stream {
     server { listen 127.0.0.1:${slow}; status_zone slow; proxy_pass slow; }
     server { listen 127.0.0.1:${edit}; status_zone edit; proxy_pass edit; }
     server { listen 127.0.0.1:${limited}; status_zone limited; proxy_pass limited; }
+    server { listen 127.0.0.1:${hashed}; proxy_pass hashed; }
+    server { listen 127.0.0.1:${least}; proxy_pass least; }
     server { listen 127.0.0.1:${proxied} proxy_protocol; status_zone proxied; proxy_pass 127.0.0.1:${b}; }
 }
 `,
@@ -138,6 +142,34 @@ t.test('balancing over 2 workers: weight 3 to 1', async (t) => {
   t.ok(Math.abs(three - 300) <= 3, `3:1 within a cycle per worker (${three}:${one})`);
   t.equal(ec.connections, three, 'the backends saw what the status says');
   t.equal(ed.connections, one);
+});
+
+t.test('hash $remote_addr: one client, one peer; least_conn: away from the busy peer, across workers', async (t) => {
+  const before = [ec.connections, ed.connections];
+  for (let i = 0; i < 10; i++) await exchange(hashed, 'h');
+  const got = [ec.connections - before[0], ed.connections - before[1]];
+  t.same(got.slice().sort(), [0, 10], `every connection of 127.0.0.1 to one peer (${got})`);
+
+  // Two sessions held open: least_conn puts them on both peers (the counts are shared).
+  const hold = async () => {
+    const s = connect(least, '127.0.0.1');
+    s.on('error', () => {});
+    await new Promise<void>((resolve) => {
+      s.once('data', () => resolve());
+      s.write('hold');
+    });
+    return s;
+  };
+  const held = [await hold(), await hold()];
+  const peers = await status('upstreams/least/peers');
+  t.same([peers[`127.0.0.1:${c}`].selected.current, peers[`127.0.0.1:${d}`].selected.current], [1, 1], 'one each');
+  // A third held on d's side makes c the least busy: the next goes to c.
+  held.push(await hold());
+  const fewer = (await status('upstreams/least/peers'))[`127.0.0.1:${c}`].selected.current === 2 ? d : c;
+  const beforeLeast = fewer === c ? ec.connections : ed.connections;
+  await exchange(least, 'l');
+  t.equal((fewer === c ? ec.connections : ed.connections) - beforeLeast, 1, 'the next connection went to the peer with fewer');
+  for (const s of held) s.destroy();
 });
 
 t.test('connect, first byte and last byte times against a backend that waits 300 ms', async (t) => {
