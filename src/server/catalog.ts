@@ -1,7 +1,7 @@
 // What the status tree lists for a configuration: the server zones of `status_zone` in
 // servers and the location zones of `status_zone` in locations, in order of appearance,
-// and every upstream with its peers; the same for the stream block. Admin servers have no zones: their traffic is not
-// counted.
+// and every upstream with its peers; the same for the stream block. Admin servers have
+// no zones: their traffic is not counted.
 import type { PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
 import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
 
@@ -46,6 +46,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
   const visit = (locations: readonly LocationConfig[]) => {
     for (const l of locations) {
       if (l.statusZone) locationZones.add(l.statusZone);
+      for (const i of l.ifs ?? []) if (i.statusZone) locationZones.add(i.statusZone);
       visit(l.locations);
     }
   };
@@ -55,6 +56,8 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     if (s.statusZone) serverZones.set(s.statusZone, (serverZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
     visit(s.locations);
   }
+  const zones = config.http?.limitZones ?? [];
+  const limit = (z: (typeof zones)[number]) => ({ name: z.name, zoneSize: z.size, ...(z.rate !== undefined ? { rate: z.rate } : {}) });
   // Stream servers may share a zone too, and show `ssl` the same way.
   const streamZones = new Map<string, boolean>();
   for (const s of config.stream?.servers ?? [])
@@ -63,6 +66,8 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
+      ...(zones.some((z) => z.kind === 'conn') ? { limitConns: zones.filter((z) => z.kind === 'conn').map(limit) } : {}),
+      ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
     ...(config.stream
