@@ -75,6 +75,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
           stream: {
             serverZones: [...streamZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
             upstreams: config.stream.upstreams.map(upstreamConfig),
+            ...(config.stream.limitZones.length ? { limitConns: config.stream.limitZones.map((z) => ({ name: z.name, zoneSize: z.size })) } : {}),
           },
         }
       : {}),

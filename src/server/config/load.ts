@@ -36,7 +36,11 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   const level: MainLevel = { kind: 'main', seen: new Set() };
   walk(directives, level, checker);
   const http = level.http && resolveHttp(level.http, checker);
-  const httpZones = new Map((http?.upstreams ?? []).map((u) => [u.zone?.name ?? u.name, u.name]));
+  // The http block's shared zones, which no stream zone may take: their names, and what they are.
+  const httpZones = new Map<string, string>([
+    ...(http?.upstreams ?? []).map((u): [string, string] => [u.zone?.name ?? u.name, `upstream "${u.name}"`]),
+    ...(http?.limitZones ?? []).map((z): [string, string] => [z.name, `limit_${z.kind}_zone "${z.name}"`]),
+  ]);
   const httpListens = (http?.servers ?? []).flatMap((s) => s.listens);
   const stream = level.stream && resolveStream(level.stream, checker, httpListens, httpZones);
   if (errors.length) return { errors };

@@ -21,7 +21,8 @@ import { checkUpstreamBlock, type DirectiveSpec } from '../config/directives.js'
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
-import { checkAccessAddress, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseUpstreamAddress } from '../config/values.js';
+import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
+import { minZoneSize } from '../limits/config.js';
 
 export interface StreamListen {
   readonly host: string;
@@ -46,6 +47,18 @@ interface StreamCommon {
   sslCertificate?: string;
   sslCertificateKey?: string;
   sslHandshakeTimeout?: number;
+  /** `limit_conn` written here: a block with any replaces the outer list (nginx). */
+  readonly limitConns: Array<{ readonly zone: string; readonly limit: number; readonly origin: Origin }>;
+  limitConnDryRun?: boolean;
+}
+
+/** `limit_conn_zone <key> zone=<name>:<size>` of the stream block. */
+export interface StreamLimitZone {
+  readonly name: string;
+  readonly key: string;
+  /** Bytes. */
+  readonly size: number;
+  readonly origin: Origin;
 }
 
 export interface StreamLevel extends StreamCommon {
@@ -53,6 +66,7 @@ export interface StreamLevel extends StreamCommon {
   readonly origin: Origin;
   readonly servers: StreamServerLevel[];
   readonly upstreams: UpstreamLevel[];
+  readonly limitZones: StreamLimitZone[];
 }
 
 export interface StreamServerLevel extends StreamCommon {
@@ -75,6 +89,9 @@ export interface StreamServerConfig {
   /** Present when a listen has `ssl`: absolute paths, and the handshake timeout in ms. */
   readonly ssl?: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number };
   readonly proxy: StreamProxyConfig;
+  /** `limit_conn` in force (nginx's preaccess phase, before the access rules): each
+   * refusal ends the session with 503. Absent: none. */
+  readonly limits?: { readonly conns: ReadonlyArray<{ readonly zone: string; readonly key: string; readonly limit: number }>; readonly dryRun: boolean };
   readonly origin: Origin;
 }
 
@@ -96,6 +113,8 @@ export interface StreamBlockConfig {
   readonly servers: readonly StreamServerConfig[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass <address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
+  /** `limit_conn_zone`s, in order. */
+  readonly limitZones: readonly StreamLimitZone[];
 }
 
 /** nginx's stream defaults. */
@@ -177,7 +196,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [0, 0],
     block: true,
     apply(d, main, c) {
-      const stream: StreamLevel = { kind: 'stream', seen: new Set(), origin: d.origin, access: [], servers: [], upstreams: [] };
+      const stream: StreamLevel = { kind: 'stream', seen: new Set(), origin: d.origin, access: [], servers: [], upstreams: [], limitZones: [], limitConns: [] };
       main.stream = stream;
       c.walk(d.block ?? [], stream);
     },
@@ -221,7 +240,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, stream, c) {
-      const server: StreamServerLevel = { kind: 'stream_server', seen: new Set(), origin: d.origin, access: [], listens: [] };
+      const server: StreamServerLevel = { kind: 'stream_server', seen: new Set(), origin: d.origin, access: [], listens: [], limitConns: [] };
       stream.servers.push(server);
       c.walk(d.block ?? [], server);
       if (!server.listenWritten) c.error(d.origin, 'no "listen" directive in server');
@@ -276,6 +295,45 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_handshake_timeout: timeDirective((l, ms) => (l.sslHandshakeTimeout = ms)),
   proxy_next_upstream: flagDirective((l, on) => (l.proxyNextUpstream = on)),
   proxy_ssl: flagDirective((l, on) => (l.proxySsl = on)),
+  limit_conn_dry_run: flagDirective((l, on) => (l.limitConnDryRun = on)),
+
+  // nginx's stream limit_conn: the key is the connection's ($binary_remote_addr,
+  // $remote_addr, $server_addr, $server_port, $remote_port).
+  limit_conn_zone: define({
+    contexts: ['stream'],
+    args: [2, 2],
+    multiple: true,
+    apply(d, stream, c) {
+      const [key, param] = d.args;
+      if (!param.startsWith('zone=')) return c.error(d.origin, `invalid parameter "${param}"`);
+      const value = param.slice('zone='.length);
+      const colon = value.lastIndexOf(':');
+      const name = colon < 0 ? value : value.slice(0, colon);
+      const size = colon < 0 ? undefined : parseSize(value.slice(colon + 1));
+      if (!isZoneName(name)) return c.error(d.origin, `invalid zone name "${name}" in "limit_conn_zone" directive: letters, digits, "_", "-" and "." only`);
+      if (size === undefined) return c.error(d.origin, `invalid zone size "${value}"`);
+      if (size < minZoneSize()) return c.error(d.origin, `zone "${name}" is too small: at least ${minZoneSize() / 1024}k (8 pages)`);
+      if (size > 1024 * 1024 * 1024) return c.error(d.origin, `zone "${name}" is too large: at most 1024m`);
+      const error = checkVariables(key, (v) => Object.hasOwn(CONNECTION_VARIABLES, v));
+      if (error) return c.error(d.origin, error);
+      const other = stream.limitZones.find((z) => z.name === name);
+      if (other) return c.error(d.origin, `shared memory zone "${name}" is already declared in ${other.origin.file}:${other.origin.line}`);
+      stream.limitZones.push({ name, key, size, origin: d.origin });
+    },
+  }),
+
+  limit_conn: define({
+    contexts: both,
+    args: [2, 2],
+    multiple: true,
+    apply(d, level, c) {
+      const [zone, n] = d.args;
+      const limit = /^\d{1,5}$/.test(n) ? Number(n) : 0;
+      if (limit < 1 || limit > 65535) return c.error(d.origin, `invalid number of connections "${n}", it must be from 1 to 65535`);
+      if (level.limitConns.some((u) => u.zone === zone)) return c.error(d.origin, `"limit_conn ${zone}" is duplicate`);
+      level.limitConns.push({ zone, limit, origin: d.origin });
+    },
+  }),
 
   proxy_next_upstream_tries: define({
     contexts: both,
@@ -309,6 +367,9 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   }),
 };
 
+/** The variables a stream key may use: the connection's (a stream session has no request). */
+export const CONNECTION_VARIABLES: Readonly<Record<string, true>> = { remote_addr: true, binary_remote_addr: true, remote_port: true, server_addr: true, server_port: true };
+
 /** Whether `127.0.0.1:8443`, `[::1]:8443` name a port. */
 const hasPort = (target: string) => (target.startsWith('[') ? /\]:\d+$/ : /:\d+$/).test(target);
 
@@ -341,10 +402,18 @@ export function resolveStream(
   httpZones: ReadonlyMap<string, string>,
 ): StreamBlockConfig {
   const implicit = new Map<string, UpstreamBlockConfig>();
+  // One namespace for every shared zone: a limit zone takes no upstream's or http zone's name.
+  const upstreamZones = new Set(stream.upstreams.map((u) => u.zone?.name ?? u.name));
+  for (const z of stream.limitZones) {
+    const other = httpZones.get(z.name);
+    if (other !== undefined) c.error(z.origin, `shared memory zone "${z.name}" is already used by http ${other}`);
+    else if (upstreamZones.has(z.name)) c.error(z.origin, `shared memory zone "${z.name}" is already used by a stream upstream`);
+  }
+  const reported = new Set<object>();
   for (const u of stream.upstreams) {
     const zone = u.zone?.name ?? u.name;
     const other = httpZones.get(zone);
-    if (other !== undefined) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zone}" is already used by http upstream "${other}"`);
+    if (other !== undefined) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zone}" is already used by http ${other}`);
   }
   const seen = new Map<string, Origin>();
   for (const l of httpListens) seen.set(listenAddress(l), { file: '', line: 0 });
@@ -361,6 +430,15 @@ export function resolveStream(
     if (sslListen && certificate === undefined) c.error(sslListen.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
     else if (sslListen && key === undefined) c.error(sslListen.origin, `no "ssl_certificate_key" is defined for certificate "${certificate}"`);
     const upstream = s.proxyPass && upstreamOf(s.proxyPass, stream.upstreams, implicit, c);
+    const uses = s.limitConns.length ? s.limitConns : stream.limitConns;
+    const conns = uses.flatMap((u) => {
+      const zone = stream.limitZones.find((z) => z.name === u.zone);
+      if (!zone && !reported.has(u)) {
+        reported.add(u);
+        c.error(u.origin, `unknown limit_conn_zone "${u.zone}"`);
+      }
+      return zone ? [{ zone: u.zone, key: zone.key, limit: u.limit }] : [];
+    });
     if (upstream === undefined) continue;
     servers.push({
       listens: s.listens,
@@ -377,10 +455,11 @@ export function resolveStream(
         nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
         ssl: s.proxySsl ?? stream.proxySsl ?? false,
       },
+      ...(conns.length ? { limits: { conns, dryRun: s.limitConnDryRun ?? stream.limitConnDryRun ?? false } } : {}),
       origin: s.origin,
     });
   }
-  return { servers, upstreams: [...stream.upstreams.map(upstreamConfig), ...implicit.values()] };
+  return { servers, upstreams: [...stream.upstreams.map(upstreamConfig), ...implicit.values()], limitZones: stream.limitZones };
 }
 
 function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly UpstreamLevel[], implicit: Map<string, UpstreamBlockConfig>, c: Checker): string | undefined {

@@ -22,9 +22,11 @@ import { connections, type Connections } from '../../metrics/connections.js';
 import type { Status } from '../../metrics/status.js';
 import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
 import { accessChecker, type AccessChecker } from '../access.js';
+import type { ConnectionLimiter, LimitRelease } from '../../metrics/limits.js';
 import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import { Balancer } from '../upstream/balancer.js';
 import type { StreamListen, StreamServerConfig } from './config.js';
+import { listenAddress } from '../config/values.js';
 import { readProxyHeader } from './proxy-protocol.js';
 
 /** Bytes a side may have queued for writing before the other side's reads pause: with
@@ -80,6 +82,8 @@ function streamKey(text: string): (client: Socket) => string {
 class StreamSite {
   readonly zone?: StreamZone;
   readonly allowed: AccessChecker;
+  /** `limit_conn`: each a limiter over its zone (counts shared by the workers) and its key. */
+  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Socket) => string }>;
 
   constructor(
     readonly config: StreamServerConfig,
@@ -94,6 +98,11 @@ class StreamSite {
       this.zone = z;
     }
     this.allowed = accessChecker(config.access);
+    const limits = config.limits;
+    this.limiters = (limits?.conns ?? []).map((c) => ({
+      limiter: status.limitConn(c.zone, { limit: c.limit, dryRun: limits!.dryRun, stream: true }),
+      key: streamKey(c.key),
+    }));
   }
 }
 
@@ -210,6 +219,15 @@ export class StreamPlane {
 
   private admit(session: Session, listen: StreamListen): void {
     const { site, raw } = session;
+    // nginx's phases: limit_conn (preaccess) before the access rules.
+    for (const l of site.limiters) {
+      const release = l.limiter.acquire(l.key(raw));
+      if (!release) {
+        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${raw.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
+        return session.refuse(503);
+      }
+      session.held.push(release);
+    }
     // Without rules the client's address is not asked for (a getpeername each).
     if (site.config.access.length > 0 && !site.allowed(raw.remoteAddress)) return session.refuse(403);
     // A TLS listen's session goes on once its handshake is done (secureConnection).
@@ -234,6 +252,8 @@ class Session {
   received = 0;
   sent = 0;
   code: SessionStatus | undefined;
+  /** What limit_conn took for the session, given back when it ends. */
+  readonly held: LimitRelease[] = [];
   discarded = false;
   clientClosed = false;
   peerClosed = true;
@@ -272,6 +292,7 @@ class Session {
   maybeEnd(): void {
     if (this.ended || !this.clientClosed || !this.peerClosed) return;
     this.ended = true;
+    for (const release of this.held) release();
     this.onEnd();
     const conns = this.conns;
     const zone = this.site.zone;

@@ -124,6 +124,26 @@ t.test('the status catalog: stream zones (ssl where a listen has it) and upstrea
   t.equal(catalog.stream!.upstreams![0].method, 'hash');
 });
 
+t.test('limit_conn: zones of the stream block, limits inherited or replaced by a server', async (t) => {
+  const config = load(`
+stream {
+    limit_conn_zone $binary_remote_addr zone=client:64k;
+    limit_conn_zone $server_port zone=port:64k;
+    limit_conn client 10;
+    server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:9001; }
+    server { listen 127.0.0.1:7002; limit_conn port 100; limit_conn_dry_run on; proxy_pass 127.0.0.1:9001; }
+}
+`);
+  const [inherits, own] = config.stream!.servers;
+  t.same(inherits.limits, { conns: [{ zone: 'client', key: '$binary_remote_addr', limit: 10 }], dryRun: false });
+  t.same(own.limits, { conns: [{ zone: 'port', key: '$server_port', limit: 100 }], dryRun: true });
+  t.same(statusConfigOf(config).stream!.limitConns, [
+    { name: 'client', zoneSize: 65536 },
+    { name: 'port', zoneSize: 65536 },
+  ]);
+  t.notOk('limits' in load('stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:9001; } }\n').stream!.servers[0]);
+});
+
 t.test('bad input, each with its file and line', async (t) => {
   const cases: Array<[string, string]> = [
     ['stream { server { listen 127.0.0.1:7001; } }', 'no handler for server: "proxy_pass" is missing in zonal.conf:1'],
@@ -156,6 +176,16 @@ t.test('bad input, each with its file and line', async (t) => {
     ['stream { listen 127.0.0.1:7001; }', '"listen" directive is not allowed here in zonal.conf:1'],
     ['http { server { listen 127.0.0.1:7001; proxy_timeout 1s; } }', '"proxy_timeout" directive is not allowed here in zonal.conf:1'],
     ['stream { } stream { }', '"stream" directive is duplicate in zonal.conf:1'],
+    ['stream { limit_conn_zone $uri zone=z:64k; }', 'unknown "uri" variable in zonal.conf:1'],
+    ['stream { limit_conn_zone $remote_addr zone=z; }', 'invalid zone size "z" in zonal.conf:1'],
+    ['stream { limit_conn_zone $remote_addr z:64k; }', 'invalid parameter "z:64k" in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:1; limit_conn nowhere 1; } }', 'unknown limit_conn_zone "nowhere" in zonal.conf:1'],
+    ['stream { limit_conn_zone $remote_addr zone=z:64k; limit_conn z 0; }', 'invalid number of connections "0", it must be from 1 to 65535 in zonal.conf:1'],
+    [
+      'http { limit_conn_zone $binary_remote_addr zone=z:64k; }\nstream { limit_conn_zone $remote_addr zone=z:64k; }',
+      'shared memory zone "z" is already used by http limit_conn_zone "z" in zonal.conf:2',
+    ],
+    ['stream { limit_conn_zone $remote_addr zone=u:64k; upstream u { server 127.0.0.1:1; } }', 'shared memory zone "u" is already used by a stream upstream in zonal.conf:1'],
     ['stream { ssl_certificate nothere.pem; }', 'cannot read "<dir>/nothere.pem" of the "ssl_certificate" directive (ENOENT) in zonal.conf:1'],
   ];
   for (const [text, message] of cases) t.same(errorsOf(text + '\n'), [`zonal: [emerg] ${message}`], text);
