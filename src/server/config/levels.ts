@@ -147,7 +147,19 @@ export interface IfLevel extends InheritableLevel {
   proxyPass?: ProxyPass;
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | ServerIfLevel | UpstreamLevel;
+/** Every kind of block, by its context's name. A module with blocks of its own (stream)
+ * adds them by augmenting this interface, so that the loader's types name no module. */
+export interface LevelKinds {
+  main: MainLevel;
+  http: HttpLevel;
+  server: ServerLevel;
+  server_if: ServerIfLevel;
+  location: LocationLevel;
+  if: IfLevel;
+  upstream: UpstreamLevel;
+}
+
+export type AnyLevel = LevelKinds[keyof LevelKinds];
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 
