@@ -7,3 +7,5 @@ export { AtomicCells } from './cells.js';
 export { SeqRecord } from './record.js';
 export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
 export { addon } from './native.js';
+export { CacheKeys, CacheLookupState } from './cache-keys.js';
+export type { CacheEvicted, CacheLookup } from './cache-keys.js';
