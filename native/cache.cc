@@ -155,7 +155,8 @@ int64_t CacheStore(Segment& s, uint64_t table, const uint8_t* key, int64_t now, 
   s.Put(n->valid_until, valid_until);
   s.Put(n->updating, int64_t{0});
   s.Put(n->accessed, now);
-  s.Put(n->version, n->version + 1);
+  s.Put(tb.t->versions, tb.t->versions + 1);
+  s.Put(n->version, tb.t->versions);
   if (version) *version = n->version;
   return delta;
 }
@@ -200,7 +201,8 @@ int64_t CacheLoad(Segment& s, uint64_t table, const uint8_t* key, int64_t now, i
   s.Put(n->size, size);
   s.Put(n->shard, shard);
   s.Put(n->valid_until, valid_until);
-  s.Put(n->version, uint64_t{1});
+  s.Put(tb.t->versions, tb.t->versions + 1);
+  s.Put(n->version, tb.t->versions);
   s.Put(tb.t->size, tb.t->size + size);
   s.Put(tb.t->shard_size[shard], tb.t->shard_size[shard] + size);
   return static_cast<int64_t>(size);

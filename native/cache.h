@@ -25,6 +25,7 @@ struct CacheTable {
   uint64_t lru_tail;
   uint64_t nodes;
   uint64_t size;  // bytes of the entries on disk
+  uint64_t versions;  // the last version given: versions are unique in the table
   uint64_t shard_size[kCacheMaxShards];
 };
 
