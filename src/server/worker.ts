@@ -5,6 +5,7 @@
 import { Status } from '../metrics/status.js';
 import { loadConfig, formatConfigError } from './config/load.js';
 import { HttpPlane } from './http/plane.js';
+import { CacheKeeper } from './cache/keeper.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
 
@@ -12,6 +13,7 @@ import { keepNextTickFast } from './next-tick.js';
 keepNextTickFast();
 
 let plane: HttpPlane | undefined;
+let keeper: CacheKeeper | undefined;
 let draining = false;
 
 function send(message: ToPrimary): void {
@@ -24,11 +26,18 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   const status = Status.attach();
   plane = new HttpPlane(config, { status, ticketKeys: Buffer.from(message.ticketKeys, 'base64') });
   await plane.listen();
+  // The cache loader and manager run in one worker of the server (the primary's choice).
+  const caches = config.http?.caches ?? [];
+  if (message.cacheKeeper && caches.length > 0) {
+    keeper = new CacheKeeper(caches, status);
+    keeper.start().catch((e: Error) => process.stderr.write(`zonal: [error] cache loader: ${e.message}\n`));
+  }
 }
 
 function drain(): void {
   if (draining) return;
   draining = true;
+  keeper?.stop();
   const done = () => process.exit(0);
   if (!plane) done();
   else void plane.drain().then(done, done);

@@ -10,6 +10,8 @@ import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model
 import { parseTime, slowStartRefused } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { compileRegex } from './regex.js';
+import { cacheDirectives } from '../cache/config.js';
+import { headerDirectives } from '../headers/config.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
 import {
@@ -139,6 +141,9 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
+  // The modules that declare their directives beside their code.
+  if (Object.hasOwn(cacheDirectives, name)) return [cacheDirectives[name]];
+  if (Object.hasOwn(headerDirectives, name)) return [headerDirectives[name]];
   if (!Object.hasOwn(directives, name)) return [];
   const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
   return isList(entry) ? entry : [entry];

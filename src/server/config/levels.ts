@@ -2,6 +2,8 @@
 // table fills these in, resolve.ts merges them into the model.
 import type { AccessRule, BalancingMethod, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
+import type { CacheLevel } from '../cache/config.js';
+import type { HeadersLevel } from '../headers/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -38,6 +40,10 @@ export interface InheritableLevel extends Level {
   /** Absolute path. */
   proxySslTrustedCertificate?: string;
   proxySslSessionReuse?: boolean;
+  /** What the proxy cache's directives say here (src/server/cache/). */
+  cache?: CacheLevel;
+  /** `add_header` (src/server/headers/). */
+  headers?: HeadersLevel;
 }
 
 export interface MainLevel extends Level {

@@ -3,6 +3,9 @@
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
 
+import type { CacheUse, CacheZone } from '../cache/config.js';
+import type { AddHeader } from '../headers/config.js';
+
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
   readonly file: string;
@@ -83,6 +86,10 @@ export interface ProxyConfig {
   readonly nextUpstreamTries: number;
   /** `proxy_pass https://`: TLS to the peers; absent for `http://`. */
   readonly ssl?: ProxySsl;
+  /** `proxy_cache` and its settings (src/server/cache/); absent: not cached. */
+  readonly cache?: CacheUse;
+  /** `add_header` in force (src/server/headers/). */
+  readonly addHeaders: readonly AddHeader[];
 }
 
 /** How a location's `proxy_pass https://` talks TLS to its peers (nginx's `proxy_ssl_*`). */
@@ -192,6 +199,8 @@ export interface VirtualServerConfig extends Inherited {
 
 export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
+  /** `proxy_cache_path`: one per keys zone, with its paths (shards). */
+  readonly caches: readonly CacheZone[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

@@ -14,6 +14,8 @@ import type {
   VirtualServerConfig,
 } from './model.js';
 import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
+import { mergeHeaders, type AddHeader } from '../headers/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -60,9 +62,11 @@ interface Merged {
   readonly authUserFile?: string;
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
-  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl'>;
+  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl' | 'cache' | 'addHeaders'>;
   /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
   readonly ssl: SslLevel;
+  readonly cache: MergedCache;
+  readonly addHeaders: readonly AddHeader[];
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -72,6 +76,8 @@ const TOP: Merged = {
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
   ssl: {},
+  cache: TOP_CACHE,
+  addHeaders: [],
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -99,6 +105,8 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       proxySslTrustedCertificate: level.proxySslTrustedCertificate ?? outer.ssl.proxySslTrustedCertificate,
       proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
     },
+    cache: mergeCache(outer.cache, level),
+    addHeaders: mergeHeaders(outer.addHeaders, level),
   };
 }
 
@@ -172,12 +180,15 @@ class Resolver {
     const upstream = this.upstreamOf(p);
     if (upstream === undefined) return undefined;
     const ssl = p.ssl ? this.ssl(merged.ssl, upstream) : undefined;
+    const cache = resolveCache(merged.cache, this.caches, this.c, this.unknownCaches);
     return {
       upstream,
       ...(p.uri !== undefined ? { uri: p.uri } : {}),
       ...merged.proxy,
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),
       ...(ssl ? { ssl } : {}),
+      ...(cache ? { cache } : {}),
+      addHeaders: merged.addHeaders,
     };
   }
 
@@ -216,10 +227,15 @@ class Resolver {
     return out;
   }
 
+  /** The http block's caches, and `proxy_cache` directives already reported for an unknown zone. */
+  private caches: readonly CacheZone[] = [];
+  private readonly unknownCaches = new Set<object>();
+
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
+    this.caches = cacheZones(http);
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return { servers, caches: this.caches, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {

@@ -16,6 +16,9 @@ import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from '.
 import type { UpstreamRuntime } from './upstream.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue, type VariableContext } from './variables.js';
+import { AddHeaders } from '../headers/runtime.js';
+import { LocationCache } from '../cache/runtime.js';
+import type { StatusStore } from '../../metrics/store.js';
 
 /** Header names, caseless. A name is lowercased only when its length is one of theirs:
  * most headers of a request or response are in no such set. */
@@ -41,6 +44,26 @@ const HOP = new HeaderNames(HOP_NAMES);
 const OWN_REQUEST = ['expect', 'host'];
 
 type Failure = 'error' | 'timeout';
+
+/** What the proxy cache (src/server/cache/) sees of a proxied request: it may change the
+ * peer's request headers, keep a response from the client (and answer it itself, from
+ * the cache), and read the body it will store. */
+export interface ProxyTap {
+  /** $upstream_cache_status, for add_header. */
+  readonly cacheStatus: string;
+  /** The peer's request headers (name, value, ...): what to send instead. */
+  requestHeaders(head: string[]): string[];
+  /** The peer's response head (hop-by-hop headers left out). True: it goes to the client
+   * (with add_header's appended to `headers`); false: the tap keeps the response and
+   * answers the client at complete(). */
+  response(status: number, statusText: string, headers: string[]): boolean;
+  data(chunk: Buffer): void;
+  /** The whole response was read, before the client's response ends. */
+  complete(): void;
+  /** The attempt failed (`status`: what zonal would answer) or the client left. True: the
+   * tap answers the client (a stale response); it is not called again. */
+  failed(status: number, failure: Failure | 'client' | 'status'): boolean;
+}
 
 function failureOf(err: Error): Failure {
   return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
@@ -69,6 +92,7 @@ export class Proxy {
     readonly config: ProxyConfig,
     location: LocationConfig,
     readonly upstream: UpstreamRuntime,
+    status?: StatusStore,
   ) {
     // Connection is zonal's own: keep-alive when the upstream caches connections.
     this.setHeaders = config.setHeaders
@@ -80,10 +104,24 @@ export class Proxy {
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
     if (config.ssl) this.tls = tlsProfile(config.ssl);
+    if (config.addHeaders.length > 0) this.addHeaders = new AddHeaders(config.addHeaders);
+    // The cache needs the zones: only where traffic is recorded (workers).
+    if (config.cache && status) this.cache = new LocationCache(config.cache, status, this);
   }
 
+  /** proxy_cache of the location. */
+  private readonly cache: LocationCache | undefined;
+  /** add_header of the location (proxied responses). */
+  readonly addHeaders: AddHeaders | undefined;
+
   handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
-    new Exchange(this, req, res, uri).start();
+    if (this.cache) this.cache.handle(req, res, uri);
+    else new Exchange(this, req, res, uri).start();
+  }
+
+  /** The request to a peer, past the cache (which taps it when given). */
+  pass(req: IncomingMessage, res: ServerResponse, uri: string, tap?: ProxyTap): void {
+    new Exchange(this, req, res, uri, tap).start();
   }
 
   /** The worker's connections to the chosen peer. */
@@ -194,6 +232,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   private leaveQueue: (() => void) | undefined;
   private readonly path: string;
   private readonly head: string[] | undefined;
+  /** The response went to the tap, not to the client. */
+  private kept = false;
   // proxy_read_timeout (Expiring): from the request's dispatch to the response headers,
   // then between two reads of the body.
   deadline = 0;
@@ -205,10 +245,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     readonly uri: string,
+    private readonly tap?: ProxyTap,
   ) {
     this.hasBody = hasBody(req.rawHeaders);
     this.path = proxy.target(req, uri);
-    this.head = proxy.headers(this);
+    const head = proxy.headers(this);
+    this.head = head && tap ? tap.requestHeaders(head) : head;
     (res as Proxied)[EXCHANGE] = this;
     res.on('close', responseClosed);
   }
@@ -216,6 +258,11 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   /** `$proxy_host`. */
   get proxyHost(): string {
     return this.proxy.upstream.proxyHost;
+  }
+
+  /** `$upstream_cache_status`. */
+  get upstreamCacheStatus(): string {
+    return this.tap?.cacheStatus ?? '';
   }
 
   start(): void {
@@ -234,6 +281,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
         return;
       }
     }
+    if (this.tap?.failed(this.lastFailure || 502, 'error')) return;
     this.fail(this.lastFailure || 502);
   }
 
@@ -318,6 +366,11 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
+    if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
+      this.kept = true;
+      return true;
+    }
+    this.proxy.addHeaders?.addTo(headers, statusCode, this);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
     return true;
@@ -326,6 +379,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   onData(chunk: Buffer): boolean {
     this.proxy.readDeadlines.start(this, performance.now());
     this.received += chunk.length;
+    if (this.tap) {
+      this.tap.data(chunk);
+      if (this.kept) return true;
+    }
     const held = this.held;
     this.held = chunk;
     return held === undefined || this.write(held);
@@ -356,6 +413,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const status = this.status;
     upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
+    if (this.tap) {
+      this.tap.complete();
+      if (this.kept) return;
+    }
     // The response ends with the other writes of this turn (after-io.ts).
     if (!this.finished) afterIo(this);
   }
@@ -378,8 +439,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
     // The client leaving is not the peer's failure.
     upstream.release(chosen, !clientGone);
-    if (clientGone) return;
+    if (clientGone) {
+      this.tap?.failed(0, 'client');
+      return;
+    }
     if (this.headersSent) {
+      this.tap?.failed(502, 'error');
       this.res.destroy(err);
       return;
     }
@@ -389,6 +454,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.start();
       return;
     }
+    if (this.tap?.failed(this.lastFailure, retryStatus ? 'status' : failure!)) return;
     this.fail(this.lastFailure);
   }
 

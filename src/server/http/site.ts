@@ -76,7 +76,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l) } : {}),
-          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
+          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
         });
         visit(l.locations);

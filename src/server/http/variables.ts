@@ -9,6 +9,8 @@ export interface VariableContext {
   readonly uri: string;
   /** `$proxy_host`: the upstream's name, or the address of `proxy_pass`. */
   readonly proxyHost?: string;
+  /** `$upstream_cache_status`: HIT, MISS, ... once the cache decided (empty otherwise). */
+  readonly upstreamCacheStatus?: string;
 }
 
 type Part = string | ((c: VariableContext) => string);
@@ -59,6 +61,8 @@ function variable(name: string): ((c: VariableContext) => string) | undefined {
       return (c) => c.uri;
     case 'args':
       return (c) => query(c.req);
+    case 'upstream_cache_status':
+      return (c) => c.upstreamCacheStatus ?? '';
     case 'server_port':
       return (c) => String(c.req.socket.localPort ?? '');
   }
