@@ -31,7 +31,7 @@ const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', '
 export class CacheRuntime {
   readonly keys: CacheKeys;
   readonly recorder: Cache;
-  private readonly memo = new Map<string, { version: number; file: CachedFile }>();
+  private readonly memo = new Map<string, { version: number; stamp: string; file: CachedFile }>();
   private memoBytes = 0;
   private readonly madeDirs = new Set<string>();
   readonly sharded: boolean;
@@ -74,15 +74,19 @@ export class CacheRuntime {
    * or broken (then its key is forgotten). */
   read(key: Buffer, cacheKey: string, version: number, shard: number): CachedFile | undefined {
     const hex = key.toString('hex');
+    const path = this.fileOf(key, shard);
+    // The file is what counts, as nginx opens it at every hit: a copy serves only while
+    // the file is the one it was read from.
+    const stamp = stampOf(path);
     const m = this.memo.get(hex);
-    if (m && m.version === version && m.file.head.key === cacheKey) return m.file;
-    const file = readCached(this.fileOf(key, shard), cacheKey);
+    if (m && m.version === version && m.stamp === stamp && m.file.head.key === cacheKey) return m.file;
+    const file = stamp === undefined ? undefined : readCached(path, cacheKey);
     if (!file) {
       this.forgetMemo(hex);
       this.sized(this.keys.forget(key), shard);
       return undefined;
     }
-    this.remember(hex, version, file);
+    this.remember(hex, version, stamp!, file);
     return file;
   }
 
@@ -115,7 +119,8 @@ export class CacheRuntime {
     const stored = this.keys.store(key, Date.now(), head.validUntil, size, shard);
     this.sized(stored.delta, shard);
     this.removed(stored.evicted);
-    this.remember(key.toString('hex'), stored.version, { head, body: Buffer.concat(body), size });
+    const stamp = stampOf(file);
+    if (stamp !== undefined) this.remember(key.toString('hex'), stored.version, stamp, { head, body: Buffer.concat(body), size });
     this.enforce();
     return { version: stored.version, size };
   }
@@ -143,10 +148,10 @@ export class CacheRuntime {
     this.madeDirs.add(d);
   }
 
-  private remember(hex: string, version: number, file: CachedFile): void {
+  private remember(hex: string, version: number, stamp: string, file: CachedFile): void {
     if (file.size > MEMO_BYTES / 8) return;
     this.forgetMemo(hex);
-    this.memo.set(hex, { version, file });
+    this.memo.set(hex, { version, stamp, file });
     this.memoBytes += file.size;
     for (const [k, v] of this.memo) {
       if (this.memoBytes <= MEMO_BYTES) break;
@@ -164,6 +169,12 @@ export class CacheRuntime {
 }
 
 let temps = 0;
+
+/** A file's identity and last change: inode, size, mtime; undefined when it is gone. */
+function stampOf(file: string): string | undefined {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  return st ? `${st.ino}:${st.size}:${st.mtimeMs}` : undefined;
+}
 
 /** The caches of this worker, one per keys zone. */
 const runtimes = new WeakMap<StatusStore, Map<string, CacheRuntime>>();
@@ -333,9 +344,9 @@ class CachedRequest implements VariableContext, ProxyTap {
           this.as('hit');
           return this.serve(file);
         }
-        // Missing, broken or another variant: fetched and written again.
+        // Missing, broken or another variant: fetched and written again (its uses
+        // reached min_uses already).
         this.as('miss');
-        this.store &&= l.store || !!file;
         return this.fetch();
       }
       case S.MissLocked:
