@@ -176,3 +176,17 @@ t.test('lock: 50 concurrent misses over 2 workers reach the backend once', async
   t.equal(backend.count('/locked/x'), 1, `the backend saw one request (${backend.count('/locked/x')})`);
     t.equal(answers.filter((a) => a.cache === 'MISS').length, 1, 'one miss, the others hits');
 });
+
+t.test("the peer's Set-Cookie, Cache-Control, X-Accel-Expires and Vary, as nginx reads them", async (t) => {
+  backend.answers.set('/h/cookie', { headers: { 'Set-Cookie': 'a=1' } });
+  backend.answers.set('/h/nostore', { headers: { 'Cache-Control': 'no-store' } });
+  backend.answers.set('/h/accel', { headers: { 'X-Accel-Expires': '0', 'Cache-Control': 'max-age=60' } });
+  for (const p of ['/h/cookie', '/h/nostore', '/h/accel']) {
+    t.same([(await get(p)).cache, (await get(p)).cache], ['MISS', 'MISS'], `${p} is not cached`);
+    t.equal(backend.count(p), 2);
+  }
+  backend.answers.set('/h/vary', (req) => ({ headers: { Vary: 'X-Lang' }, body: `in ${req.headers['x-lang']}` }));
+  t.same(await get('/h/vary', { 'X-Lang': 'fr' }), { status: 200, body: 'in fr', cache: 'MISS' });
+  t.same(await get('/h/vary', { 'X-Lang': 'fr' }), { status: 200, body: 'in fr', cache: 'HIT' });
+  t.same(await get('/h/vary', { 'X-Lang': 'de' }), { status: 200, body: 'in de', cache: 'MISS' }, 'another variant is not served');
+});
