@@ -24,6 +24,8 @@ const LOCK_POLL_MS = 10;
 const MAX_CACHED_BODY = 64 * 1024 * 1024;
 /** A worker's copies of recent bodies, so that a hit need not read its file again. */
 const MEMO_BYTES = 32 * 1024 * 1024;
+/** How long a worker trusts its copy of a file without looking at the file. */
+const FILE_CHECK_MS = 1000;
 /** Headers a cached response does not keep: the peer's hop (already gone) and its cookies. */
 const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', 'if-unmodified-since', 'if-range']);
 
@@ -31,7 +33,7 @@ const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', '
 export class CacheRuntime {
   readonly keys: CacheKeys;
   readonly recorder: Cache;
-  private readonly memo = new Map<string, { version: number; stamp: string; file: CachedFile }>();
+  private readonly memo = new Map<string, { version: number; stamp: string; checked: number; file: CachedFile }>();
   private memoBytes = 0;
   private readonly madeDirs = new Set<string>();
   readonly sharded: boolean;
@@ -74,12 +76,18 @@ export class CacheRuntime {
    * or broken (then its key is forgotten). */
   read(key: Buffer, cacheKey: string, version: number, shard: number): CachedFile | undefined {
     const hex = key.toString('hex');
-    const path = this.fileOf(key, shard);
-    // The file is what counts, as nginx opens it at every hit: a copy serves only while
-    // the file is the one it was read from.
-    const stamp = stampOf(path);
     const m = this.memo.get(hex);
-    if (m && m.version === version && m.stamp === stamp && m.file.head.key === cacheKey) return m.file;
+    const now = Date.now();
+    // The version moves at every store by any worker; the file itself is looked at again
+    // at most every FILE_CHECK_MS (nginx's open_file_cache_valid), a stat costing as much
+    // as the rest of a hit: a copy serves only while the file is the one it was read from.
+    if (m && m.version === version && m.file.head.key === cacheKey && now - m.checked < FILE_CHECK_MS) return m.file;
+    const path = this.fileOf(key, shard);
+    const stamp = stampOf(path);
+    if (m && m.version === version && m.stamp === stamp && m.file.head.key === cacheKey) {
+      m.checked = now;
+      return m.file;
+    }
     const file = stamp === undefined ? undefined : readCached(path, cacheKey);
     if (!file) {
       this.forgetMemo(hex);
@@ -151,7 +159,7 @@ export class CacheRuntime {
   private remember(hex: string, version: number, stamp: string, file: CachedFile): void {
     if (file.size > MEMO_BYTES / 8) return;
     this.forgetMemo(hex);
-    this.memo.set(hex, { version, stamp, file });
+    this.memo.set(hex, { version, stamp, checked: Date.now(), file });
     this.memoBytes += file.size;
     for (const [k, v] of this.memo) {
       if (this.memoBytes <= MEMO_BYTES) break;
@@ -418,8 +426,9 @@ class CachedRequest implements VariableContext, ProxyTap {
     const bytes = file.body.length;
     this.runtime.recorder.served(this.status, bytes);
     if (res.destroyed || res.headersSent) return;
-    const headers = [...file.head.headers];
-    this.location.proxyTo.addHeaders?.addTo(headers, file.head.status, this);
+    const add = this.location.proxyTo.addHeaders;
+    const headers = add ? [...file.head.headers] : (file.head.headers as string[]);
+    add?.addTo(headers, file.head.status, this);
     res.writeHead(file.head.status, file.head.statusText, headers);
     res.end(this.req.method === 'HEAD' ? undefined : file.body);
   }
@@ -457,7 +466,7 @@ class CachedRequest implements VariableContext, ProxyTap {
     }
     this.peerStatus = status;
     this.peerStatusText = statusText;
-    this.peerHeaders = [...headers];
+    this.peerHeaders = storedHeaders(headers);
     this.validUntil = this.store ? validUntil(status, headers, now, this.location.use.valid) : 0;
     this.cacheable = this.validUntil > now && this.req.method !== 'HEAD';
     if (!this.cacheable) this.release();
@@ -538,6 +547,14 @@ class CachedRequest implements VariableContext, ProxyTap {
     this.holds = false;
     this.runtime.keys.release(this.md5);
   }
+}
+
+/** The headers a cached response keeps: not the peer's Date, which each answer from the
+ * cache gets afresh (node:http adds it, as nginx sends its own). */
+function storedHeaders(headers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (headers[i].length !== 4 || headers[i].toLowerCase() !== 'date') out.push(headers[i], headers[i + 1]);
+  return out;
 }
 
 function optional<K extends string>(name: K, value: string | undefined): { [P in K]?: string } {
