@@ -438,10 +438,14 @@ class CachedRequest implements VariableContext, ProxyTap {
   requestHeaders(head: string[]): string[] {
     // The peer's answer must be a whole response: the client's conditions are zonal's
     // to answer, not the peer's; a revalidation sends the cached entry's own.
+    const found = this.found;
+    const revalidate = found !== undefined && this.location.use.revalidate && this.status === 'expired';
+    let conditional = false;
+    for (let i = 0; i < head.length && !conditional; i += 2) conditional = head[i].length >= 8 && head[i].length <= 19 && CONDITIONAL.has(head[i].toLowerCase());
+    if (!conditional && !revalidate) return head;
     const out: string[] = [];
     for (let i = 0; i < head.length; i += 2) if (!CONDITIONAL.has(head[i].toLowerCase())) out.push(head[i], head[i + 1]);
-    const found = this.found;
-    if (found && this.location.use.revalidate && this.status === 'expired') {
+    if (found && revalidate) {
       if (found.head.lastModified) out.push('If-Modified-Since', found.head.lastModified);
       if (found.head.etag) out.push('If-None-Match', found.head.etag);
     }
@@ -464,11 +468,13 @@ class CachedRequest implements VariableContext, ProxyTap {
       this.release();
       return false;
     }
-    this.peerStatus = status;
-    this.peerStatusText = statusText;
-    this.peerHeaders = storedHeaders(headers);
     this.validUntil = this.store ? validUntil(status, headers, now, this.location.use.valid) : 0;
     this.cacheable = this.validUntil > now && this.req.method !== 'HEAD';
+    if (this.cacheable) {
+      this.peerStatus = status;
+      this.peerStatusText = statusText;
+      this.peerHeaders = storedHeaders(headers);
+    }
     if (!this.cacheable) this.release();
     if (this.background) {
       this.keptAs = 'background';
