@@ -29,7 +29,9 @@ export interface CacheLookup {
 
 type RawEvicted = Array<[Buffer, number, number, boolean]> | null;
 
-const evictedOf = (raw: RawEvicted): CacheEvicted[] => (raw ? raw.map(([key, size, shard, exists]) => ({ key, size, shard, exists })) : []);
+/** Most calls evict nothing: one empty list for all of them. */
+const NONE: CacheEvicted[] = [];
+const evictedOf = (raw: RawEvicted): CacheEvicted[] => (raw ? raw.map(([key, size, shard, exists]) => ({ key, size, shard, exists })) : NONE);
 
 export class CacheKeys {
   constructor(

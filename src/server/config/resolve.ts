@@ -234,6 +234,11 @@ class Resolver {
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
     this.caches = cacheZones(http);
+    // One shared-memory zone per name: a cache's keys zone cannot be an upstream's zone.
+    for (const z of this.caches) {
+      const u = this.upstreams.find((u) => (u.zone?.name ?? u.name) === z.name);
+      if (u) this.c.error(z.origin, `keys zone "${z.name}" is the zone of upstream "${u.name}" already`);
+    }
     const servers = http.servers.map((s) => this.server(s, top));
     return { servers, caches: this.caches, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }

@@ -105,6 +105,7 @@ const BAD: Array<[string, string, RegExp]> = [
   ['add_header variable', 'add_header X $nope;', /unknown "nope" variable/],
   ['add_header name', 'add_header "X Y" 1;', /invalid header name/],
   ['add_header parameter', 'add_header X 1 sometimes;', /invalid parameter "sometimes"/],
+  ['keys zone of an upstream', 'proxy_cache_path /x keys_zone=b:1m;\nupstream b { server 127.0.0.1:9; }', /keys zone "b" is the zone of upstream "b" already/],
   ['proxy_cache_path in server', 'server { listen 127.0.0.1:8080; proxy_cache_path /x keys_zone=z:1m; }', /"proxy_cache_path" directive is not allowed here/],
 ];
 
