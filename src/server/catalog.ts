@@ -72,7 +72,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
-      ...(config.http?.caches.length ? { caches: config.http.caches.map(cacheConfig) } : {}),
+      ...(config.http?.caches ? { caches: config.http.caches.map(cacheConfig) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
   };

@@ -88,8 +88,8 @@ export interface ProxyConfig {
   readonly ssl?: ProxySsl;
   /** `proxy_cache` and its settings (src/server/cache/); absent: not cached. */
   readonly cache?: CacheUse;
-  /** `add_header` in force (src/server/headers/). */
-  readonly addHeaders: readonly AddHeader[];
+  /** `add_header` in force (src/server/headers/); absent: none. */
+  readonly addHeaders?: readonly AddHeader[];
 }
 
 /** How a location's `proxy_pass https://` talks TLS to its peers (nginx's `proxy_ssl_*`). */
@@ -199,8 +199,8 @@ export interface VirtualServerConfig extends Inherited {
 
 export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
-  /** `proxy_cache_path`: one per keys zone, with its paths (shards). */
-  readonly caches: readonly CacheZone[];
+  /** `proxy_cache_path`: one per keys zone, with its paths (shards); absent: none. */
+  readonly caches?: readonly CacheZone[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

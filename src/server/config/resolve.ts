@@ -188,7 +188,7 @@ class Resolver {
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),
       ...(ssl ? { ssl } : {}),
       ...(cache ? { cache } : {}),
-      addHeaders: merged.addHeaders,
+      ...(merged.addHeaders.length > 0 ? { addHeaders: merged.addHeaders } : {}),
     };
   }
 
@@ -240,7 +240,7 @@ class Resolver {
       if (u) this.c.error(z.origin, `keys zone "${z.name}" is the zone of upstream "${u.name}" already`);
     }
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, caches: this.caches, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return { servers, ...(this.caches.length > 0 ? { caches: this.caches } : {}), upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {

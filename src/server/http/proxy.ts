@@ -104,7 +104,7 @@ export class Proxy {
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
     if (config.ssl) this.tls = tlsProfile(config.ssl);
-    if (config.addHeaders.length > 0) this.addHeaders = new AddHeaders(config.addHeaders);
+    if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
     // The cache needs the zones: only where traffic is recorded (workers).
     if (config.cache && status) this.cache = new LocationCache(config.cache, status, this);
   }

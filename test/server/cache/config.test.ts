@@ -75,7 +75,7 @@ t.test('resolved: inherited settings, nginx defaults, shards and bytes', async (
   t.same([two.useStale, two.backgroundUpdate, two.revalidate, two.lock, two.lockTimeout], [['error', 'timeout', 'updating', 'http_503'], true, true, true, 2000]);
   t.same(at('/two/').addHeaders, [{ name: 'X-Other', value: 'yes', always: true }]);
   t.equal(at('/off/').cache, undefined, 'proxy_cache off');
-  const one = config!.http!.caches[0];
+  const one = config!.http!.caches![0];
   t.same([one.inactive, one.size, one.paths[0].levels, one.paths[0].maxSize, one.paths[0].useTempPath], [3_600_000, 1 << 20, [1, 2], 1 << 30, false]);
   t.same(statusConfigOf(config!).http!.caches, [
     { name: 'one', zoneSize: 1 << 20, maxSize: 1 << 30 },
