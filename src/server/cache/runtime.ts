@@ -208,7 +208,16 @@ const STATUS_TEXT: Record<CacheStatus, string> = {
 
 /** A response nobody reads: a background update's. */
 function sink(): ServerResponse {
-  return Object.assign(new EventEmitter(), { destroyed: false, headersSent: false }) as unknown as ServerResponse;
+  const nothing = () => {};
+  return Object.assign(new EventEmitter(), {
+    destroyed: false,
+    headersSent: false,
+    writeHead: nothing,
+    setHeader: nothing,
+    write: () => true,
+    end: nothing,
+    destroy: nothing,
+  }) as unknown as ServerResponse;
 }
 
 /** proxy_cache in a location. */
