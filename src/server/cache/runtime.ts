@@ -519,6 +519,8 @@ class CachedRequest implements VariableContext, ProxyTap {
     let written: number | undefined;
     if (this.cacheable) {
       const headers = this.peerHeaders!;
+      // A chunked response is stored whole: its answers from the cache carry its length.
+      if (headerOf(headers, 'content-length') === undefined) headers.push('Content-Length', String(this.bodyLength));
       const head: CachedHead = {
         key: this.cacheKey,
         status: this.peerStatus,

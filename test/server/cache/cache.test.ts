@@ -190,3 +190,14 @@ t.test("the peer's Set-Cookie, Cache-Control, X-Accel-Expires and Vary, as nginx
   t.same(await get('/h/vary', { 'X-Lang': 'fr' }), { status: 200, body: 'in fr', cache: 'HIT' });
   t.same(await get('/h/vary', { 'X-Lang': 'de' }), { status: 200, body: 'in de', cache: 'MISS' }, 'another variant is not served');
 });
+
+t.test('a chunked response is stored whole and answered with its length', async (t) => {
+  backend.answers.set('/chunked', { body: Buffer.alloc(5000, 'z') });
+  const first = await fetch(`http://127.0.0.1:${site}/chunked`);
+  t.equal((await first.text()).length, 5000);
+  const again = await fetch(`http://127.0.0.1:${site}/chunked`);
+  t.equal(again.headers.get('x-cache-status'), 'HIT');
+  t.equal(again.headers.get('content-length'), '5000');
+  t.equal((await again.text()).length, 5000);
+});
+
