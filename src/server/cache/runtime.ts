@@ -66,8 +66,7 @@ export class CacheRuntime {
     for (const e of evicted) {
       if (!e.exists) continue;
       this.sized(-e.size, e.shard);
-      const hex = e.key.toString('hex');
-      this.forgetMemo(hex);
+      this.forgetMemo(e.key.toString('latin1'));
       fs.rm(this.fileOf(e.key, e.shard), { force: true }, () => {});
     }
   }
@@ -75,8 +74,9 @@ export class CacheRuntime {
   /** The key's file at `version`, from the memo or the disk; undefined when it is missing
    * or broken (then its key is forgotten). */
   read(key: Buffer, cacheKey: string, version: number, shard: number): CachedFile | undefined {
-    const hex = key.toString('hex');
-    const m = this.memo.get(hex);
+    // The memo is keyed by the MD5's bytes as a string (cheaper than hex).
+    const id = key.toString('latin1');
+    const m = this.memo.get(id);
     const now = Date.now();
     // The version moves at every store by any worker; the file itself is looked at again
     // at most every FILE_CHECK_MS (nginx's open_file_cache_valid), a stat costing as much
@@ -90,11 +90,11 @@ export class CacheRuntime {
     }
     const file = stamp === undefined ? undefined : readCached(path, cacheKey);
     if (!file) {
-      this.forgetMemo(hex);
+      this.forgetMemo(id);
       this.sized(this.keys.forget(key), shard);
       return undefined;
     }
-    this.remember(hex, version, stamp!, file);
+    this.remember(id, version, stamp!, file);
     return file;
   }
 
@@ -128,7 +128,7 @@ export class CacheRuntime {
     this.sized(stored.delta, shard);
     this.removed(stored.evicted);
     const stamp = stampOf(file);
-    if (stamp !== undefined) this.remember(key.toString('hex'), stored.version, stamp, { head, body: Buffer.concat(body), size });
+    if (stamp !== undefined) this.remember(key.toString('latin1'), stored.version, stamp, { head, body: Buffer.concat(body), size });
     this.enforce();
     return { version: stored.version, size };
   }
@@ -156,10 +156,10 @@ export class CacheRuntime {
     this.madeDirs.add(d);
   }
 
-  private remember(hex: string, version: number, stamp: string, file: CachedFile): void {
+  private remember(id: string, version: number, stamp: string, file: CachedFile): void {
     if (file.size > MEMO_BYTES / 8) return;
-    this.forgetMemo(hex);
-    this.memo.set(hex, { version, stamp, checked: Date.now(), file });
+    this.forgetMemo(id);
+    this.memo.set(id, { version, stamp, checked: Date.now(), file });
     this.memoBytes += file.size;
     for (const [k, v] of this.memo) {
       if (this.memoBytes <= MEMO_BYTES) break;
@@ -168,10 +168,10 @@ export class CacheRuntime {
     }
   }
 
-  private forgetMemo(hex: string): void {
-    const m = this.memo.get(hex);
+  private forgetMemo(id: string): void {
+    const m = this.memo.get(id);
     if (!m) return;
-    this.memo.delete(hex);
+    this.memo.delete(id);
     this.memoBytes -= m.file.size;
   }
 }
@@ -281,7 +281,7 @@ class CachedRequest implements VariableContext, ProxyTap {
   cacheStatus = '';
   private status: CacheStatus = 'miss';
   private cacheKey = '';
-  private md5: Buffer = Buffer.alloc(16);
+  private md5!: Buffer;
   /** The entry as found (expired or updating): what a stale or revalidated answer sends. */
   private found: CachedFile | undefined;
   private foundVersion = 0;
@@ -294,7 +294,7 @@ class CachedRequest implements VariableContext, ProxyTap {
   private peerStatus = 0;
   private peerStatusText = '';
   private peerHeaders: string[] | undefined;
-  private body: Buffer[] = [];
+  private body: Buffer[] | undefined;
   private bodyLength = 0;
   private cacheable = false;
   private validUntil = 0;
@@ -501,11 +501,11 @@ class CachedRequest implements VariableContext, ProxyTap {
     this.bodyLength += chunk.length;
     if (this.bodyLength > MAX_CACHED_BODY) {
       this.cacheable = false;
-      this.body = [];
+      this.body = undefined;
       this.release();
       return;
     }
-    this.body.push(chunk);
+    (this.body ??= []).push(chunk);
   }
 
   complete(): void {
@@ -533,17 +533,17 @@ class CachedRequest implements VariableContext, ProxyTap {
         ...(varyOf(headers, this.req.headers) ? { vary: varyOf(headers, this.req.headers) } : {}),
         bodyLength: this.bodyLength,
       };
-      if (this.runtime.write(this.md5, head, this.body)) written = this.bodyLength;
+      if (this.runtime.write(this.md5, head, this.body ?? [])) written = this.bodyLength;
       this.holds = false;
     }
-    this.body = [];
+    this.body = undefined;
     // A background update is no response of its own.
     if (!this.background) this.runtime.recorder.served(this.status, this.bodyLength, written);
   }
 
   failed(status: number, failure: 'error' | 'timeout' | 'client' | 'status'): boolean {
     this.release();
-    this.body = [];
+    this.body = undefined;
     if (failure === 'client') return false;
     if (this.background) return true;
     const stale = this.found && (failure === 'status' ? this.staleFor(status) : this.location.staleOn(failure));
