@@ -125,6 +125,11 @@ export class CacheRuntime {
       return undefined;
     }
     const stored = this.keys.store(key, Date.now(), head.validUntil, size, shard);
+    if (stored.version === 0) {
+      // No room for the key even after evicting: the file would be nobody's.
+      fs.rmSync(file, { force: true });
+      return undefined;
+    }
     this.sized(stored.delta, shard);
     this.removed(stored.evicted);
     const stamp = stampOf(file);
@@ -342,6 +347,11 @@ class CachedRequest implements VariableContext, ProxyTap {
    * `lockDeadline`, then fetches without writing. */
   private look(lockMs: number, lockDeadline: number): void {
     if (this.done) return;
+    // A client that left while its request waited for the lock is owed nothing.
+    if (this.req.socket?.destroyed) {
+      this.done = true;
+      return;
+    }
     const use = this.location.use;
     const rt = this.runtime;
     const now = Date.now();
