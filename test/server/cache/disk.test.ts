@@ -156,3 +156,16 @@ t.test('shards each report size, max_size and cold', async (t) => {
   t.equal(onDisk(a) + onDisk(b), c.size, 'and of the files on their paths');
   t.equal(c.max_size, 3 << 20);
 });
+
+t.test('the manager removes entries unused for inactive, files and size', async (t) => {
+  const root = join(dir, 'inactive');
+  const zonal = await Zonal.start({ 'zonal.conf': config(`proxy_cache_path ${root} levels=1:2 keys_zone=pcache:1m inactive=1s;`) });
+  t.teardown(() => zonal.stop());
+  t.equal((await get('/idle')).cache, 'MISS');
+  t.equal((await get('/idle')).cache, 'HIT');
+  t.ok(existsSync(fileOf(root, 'httpb/idle')));
+  t.ok((await cache()).size > 0);
+  t.ok(await eventually(async () => (await cache()).size === 0, 5000), 'the size went back to 0');
+  t.ok(await eventually(async () => !existsSync(fileOf(root, 'httpb/idle')), 2000), 'the file is gone');
+  t.equal((await get('/idle')).cache, 'MISS', 'fetched again');
+});
