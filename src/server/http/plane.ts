@@ -218,13 +218,22 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location);
       return;
     }
+    if (place.guard.open) {
+      this.content(req, res, uri, place);
+      // Answered in full at once (a proxy cache hit): counted now, as a `return` is, with
+      // no listener. 'close' comes after this turn at the earliest, so a response still
+      // going gets its listener in time.
+      if (res.writableEnded) {
+        this.answered(socket, conn, res, zone, location);
+        return;
+      }
+    }
     this.pending.add(res);
     res.once('close', () => {
       this.pending.delete(res);
       this.closed(socket, conn, res, zone, location);
     });
-    if (place.guard.open) this.content(req, res, uri, place);
-    else {
+    if (!place.guard.open) {
       const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place);
       else verdict.then((v) => this.guarded(v, req, res, uri, place), () => this.guarded(403, req, res, uri, place));
