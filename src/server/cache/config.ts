@@ -218,8 +218,10 @@ const STALE_SET = new Set<string>(STALE);
 
 export const cacheDirectives: Record<string, DirectiveSpec> = {
   proxy_cache_path: cachePath,
+  // In `if` blocks too (zonal's addition, nginx has it in http, server and location): a
+  // block with proxy_cache answers through its location's proxy_pass with its own cache.
   proxy_cache: define({
-    contexts: inheritable,
+    contexts: [...inheritable, 'if'],
     args: [1, 1],
     apply(d, level) {
       levelOf(level).cache = { zone: d.args[0] === 'off' ? false : d.args[0], origin: d.origin };

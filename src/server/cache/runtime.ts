@@ -251,9 +251,9 @@ export class LocationCache {
     return this.stale.has(c);
   }
 
-  handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
-    if (!this.methods.has(req.method ?? 'GET')) return this.proxy.pass(req, res, uri);
-    new CachedRequest(this, req, res, uri).start();
+  handle(req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): void {
+    if (!this.methods.has(req.method ?? 'GET')) return this.proxy.pass(req, res, uri, captures);
+    new CachedRequest(this, req, res, uri, captures).start();
   }
 
   /** Whether any of `values` is set: not empty and not "0" (proxy_cache_bypass, proxy_no_cache). */
@@ -312,6 +312,8 @@ class CachedRequest implements VariableContext, ProxyTap {
     readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     readonly uri: string,
+    /** `$1`..`$9` of an `if` condition, for the key and the peer's URI. */
+    readonly captures: readonly string[] | undefined,
   ) {}
 
   get proxyHost(): string {
@@ -406,7 +408,7 @@ class CachedRequest implements VariableContext, ProxyTap {
         this.store &&= l.store;
         if (this.found && use.backgroundUpdate && this.location.staleOn('updating')) {
           // nginx: the stale response now, and a subrequest updates the entry.
-          const update = new CachedRequest(this.location, this.req, sink(), this.uri);
+          const update = new CachedRequest(this.location, this.req, sink(), this.uri, this.captures);
           update.background = true;
           update.cacheKey = this.cacheKey;
           update.md5 = this.md5;
@@ -435,7 +437,7 @@ class CachedRequest implements VariableContext, ProxyTap {
   }
 
   private fetch(): void {
-    this.location.proxyTo.pass(this.req, this.res, this.uri, this);
+    this.location.proxyTo.pass(this.req, this.res, this.uri, this.captures, this);
   }
 
   /** A response from the cache: its head with add_header's, then its body. */

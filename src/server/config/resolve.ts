@@ -1,10 +1,11 @@
 // From what each block says to what each location means: nginx's merge of the inherited
 // settings down http -> server -> location -> nested location, into the model; and the
 // upstreams `proxy_pass` names, found once the whole http block is read.
-import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
+import type { At, Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
 import type {
   AccessRule,
   HttpBlockConfig,
+  IfConfig,
   Inherited,
   LocationConfig,
   NextUpstreamCondition,
@@ -16,6 +17,7 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -67,6 +69,7 @@ interface Merged {
   readonly ssl: SslLevel;
   readonly cache: MergedCache;
   readonly addHeaders: readonly AddHeader[];
+  readonly limits: MergedLimits;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -78,6 +81,7 @@ const TOP: Merged = {
   ssl: {},
   cache: TOP_CACHE,
   addHeaders: [],
+  limits: TOP_LIMITS,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -107,6 +111,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     },
     cache: mergeCache(outer.cache, level),
     addHeaders: mergeHeaders(outer.addHeaders, level),
+    limits: mergeLimits(outer.limits, level),
   };
 }
 
@@ -134,6 +139,10 @@ class Resolver {
   private readonly unpaired = new Set<At<string | false>>();
   /** `proxy_ssl_verify on` without a CA, reported once each. */
   private readonly noTrusted = new Set<At<boolean>>();
+
+  /** The http block's limit zones, and the limits already reported for an unknown one. */
+  private zones: readonly LimitZone[] = [];
+  private readonly unknownZones = new Set<object>();
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
@@ -227,20 +236,33 @@ class Resolver {
     return out;
   }
 
+  private limits(m: Merged) {
+    const limits = resolveLimits(m.limits, this.zones, this.c, this.unknownZones);
+    return limits ? { limits } : {};
+  }
+
   /** The http block's caches, and `proxy_cache` directives already reported for an unknown zone. */
   private caches: readonly CacheZone[] = [];
   private readonly unknownCaches = new Set<object>();
 
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
+    // The names of the upstreams' zones: a limit zone cannot take one.
+    const upstreamZones = new Map(this.upstreams.map((u) => [u.zone?.name ?? u.name, `upstream "${u.name}"`]));
+    this.zones = limitZones(http, upstreamZones, this.c);
     this.caches = cacheZones(http);
-    // One shared-memory zone per name: a cache's keys zone cannot be an upstream's zone.
+    // One shared-memory zone per name: a cache's keys zone cannot be an upstream's or a limit's zone.
     for (const z of this.caches) {
-      const u = this.upstreams.find((u) => (u.zone?.name ?? u.name) === z.name);
-      if (u) this.c.error(z.origin, `keys zone "${z.name}" is the zone of upstream "${u.name}" already`);
+      const taken = upstreamZones.get(z.name) ?? (this.zones.some((l) => l.name === z.name) ? `limit zone "${z.name}"` : undefined);
+      if (taken) this.c.error(z.origin, `keys zone "${z.name}" is the zone of ${taken} already`);
     }
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, ...(this.caches.length > 0 ? { caches: this.caches } : {}), upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return {
+      servers,
+      ...(this.caches.length > 0 ? { caches: this.caches } : {}),
+      limitZones: this.zones,
+      upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()],
+    };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -257,6 +279,8 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
+      ...serverIfs(s),
+      ...this.limits(merged),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -268,6 +292,7 @@ class Resolver {
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
+    const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles, l.proxyPass)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
@@ -275,13 +300,44 @@ class Resolver {
       ...(l.regex ? { regex: l.regex } : {}),
       ...(statusZone !== undefined ? { statusZone } : {}),
       ...(l.return ? { return: l.return.value } : {}),
+      ...(ifs.length ? { ifs } : {}),
+      ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
+      ...this.limits(merged),
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),
       origin: l.origin,
     };
   }
+
+  /** An `if` block: nginx merges the location's settings into it as into a nested
+   * location, so it has all of them but those it sets itself. Undefined after an error. */
+  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean, locationPass: ProxyPass | undefined): IfConfig | undefined {
+    if (!i.condition) return undefined;
+    const merged = merge(outer, i);
+    const statusZone = i.statusZone === false ? undefined : i.statusZone ?? zone;
+    // A block that sets proxy_cache proxies with its location's proxy_pass and its own cache.
+    const pass = i.proxyPass ?? (i.cache?.cache !== undefined ? locationPass : undefined);
+    const proxy = pass && this.proxy(pass, merged);
+    return {
+      ...this.settle(merged),
+      condition: i.condition,
+      ...(statusZone !== undefined ? { statusZone } : {}),
+      ...(i.return ? { return: i.return.value } : {}),
+      ...(i.api ? { api: i.api.value } : {}),
+      ...(proxy ? { proxy } : {}),
+      apiConfigFiles: i.apiConfigFiles ?? apiConfigFiles,
+      origin: i.origin,
+    };
+  }
+}
+
+/** A server's `if` blocks: only those that answer do anything. */
+function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs' | 'ifsBeforeReturn'> {
+  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, ...(i.return ? { return: i.return.value } : {}), origin: i.origin }] : []));
+  if (!ifs.length) return {};
+  return { ifs, ...(s.return ? { ifsBeforeReturn: s.ifsBeforeReturn ?? 0 } : {}) };
 }
 
 export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

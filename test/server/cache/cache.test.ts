@@ -47,6 +47,12 @@ http {
             proxy_cache_valid 200 10m;
             proxy_cache_lock on;
         }
+        location /iff/ {
+            proxy_pass http://b;
+            proxy_cache pcache;
+            proxy_cache_valid 200 10m;
+            if ($arg_fresh) { proxy_cache off; }
+        }
         location /twice/ {
             proxy_pass http://b;
             proxy_cache pcache;
@@ -199,5 +205,16 @@ t.test('a chunked response is stored whole and answered with its length', async 
   t.equal(again.headers.get('x-cache-status'), 'HIT');
   t.equal(again.headers.get('content-length'), '5000');
   t.equal((await again.text()).length, 5000);
+});
+
+t.test('proxy_cache in an if block: the location\'s proxy_pass with the block\'s cache', async (t) => {
+  t.same([(await get('/iff/x')).cache, (await get('/iff/x')).cache], ['MISS', 'HIT']);
+  const fresh = [await get('/iff/x?fresh=1'), await get('/iff/x?fresh=1')];
+  t.same(fresh.map((r) => [r.status, r.body, r.cache]), [
+    [200, 'body of /iff/x?fresh=1', null],
+    [200, 'body of /iff/x?fresh=1', null],
+  ], 'proxy_cache off in the block: proxied, no cache status');
+  t.equal(backend.count('/iff/x?fresh=1'), 2);
+  t.equal(backend.count('/iff/x'), 1);
 });
 

@@ -47,6 +47,7 @@ const GOOD = `http {
       add_header X-Other yes always;
     }
     location /off/ { proxy_pass http://127.0.0.1:9000; proxy_cache off; }
+    location /if/ { proxy_pass http://127.0.0.1:9000; if ($arg_x) { proxy_cache two; } }
   }
 }
 `;
@@ -75,6 +76,10 @@ t.test('resolved: inherited settings, nginx defaults, shards and bytes', async (
   t.same([two.useStale, two.backgroundUpdate, two.revalidate, two.lock, two.lockTimeout], [['error', 'timeout', 'updating', 'http_503'], true, true, true, 2000]);
   t.same(at('/two/').addHeaders, [{ name: 'X-Other', value: 'yes', always: true }]);
   t.equal(at('/off/').cache, undefined, 'proxy_cache off');
+  const iff = locations.find((l: LocationConfig) => l.path === '/if/')!;
+  t.equal(iff.proxy!.cache!.zone.name, 'one', 'the location: the http level\'s cache');
+  t.equal(iff.ifs![0].proxy!.cache!.zone.name, 'two', 'the if block: its own, through the location\'s proxy_pass');
+  t.equal(iff.ifs![0].proxy!.upstream, '127.0.0.1:9000');
   const one = config!.http!.caches![0];
   t.same([one.inactive, one.size, one.paths[0].levels, one.paths[0].maxSize, one.paths[0].useTempPath], [3_600_000, 1 << 20, [1, 2], 1 << 30, false]);
   t.same(statusConfigOf(config!).http!.caches, [
