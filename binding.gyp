@@ -7,6 +7,7 @@
         "native/segment.cc",
         "native/slab.cc",
         "native/store.cc",
+        "native/cache.cc",
         "native/limit.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

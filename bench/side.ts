@@ -22,6 +22,15 @@
 // - proxy_keepalive: zonal with `keepalive 64` | node:http forwarding through
 //   `new http.Agent({ keepAlive: true, maxSockets: 64 })` | nginx with `keepalive 64`,
 //   `proxy_http_version 1.1` and `proxy_set_header Connection ""`.
+// - cache_hit_1k, cache_hit_100k: a response of 1 KB and of 100 KB served from the cache
+//   (issue 16): zonal's proxy_cache | nginx's proxy_cache with the same settings
+//   (`levels=1:2`, `keys_zone=bench_cache:10m`, `proxy_cache_valid 200 10m`, the keepalive
+//   upstream), one worker each; the backend serves the two files (nginx's `root`).
+// - cache_miss: the miss path's overhead against plain proxying, 1 KB from the backend:
+//   zonal's cached location with `proxy_no_cache 1` and a key of its own (every request
+//   is a miss: its key, MD5, lookup in the shared keys and the tap, the response not
+//   written, since wrk asks one URL) | zonal's plain proxy_pass (keepalive 64) | nginx the same two ways;
+//   miss_overhead_pct = (plain - miss) / plain * 100, for each.
 // - proxy_keepalive_limit_req: zonal's proxy_keepalive server with a `limit_req` that never
 //   rejects (rate=1000000r/s, burst=1000 nodelay, keyed by $binary_remote_addr: one
 //   shared-memory decision per request) | the same server without it. limit_req_overhead_pct
@@ -57,7 +66,7 @@
 // Every wait is bounded in tries and time, a server is loaded only once it answers; every
 // child is stopped with SIGTERM (SIGKILL after 10 s) at the end, failure included, and
 // sent SIGTERM when this process exits in any other way. Everything listens on 127.0.0.1.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { keepNextTickFast } from '../src/server/next-tick.js';
 import { Agent, createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
@@ -174,7 +183,12 @@ interface DataPorts {
   /** proxyKeepalive's server behind a limit_req that never rejects. */
   proxyLimited: number;
   admin: number;
+  /** The cache's servers (metrics on only): hits, and misses never written. */
+  cache?: { hit: number; miss: number; dir: string };
 }
+
+/** The cache rows' bodies, files of the backend. */
+const CACHE_BODIES = { '1k': 1024, '100k': 100 * 1024 } as const;
 
 /** The upstreams (every peer is the backend) and the server zones of the data plane. */
 const UPSTREAM = { proxyDefault: 'u_default', proxyOff: 'u_keepalive_off', proxyKeepalive: 'u_keepalive' } as const;
@@ -217,6 +231,13 @@ ${server(p.proxyDefault, 'proxy_default', `proxy_pass http://${UPSTREAM.proxyDef
 ${server(p.proxyOff, 'proxy_keepalive_off', `proxy_pass http://${UPSTREAM.proxyOff};`)}
 ${server(p.proxyKeepalive, 'proxy_keepalive', `proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
 ${server(p.proxyLimited, 'proxy_keepalive_limit_req', `limit_req zone=${LIMIT_ZONE} burst=1000 nodelay; proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
+${
+  p.cache
+    ? `    proxy_cache_path ${p.cache.dir} levels=1:2 keys_zone=bench_cache:10m;
+${server(p.cache.hit, 'cache_hit', `proxy_pass http://${UPSTREAM.proxyKeepalive}; proxy_cache bench_cache; proxy_cache_valid 200 10m;`)}
+${server(p.cache.miss, 'cache_miss', `proxy_pass http://${UPSTREAM.proxyKeepalive}; proxy_cache bench_cache; proxy_cache_valid 200 10m; proxy_cache_key miss$request_uri; proxy_no_cache 1;`)}`
+    : ''
+}
     server {
         listen ${HOST}:${p.admin} admin;
         location / {
@@ -232,6 +253,9 @@ interface NginxPorts {
   hello: number;
   proxyClose: number;
   proxyKeepalive: number;
+  cacheHit: number;
+  cacheMiss: number;
+  cacheDir: string;
 }
 
 /** nginx as the reference: its four sides, a port each. */
@@ -269,20 +293,47 @@ server {
         proxy_http_version 1.1;
         proxy_set_header Connection "";
     }
+}
+proxy_cache_path ${p.cacheDir} levels=1:2 keys_zone=bench_cache:10m;
+server {
+    listen ${HOST}:${p.cacheHit};
+    location / {
+        proxy_pass http://backend_keepalive;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_cache bench_cache;
+        proxy_cache_valid 200 10m;
+    }
+}
+server {
+    listen ${HOST}:${p.cacheMiss};
+    location / {
+        proxy_pass http://backend_keepalive;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_cache bench_cache;
+        proxy_cache_valid 200 10m;
+        proxy_cache_key miss$request_uri;
+        proxy_no_cache 1;
+    }
 }`;
 }
 
-/** The backend every proxy forwards to: nginx's cheapest answer. */
-const backendHttp = (port: number) => `server {
+/** The backend every proxy forwards to: nginx's cheapest answer, and the cache rows'
+ * files under /files/. */
+const backendHttp = (port: number, root: string) => `server {
     listen ${HOST}:${port};
     location / {
         return 200 "hello\\n";
+    }
+    location /files/ {
+        root ${root};
     }
 }`;
 
 // ---- Sides and rows ------------------------------------------------------------------------
 
-type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive' | 'proxy_keepalive_limit_req';
+type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive' | 'proxy_keepalive_limit_req' | 'cache_hit_1k' | 'cache_hit_100k' | 'cache_miss';
 
 /** One server under load: its key in the JSON, where wrk sends its requests, the
  * processes whose CPU it is, and what its first answer must be (an error message, or
@@ -343,17 +394,37 @@ async function main(): Promise<void> {
 
     // The backend first: the proxies answer only once it does.
     const backendPort = await freePort();
-    const backend = startNginx('backend nginx', nginx.command, join(dir, 'backend'), backendHttp(backendPort));
+    // nginx's worker runs as nobody when the bench runs as root: the files must be readable.
+    mkdirSync(join(dir, 'www', 'files'), { recursive: true, mode: 0o755 });
+    chmodSync(dir, 0o755);
+    for (const [name, bytes] of Object.entries(CACHE_BODIES)) writeFileSync(join(dir, 'www', 'files', name), Buffer.alloc(bytes, 'c'), { mode: 0o644 });
+    const backend = startNginx('backend nginx', nginx.command, join(dir, 'backend'), backendHttp(backendPort, join(dir, 'www')));
     const backendFirst = await ready(backend, backendPort);
     if (isHello(backendFirst)) broken(`the backend ${isHello(backendFirst)}`);
 
     const example = await exampleConfig();
     writeFileSync(join(dir, 'example.conf'), example.text);
-    const onPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), proxyLimited: await freePort(), admin: await freePort() };
+    const onPorts: DataPorts = {
+      hello: await freePort(),
+      proxyDefault: await freePort(),
+      proxyOff: await freePort(),
+      proxyKeepalive: await freePort(),
+      proxyLimited: await freePort(),
+      admin: await freePort(),
+      cache: { hit: await freePort(), miss: await freePort(), dir: join(dir, 'zonal-cache') },
+    };
     const offPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), proxyLimited: await freePort(), admin: await freePort() };
     writeFileSync(join(dir, 'on.conf'), zonalConfig(onPorts, backendPort, true));
     writeFileSync(join(dir, 'off.conf'), zonalConfig(offPorts, backendPort, false));
-    const nginxPorts: NginxPorts = { stub: await freePort(), hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
+    const nginxPorts: NginxPorts = {
+      stub: await freePort(),
+      hello: await freePort(),
+      proxyClose: await freePort(),
+      proxyKeepalive: await freePort(),
+      cacheHit: await freePort(),
+      cacheMiss: await freePort(),
+      cacheDir: join(dir, 'nginx-cache'),
+    };
     const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
     const uwsPort = await freePort();
 
@@ -385,7 +456,9 @@ async function main(): Promise<void> {
     const zonalExamplePids = pidsOf(zonalExample, 1);
     const zonalOnPids = pidsOf(zonalOn, 1);
     const zonalOffPids = pidsOf(zonalOff, 1);
-    const nginxPids = pidsOf(nginxRef, 1);
+    // A master, its worker, and the cache manager and cache loader that proxy_cache_path
+    // starts (the loader exits a minute later; its CPU counts while it runs).
+    const nginxPids = pidsOf(nginxRef, 3);
     const isJsonObject = (a: Answer) => {
       if (a.status !== 200) return `answered ${a.status}: ${a.body.slice(0, 200)}`;
       try {
@@ -394,6 +467,17 @@ async function main(): Promise<void> {
         return `answered something else than JSON: ${a.body.slice(0, 200)}`;
       }
     };
+    const isBytes = (n: number) => (a: Answer) => (a.status === 200 && Buffer.byteLength(a.body) === n ? undefined : `answered ${a.status} with ${Buffer.byteLength(a.body)} bytes`);
+    const zonalCache = onPorts.cache!;
+    const cacheHitRow = (name: 'cache_hit_1k' | 'cache_hit_100k', file: keyof typeof CACHE_BODIES): Row => ({
+      name,
+      title: `proxy_cache hit, ${file === '1k' ? '1 KB' : '100 KB'} (levels=1:2, proxy_cache_valid 200 10m, keepalive upstream)`,
+      backend: backendPids,
+      sides: [
+        { key: 'zonal', name: 'zonal proxy_cache, metrics on', port: zonalCache.hit, path: `/files/${file}`, pids: zonalOnPids, check: isBytes(CACHE_BODIES[file]) },
+        { key: 'nginx', name: 'nginx proxy_cache', port: nginxPorts.cacheHit, path: `/files/${file}`, pids: nginxPids, check: isBytes(CACHE_BODIES[file]) },
+      ],
+    });
     const allRows: Row[] = [
       {
         name: 'admin_connections',
@@ -453,6 +537,19 @@ async function main(): Promise<void> {
           { key: 'zonal_no_limit', name: `zonal, the same without limit_req`, port: onPorts.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
         ],
       },
+      cacheHitRow('cache_hit_1k', '1k'),
+      cacheHitRow('cache_hit_100k', '100k'),
+      {
+        name: 'cache_miss',
+        title: 'proxy_cache miss (proxy_no_cache 1: looked up, not written) against plain proxy_pass, 1 KB, keepalive upstream',
+        backend: backendPids,
+        sides: [
+          { key: 'zonal', name: 'zonal proxy_cache, every request a miss', port: zonalCache.miss, path: '/files/1k', pids: zonalOnPids, check: isBytes(1024) },
+          { key: 'zonal_plain', name: 'zonal proxy_pass, no cache', port: onPorts.proxyKeepalive, path: '/files/1k', pids: zonalOnPids, check: isBytes(1024) },
+          { key: 'nginx', name: 'nginx proxy_cache, every request a miss', port: nginxPorts.cacheMiss, path: '/files/1k', pids: nginxPids, check: isBytes(1024) },
+          { key: 'nginx_plain', name: 'nginx proxy_pass, no cache', port: nginxPorts.proxyKeepalive, path: '/files/1k', pids: nginxPids, check: isBytes(1024) },
+        ],
+      },
     ];
 
     // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
@@ -507,6 +604,13 @@ async function main(): Promise<void> {
         counted: (await statusNumber(onPorts.admin, `http/limit_reqs/${LIMIT_ZONE}/passed`)) ?? broken(`zonal has no limit_req zone ${LIMIT_ZONE}`),
       },
       { what: `metrics off: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_metrics_off'), counted: await peer(offPorts.admin, UPSTREAM.proxyDefault) },
+      // Every answer of the hit rows but the first of each file was a hit.
+      {
+        what: 'metrics on: cache bench_cache, hits',
+        answered: results.has('cache_hit_1k') || results.has('cache_hit_100k') ? (answered('cache_hit_1k', 'zonal') ?? 1) + (answered('cache_hit_100k', 'zonal') ?? 1) - 2 : undefined,
+        counted: (await statusNumber(onPorts.admin, 'http/caches/bench_cache/hit/responses')) ?? 0,
+      },
+      { what: 'metrics on: cache bench_cache, misses', answered: answered('cache_miss', 'zonal'), counted: (await statusNumber(onPorts.admin, 'http/caches/bench_cache/miss/responses')) ?? 0 },
     ];
 
     const counts = allCounts.filter((c): c is { what: string; answered: number; counted: number } => c.answered !== undefined);
@@ -552,6 +656,8 @@ async function main(): Promise<void> {
       if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
       if (hasSide(row, 'zonal_no_limit')) out.limit_req_overhead_pct = tenth(((rps('zonal_no_limit') - zonal) / rps('zonal_no_limit')) * 100);
       if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
+      if (hasSide(row, 'zonal_plain')) out.miss_overhead_pct = tenth(((rps('zonal_plain') - zonal) / rps('zonal_plain')) * 100);
+      if (hasSide(row, 'nginx_plain')) out.nginx_miss_overhead_pct = tenth(((rps('nginx_plain') - rps('nginx')) / rps('nginx_plain')) * 100);
       out.cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.cpuUsPerRequest))]));
       if (row.backend) out.backend_cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.backendUsPerRequest))]));
       json[row.name] = out;

@@ -8,6 +8,7 @@
 #include "segment.h"
 #include "slab.h"
 #include "store.h"
+#include "cache.h"
 
 namespace zonal {
 
@@ -89,6 +90,16 @@ class Zone : public Napi::ObjectWrap<Zone> {
                            InstanceMethod<&Zone::Release>("release"),
                            InstanceMethod<&Zone::Detach>("detach"),
                            InstanceMethod<&Zone::StallAfter>("stallAfter"),
+                           InstanceMethod<&Zone::CacheTableOf>("cacheTable"),
+                           InstanceMethod<&Zone::CacheLookupOf>("cacheLookup"),
+                           InstanceMethod<&Zone::CacheStoreOf>("cacheStore"),
+                           InstanceMethod<&Zone::CacheReleaseOf>("cacheRelease"),
+                           InstanceMethod<&Zone::CacheRefreshOf>("cacheRefresh"),
+                           InstanceMethod<&Zone::CacheForgetOf>("cacheForget"),
+                           InstanceMethod<&Zone::CacheLoadOf>("cacheLoad"),
+                           InstanceMethod<&Zone::CacheExpireOf>("cacheExpire"),
+                           InstanceMethod<&Zone::CacheSizesOf>("cacheSizes"),
+                           InstanceMethod<&Zone::CacheCheckOf>("cacheCheck"),
                            InstanceMethod<&Zone::LimitTableMethod>("limitTable"),
                            InstanceMethod<&Zone::LimitReqMethod>("limitReq"),
                            InstanceMethod<&Zone::LimitConnAcquireMethod>("limitConnAcquire"),
@@ -366,6 +377,166 @@ class Zone : public Napi::ObjectWrap<Zone> {
     return info.Env().Undefined();
   }
 
+  // The proxy cache's keys (cache.h). Keys are 16-byte MD5s; times are ms since the epoch.
+  static const uint8_t* CacheKeyArg(const Napi::CallbackInfo& info, size_t i) {
+    if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+        info[i].As<Napi::Uint8Array>().ByteLength() != 16)
+      throw Napi::TypeError::New(info.Env(), "a cache key must be a Uint8Array of 16 bytes");
+    return info[i].As<Napi::Uint8Array>().Data();
+  }
+
+  static int64_t TimeArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+    return static_cast<int64_t>(NumberArg(info, i, what));
+  }
+
+  static Napi::Value EvictedArray(Napi::Env env, const std::vector<CacheEvicted>& evicted) {
+    Napi::Array out = Napi::Array::New(env, evicted.size());
+    for (uint32_t i = 0; i < evicted.size(); i++) {
+      Napi::Array e = Napi::Array::New(env, 4);
+      e.Set(0u, Napi::Buffer<uint8_t>::Copy(env, evicted[i].key, 16));
+      e.Set(1u, Napi::Number::New(env, static_cast<double>(evicted[i].size)));
+      e.Set(2u, Napi::Number::New(env, evicted[i].shard));
+      e.Set(3u, Napi::Boolean::New(env, evicted[i].exists));
+      out.Set(i, e);
+    }
+    return out;
+  }
+
+  uint64_t CacheTableArg(const Napi::CallbackInfo& info, Segment& s) {
+    const uint64_t off = NumberArg(info, 0, "cache table offset");
+    Guarded(info.Env(), [&] { return CacheTableAt(s, off); });
+    return off;
+  }
+
+  Napi::Value CacheTableOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const std::string key = StringArg(info, 0, "key");
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] { return CacheTableEnsure(s, key); })));
+  }
+
+  // [state, store (1|0), version, size, valid until, evicted]
+  Napi::Value CacheLookupOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    const int64_t now = TimeArg(info, 2, "now");
+    const uint32_t min_uses = static_cast<uint32_t>(NumberArg(info, 3, "min uses"));
+    const int64_t lock_ms = TimeArg(info, 4, "lock time");
+    std::vector<CacheEvicted> evicted;
+    const CacheLookupResult r = Guarded(env, [&] { return CacheLookup(s, table, key, now, min_uses, lock_ms, &evicted); });
+    Napi::Array out = Napi::Array::New(env, 6);
+    out.Set(0u, Napi::Number::New(env, static_cast<int32_t>(r.state)));
+    out.Set(1u, Napi::Number::New(env, r.store ? 1 : 0));
+    out.Set(2u, Napi::Number::New(env, static_cast<double>(r.version)));
+    out.Set(3u, Napi::Number::New(env, static_cast<double>(r.size)));
+    out.Set(4u, Napi::Number::New(env, static_cast<double>(r.valid_until)));
+    out.Set(5u, evicted.empty() ? env.Null() : EvictedArray(env, evicted));
+    return out;
+  }
+
+  // [size delta, version, evicted]
+  Napi::Value CacheStoreOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    const int64_t now = TimeArg(info, 2, "now");
+    const int64_t valid = TimeArg(info, 3, "valid until");
+    const uint64_t size = NumberArg(info, 4, "size");
+    const uint32_t shard = static_cast<uint32_t>(NumberArg(info, 5, "shard"));
+    std::vector<CacheEvicted> evicted;
+    uint64_t version = 0;
+    const int64_t delta = Guarded(env, [&] { return CacheStore(s, table, key, now, valid, size, shard, &evicted, &version); });
+    Napi::Array out = Napi::Array::New(env, 3);
+    out.Set(0u, Napi::Number::New(env, static_cast<double>(delta)));
+    out.Set(1u, Napi::Number::New(env, static_cast<double>(version)));
+    out.Set(2u, evicted.empty() ? env.Null() : EvictedArray(env, evicted));
+    return out;
+  }
+
+  Napi::Value CacheReleaseOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    Guarded(env, [&] { CacheRelease(s, table, key); return 0; });
+    return env.Undefined();
+  }
+
+  Napi::Value CacheRefreshOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    const int64_t valid = TimeArg(info, 2, "valid until");
+    return Napi::Boolean::New(env, Guarded(env, [&] { return CacheRefresh(s, table, key, valid); }));
+  }
+
+  Napi::Value CacheForgetOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] { return CacheForget(s, table, key); })));
+  }
+
+  // [size delta, evicted]
+  Napi::Value CacheLoadOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const uint8_t* key = CacheKeyArg(info, 1);
+    const int64_t now = TimeArg(info, 2, "now");
+    const int64_t valid = TimeArg(info, 3, "valid until");
+    const uint64_t size = NumberArg(info, 4, "size");
+    const uint32_t shard = static_cast<uint32_t>(NumberArg(info, 5, "shard"));
+    std::vector<CacheEvicted> evicted;
+    const int64_t delta = Guarded(env, [&] { return CacheLoad(s, table, key, now, valid, size, shard, &evicted); });
+    Napi::Array out = Napi::Array::New(env, 2);
+    out.Set(0u, Napi::Number::New(env, static_cast<double>(delta)));
+    out.Set(1u, evicted.empty() ? env.Null() : EvictedArray(env, evicted));
+    return out;
+  }
+
+  // (table, now, inactive ms, max size, shard max sizes (Float64Array), max) -> evicted
+  Napi::Value CacheExpireOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const int64_t now = TimeArg(info, 1, "now");
+    const int64_t inactive = TimeArg(info, 2, "inactive");
+    const uint64_t max_size = NumberArg(info, 3, "max size");
+    uint64_t shard_max[kCacheMaxShards] = {0};
+    uint32_t shards = 0;
+    if (info.Length() > 4 && info[4].IsTypedArray()) {
+      auto a = info[4].As<Napi::Float64Array>();
+      shards = static_cast<uint32_t>(a.ElementLength() < kCacheMaxShards ? a.ElementLength() : kCacheMaxShards);
+      for (uint32_t i = 0; i < shards; i++) shard_max[i] = a[i] > 0 ? static_cast<uint64_t>(a[i]) : 0;
+    }
+    const uint32_t max = static_cast<uint32_t>(NumberArg(info, 5, "max"));
+    std::vector<CacheEvicted> evicted;
+    Guarded(env, [&] { CacheExpire(s, table, now, inactive, max_size, shard_max, shards, max, &evicted); return 0; });
+    return EvictedArray(env, evicted);
+  }
+
+  Napi::Value CacheSizesOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    const std::vector<uint64_t> sizes = Guarded(env, [&] { return CacheSizes(s, table); });
+    Napi::Array out = Napi::Array::New(env, sizes.size());
+    for (uint32_t i = 0; i < sizes.size(); i++) out.Set(i, Napi::Number::New(env, static_cast<double>(sizes[i])));
+    return out;
+  }
+
+  Napi::Value CacheCheckOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = CacheTableArg(info, s);
+    return Napi::String::New(env, Guarded(env, [&] { return CacheCheck(s, table); }));
+  }
   // limitTable(key, kind) -> offset of the table, or null when the zone has no room.
   Napi::Value LimitTableMethod(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();

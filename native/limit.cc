@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "keyed.h"
 #include "slab.h"
 #include "store.h"
 
@@ -20,12 +21,10 @@ uint32_t Hash(const uint8_t* key, uint32_t len) {
   return h;
 }
 
-struct Table {
-  Segment& s;
-  LimitTable* t;
-
-  uint64_t& Bucket(uint32_t hash) const { return s.at<uint64_t>(t->buckets_off)[hash & (t->buckets - 1)]; }
-  LimitNode* Node(uint64_t off) const { return s.at<LimitNode>(off); }
+// The hash chains and LRU list are the keyed tables' own (keyed.h, shared with the
+// proxy cache's keys); holds, the key bytes and the expiry are the limits'.
+struct Table : Keyed<LimitTable, LimitNode> {
+  LimitNode* Node(uint64_t off) const { return At(off); }
   LimitHold* Hold(uint64_t off) const { return s.at<LimitHold>(off); }
 
   uint64_t Find(uint32_t hash, const uint8_t* key, uint32_t len) const {
@@ -49,40 +48,12 @@ struct Table {
     return off;
   }
 
-  void Link(uint64_t off) {
-    LimitNode* n = Node(off);
-    uint64_t& bucket = Bucket(n->hash);
-    n->hash_next = bucket;
-    s.Put(bucket, off);
-    s.Put(t->nodes, t->nodes + 1);
-  }
-
-  void LruRemove(uint64_t off) {
-    LimitNode* n = Node(off);
-    if (n->lru_prev) s.Put(Node(n->lru_prev)->lru_next, n->lru_next);
-    else s.Put(t->lru_head, n->lru_next);
-    if (n->lru_next) s.Put(Node(n->lru_next)->lru_prev, n->lru_prev);
-    else s.Put(t->lru_tail, n->lru_prev);
-  }
-
-  void LruPush(uint64_t off) {
-    LimitNode* n = Node(off);
-    s.Put(n->lru_prev, uint64_t{0});
-    s.Put(n->lru_next, t->lru_head);
-    if (t->lru_head) s.Put(Node(t->lru_head)->lru_prev, off);
-    else s.Put(t->lru_tail, off);
-    s.Put(t->lru_head, off);
-  }
-
   // Unlinks the node from its hash chain and the LRU list (every limit_req node is on it,
   // and the limit_conn nodes nobody holds) and frees it.
   void Remove(uint64_t off) {
-    LimitNode* n = Node(off);
-    uint64_t* link = &Bucket(n->hash);
-    while (*link && *link != off) link = &Node(*link)->hash_next;
-    if (*link) s.Put(*link, n->hash_next);
-    if (t->kind == kLimitReq || n->excess == 0) LruRemove(off);
-    s.Put(t->nodes, t->nodes - 1);
+    const bool listed = t->kind == kLimitReq || Node(off)->excess == 0;
+    Unlink(off);
+    if (listed) LruRemove(off);
     SlabFree(s, off);
   }
 
@@ -105,7 +76,7 @@ struct Table {
   }
 };
 
-Table Open(Segment& s, uint64_t table, uint32_t kind) { return Table{s, LimitTableAt(s, table, kind)}; }
+Table Open(Segment& s, uint64_t table, uint32_t kind) { return Table{{s, LimitTableAt(s, table, kind)}}; }
 
 // Ends a hold: off its node's list and its slot's list, and freed.
 void DropHold(Table& tb, uint64_t hold) {
@@ -166,16 +137,10 @@ uint64_t LimitTableEnsure(Segment& s, const std::string& key, uint32_t kind) {
   LimitTable* t = s.at<LimitTable>(e.offset);
   if (t->magic == kLimitMagic && t->kind != kind) throw ZoneError("key \"" + key + "\" holds another kind of limit table");
   if (t->buckets_off) return e.offset;
-  // About one bucket per 256 bytes of the zone: chains of one or two nodes when it is full.
-  uint64_t n = 64;
-  while (n < s.header()->pool_size / 256 && n < (uint64_t{1} << 20)) n <<= 1;
-  const uint64_t buckets = SlabAlloc(s, n * sizeof(uint64_t));
-  if (!buckets) return 0;
-  memset(s.at<uint8_t>(buckets), 0, n * sizeof(uint64_t));
+  Keyed<LimitTable, LimitNode> keyed{s, t};
+  if (!keyed.MakeBuckets()) return 0;
   s.Put(t->magic, kLimitMagic);
   s.Put(t->kind, kind);
-  s.Put(t->buckets, n);
-  s.Put(t->buckets_off, buckets);
   return e.offset;
 }
 

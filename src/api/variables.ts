@@ -28,6 +28,8 @@ export interface VariableContext {
   readonly captures?: readonly string[];
   /** The query, when it is parsed already ($arg_<name>). */
   readonly args?: URLSearchParams;
+  /** `$upstream_cache_status`: HIT, MISS, ... once the proxy cache decided (empty otherwise). */
+  readonly upstreamCacheStatus?: string;
 }
 
 type Variable = (c: VariableContext) => string;
@@ -112,6 +114,8 @@ export function variable(name: string): Variable | undefined {
       return (c) => (c.args ? c.args.toString() : query(c));
     case 'server_port':
       return (c) => String(c.req.socket?.localPort ?? '');
+    case 'upstream_cache_status':
+      return (c) => c.upstreamCacheStatus ?? '';
   }
   if (/^[1-9]$/.test(name)) {
     const i = Number(name) - 1;

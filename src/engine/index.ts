@@ -8,3 +8,5 @@ export { SeqRecord } from './record.js';
 export { LimitReqTable, LimitConnTable, LimitReqMode, LIMIT_BUSY, LIMIT_EXHAUSTED, type LimitKey } from './limits.js';
 export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
 export { addon } from './native.js';
+export { CacheKeys, CacheLookupState } from './cache-keys.js';
+export type { CacheEvicted, CacheLookup } from './cache-keys.js';

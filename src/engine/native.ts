@@ -52,6 +52,17 @@ export interface NativeZone {
   release(slot: number): void;
   detach(): void;
   stallAfter(writes: number): void;
+  /** The proxy cache's keys (native/cache.h); 0 when the zone has no room for the table. */
+  cacheTable(key: string): number;
+  cacheLookup(table: number, key: Uint8Array, now: number, minUses: number, lockMs: number): [number, number, number, number, number, Array<[Buffer, number, number, boolean]> | null];
+  cacheStore(table: number, key: Uint8Array, now: number, validUntil: number, size: number, shard: number): [number, number, Array<[Buffer, number, number, boolean]> | null];
+  cacheRelease(table: number, key: Uint8Array): void;
+  cacheRefresh(table: number, key: Uint8Array, validUntil: number): boolean;
+  cacheForget(table: number, key: Uint8Array): number;
+  cacheLoad(table: number, key: Uint8Array, now: number, validUntil: number, size: number, shard: number): [number, Array<[Buffer, number, number, boolean]> | null];
+  cacheExpire(table: number, now: number, inactiveMs: number, maxSize: number, shardMax: Float64Array, max: number): Array<[Buffer, number, number, boolean]>;
+  cacheSizes(table: number): number[];
+  cacheCheck(table: number): string;
   /** The limit table under `key` (kind 1 request, 2 connection), made on first use: its
    * offset, or null when the zone has no room. */
   limitTable(key: string, kind: number): number | null;

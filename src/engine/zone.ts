@@ -5,6 +5,7 @@ import { AtomicCells } from './cells.js';
 import { LimitConnTable, LimitKind, LimitReqTable } from './limits.js';
 import { CounterBlock, GaugeBlock, strideOf } from './counters.js';
 import { attachInstance, creatorInstance, requestedWorkerSlot } from './identity.js';
+import { CacheKeys } from './cache-keys.js';
 import { addon, EntryKind, type NativeSlabStats, type NativeZone } from './native.js';
 import { SeqRecord } from './record.js';
 import { makeViews, type ZoneViews } from './views.js';
@@ -133,6 +134,13 @@ export class Zone {
   block(key: string, size: number): Uint8Array {
     const offset = this.ensure(key, EntryKind.Block, size);
     return this.views.u8.subarray(offset, offset + size);
+  }
+
+  /** The proxy cache's keyed table under `key`, made on first use. */
+  cacheKeys(key: string): CacheKeys {
+    const table = this.native.cacheTable(key);
+    if (table === 0) throw new ZoneFullError(this.name, key);
+    return new CacheKeys(this.native, table);
   }
 
   has(key: string): boolean {

@@ -2,7 +2,8 @@
 // servers and the location zones of `status_zone` in locations, in order of appearance,
 // and every upstream with its peers; the same for the stream block. Admin servers have
 // no zones: their traffic is not counted.
-import type { PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
+import type { CacheZone } from './cache/config.js';
+import type { CacheConfig, PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
 import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
 
 /** A configured peer as /config holds one: only what differs from the defaults /config
@@ -40,6 +41,18 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
   };
 }
 
+/** A cache as the status shows it: sizes in bytes; with several paths, its shards. */
+function cacheConfig(z: CacheZone): CacheConfig {
+  const sharded = z.paths.length > 1;
+  const maxSize = sharded ? (z.paths.every((p) => p.maxSize > 0) ? z.paths.reduce((n, p) => n + p.maxSize, 0) : 0) : z.paths[0].maxSize;
+  return {
+    name: z.name,
+    zoneSize: z.size,
+    ...(maxSize > 0 ? { maxSize } : {}),
+    ...(sharded ? { shards: z.paths.map((p) => (p.maxSize > 0 ? { path: p.path, maxSize: p.maxSize } : { path: p.path })) } : {}),
+  };
+}
+
 export function statusConfigOf(config: ServerConfig): StatusConfig {
   const serverZones = new Map<string, boolean>();
   const locationZones = new Set<string>();
@@ -66,6 +79,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
+      ...(config.http?.caches ? { caches: config.http.caches.map(cacheConfig) } : {}),
       ...(zones.some((z) => z.kind === 'conn') ? { limitConns: zones.filter((z) => z.kind === 'conn').map(limit) } : {}),
       ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),

@@ -35,6 +35,8 @@ interface WorkerRecord {
   readonly generation: number;
   readonly started: number;
   state: 'starting' | 'ready' | 'draining';
+  /** Runs the cache loader and manager for its configuration. */
+  readonly cacheKeeper: boolean;
 }
 
 export class Primary {
@@ -95,9 +97,12 @@ export class Primary {
   /** Forks a worker in `slot`; resolves once it listens, rejects when it cannot. */
   private spawn(slot: number, generation: number): Promise<WorkerRecord> {
     const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(slot) });
-    const record: WorkerRecord = { worker, slot, generation, started: Date.now(), state: 'starting' };
+    // One worker of each configuration runs the cache loader and manager: the first one
+    // started, and whichever replaces it when it dies.
+    const cacheKeeper = ![...this.workers].some((r) => r.cacheKeeper && r.generation === generation && r.state !== 'draining');
+    const record: WorkerRecord = { worker, slot, generation, started: Date.now(), state: 'starting', cacheKeeper };
     this.workers.add(record);
-    const start: FromPrimary = { type: 'start', file: this.file, files: this.config.files, ticketKeys: this.ticketKeys };
+    const start: FromPrimary = { type: 'start', file: this.file, files: this.config.files, ticketKeys: this.ticketKeys, cacheKeeper };
     return new Promise((resolve, reject) => {
       let failure = 'the worker exited before it was ready';
       worker.on('message', (m: ToPrimary) => {

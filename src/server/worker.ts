@@ -5,6 +5,7 @@
 import { Status } from '../metrics/status.js';
 import { loadConfig, formatConfigError } from './config/load.js';
 import { HttpPlane } from './http/plane.js';
+import { CacheKeeper } from './cache/keeper.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
 import { StreamPlane } from './stream/plane.js';
@@ -14,6 +15,7 @@ keepNextTickFast();
 
 let plane: HttpPlane | undefined;
 let stream: StreamPlane | undefined;
+let keeper: CacheKeeper | undefined;
 let draining = false;
 
 function send(message: ToPrimary): void {
@@ -29,11 +31,18 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   if (config.stream) stream = new StreamPlane(config, { status, ticketKeys });
   await plane.listen();
   await stream?.listen();
+  // The cache loader and manager run in one worker of the server (the primary's choice).
+  const caches = config.http?.caches ?? [];
+  if (message.cacheKeeper && caches.length > 0) {
+    keeper = new CacheKeeper(caches, status);
+    keeper.start().catch((e: Error) => process.stderr.write(`zonal: [error] cache loader: ${e.message}\n`));
+  }
 }
 
 function drain(): void {
   if (draining) return;
   draining = true;
+  keeper?.stop();
   const done = () => process.exit(0);
   if (!plane) done();
   else void Promise.all([plane.drain(), stream?.drain()]).then(done, done);

@@ -12,6 +12,8 @@ import { normaliseOrigin } from '../../api/origin.js';
 import { limitDirectives } from '../limits/config.js';
 import { streamDirectives } from '../stream/config.js';
 import { compileRegex } from './regex.js';
+import { cacheDirectives } from '../cache/config.js';
+import { headerDirectives } from '../headers/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -183,7 +185,7 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 }
 
 /** The modules that declare their directives beside their code. */
-const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives];
+const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives, cacheDirectives, headerDirectives];
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {

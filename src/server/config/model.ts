@@ -3,6 +3,7 @@
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
 
+
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
   readonly file: string;

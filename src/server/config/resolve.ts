@@ -15,6 +15,8 @@ import type {
   VirtualServerConfig,
 } from './model.js';
 import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
+import { mergeHeaders, type AddHeader } from '../headers/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
@@ -62,9 +64,11 @@ interface Merged {
   readonly authUserFile?: string;
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
-  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl'>;
+  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl' | 'cache' | 'addHeaders'>;
   /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
   readonly ssl: SslLevel;
+  readonly cache: MergedCache;
+  readonly addHeaders: readonly AddHeader[];
   readonly limits: MergedLimits;
 }
 
@@ -75,6 +79,8 @@ const TOP: Merged = {
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
   ssl: {},
+  cache: TOP_CACHE,
+  addHeaders: [],
   limits: TOP_LIMITS,
 };
 
@@ -103,6 +109,8 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       proxySslTrustedCertificate: level.proxySslTrustedCertificate ?? outer.ssl.proxySslTrustedCertificate,
       proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
     },
+    cache: mergeCache(outer.cache, level),
+    addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
   };
 }
@@ -181,12 +189,15 @@ class Resolver {
     const upstream = this.upstreamOf(p);
     if (upstream === undefined) return undefined;
     const ssl = p.ssl ? this.ssl(merged.ssl, upstream) : undefined;
+    const cache = resolveCache(merged.cache, this.caches, this.c, this.unknownCaches);
     return {
       upstream,
       ...(p.uri !== undefined ? { uri: p.uri } : {}),
       ...merged.proxy,
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),
       ...(ssl ? { ssl } : {}),
+      ...(cache ? { cache } : {}),
+      ...(merged.addHeaders.length > 0 ? { addHeaders: merged.addHeaders } : {}),
     };
   }
 
@@ -230,13 +241,28 @@ class Resolver {
     return limits ? { limits } : {};
   }
 
+  /** The http block's caches, and `proxy_cache` directives already reported for an unknown zone. */
+  private caches: readonly CacheZone[] = [];
+  private readonly unknownCaches = new Set<object>();
+
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
     // The names of the upstreams' zones: a limit zone cannot take one.
     const upstreamZones = new Map(this.upstreams.map((u) => [u.zone?.name ?? u.name, `upstream "${u.name}"`]));
     this.zones = limitZones(http, upstreamZones, this.c);
+    this.caches = cacheZones(http);
+    // One shared-memory zone per name: a cache's keys zone cannot be an upstream's or a limit's zone.
+    for (const z of this.caches) {
+      const taken = upstreamZones.get(z.name) ?? (this.zones.some((l) => l.name === z.name) ? `limit zone "${z.name}"` : undefined);
+      if (taken) this.c.error(z.origin, `keys zone "${z.name}" is the zone of ${taken} already`);
+    }
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, limitZones: this.zones, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    return {
+      servers,
+      ...(this.caches.length > 0 ? { caches: this.caches } : {}),
+      limitZones: this.zones,
+      upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()],
+    };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -266,7 +292,7 @@ class Resolver {
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
-    const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles)).filter((i) => i !== undefined);
+    const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles, l.proxyPass)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
@@ -287,11 +313,13 @@ class Resolver {
 
   /** An `if` block: nginx merges the location's settings into it as into a nested
    * location, so it has all of them but those it sets itself. Undefined after an error. */
-  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): IfConfig | undefined {
+  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean, locationPass: ProxyPass | undefined): IfConfig | undefined {
     if (!i.condition) return undefined;
     const merged = merge(outer, i);
     const statusZone = i.statusZone === false ? undefined : i.statusZone ?? zone;
-    const proxy = i.proxyPass && this.proxy(i.proxyPass, merged);
+    // A block that sets proxy_cache proxies with its location's proxy_pass and its own cache.
+    const pass = i.proxyPass ?? (i.cache?.cache !== undefined ? locationPass : undefined);
+    const proxy = pass && this.proxy(pass, merged);
     return {
       ...this.settle(merged),
       condition: i.condition,

@@ -229,11 +229,23 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location);
       return;
     }
-    this.pending.add(res);
-    res.once('close', () => {
-      this.pending.delete(res);
-      this.closed(socket, conn, res, zone, location);
-    });
+    const listen = () => {
+      this.pending.add(res);
+      res.once('close', () => {
+        this.pending.delete(res);
+        this.closed(socket, conn, res, zone, location);
+      });
+    };
+    if (!place.limits && place.guard.open) {
+      this.content(req, res, uri, place, captures);
+      // Answered in full at once (a proxy cache hit): counted now, as a `return` is, with
+      // no listener. 'close' comes after this turn at the earliest, so a response still
+      // going gets its listener in time.
+      if (res.writableEnded) this.answered(socket, conn, res, zone, location);
+      else listen();
+      return;
+    }
+    listen();
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
     if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place, captures));

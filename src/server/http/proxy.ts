@@ -16,6 +16,12 @@ import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from '.
 import type { UpstreamRuntime } from './upstream.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue, type VariableContext } from './variables.js';
+import { AddHeaders } from '../headers/runtime.js';
+import { LocationCache } from '../cache/runtime.js';
+import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
+
+export type { ProxyTap } from './proxy-tap.js';
+import type { StatusStore } from '../../metrics/store.js';
 
 /** Header names, caseless. A name is lowercased only when its length is one of theirs:
  * most headers of a request or response are in no such set. */
@@ -40,7 +46,7 @@ const HOP = new HeaderNames(HOP_NAMES);
  * and zonal). */
 const OWN_REQUEST = ['expect', 'host'];
 
-type Failure = 'error' | 'timeout';
+type Failure = ProxyFailure;
 
 function failureOf(err: Error): Failure {
   return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
@@ -71,6 +77,7 @@ export class Proxy {
     readonly config: ProxyConfig,
     location: LocationConfig,
     readonly upstream: UpstreamRuntime,
+    status?: StatusStore,
   ) {
     // Connection is zonal's own: keep-alive when the upstream caches connections.
     this.setHeaders = config.setHeaders
@@ -84,11 +91,25 @@ export class Proxy {
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
     if (config.ssl) this.tls = tlsProfile(config.ssl);
+    if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
+    // The cache needs the zones: only where traffic is recorded (workers).
+    if (config.cache && status) this.cache = new LocationCache(config.cache, status, this);
   }
+
+  /** proxy_cache of the location. */
+  private readonly cache: LocationCache | undefined;
+  /** add_header of the location (proxied responses). */
+  readonly addHeaders: AddHeaders | undefined;
 
   /** `captures`: the request's `$1`..`$9`, when an `if` condition set them. */
   handle(req: IncomingMessage, res: ServerResponse, uri: string, captures?: readonly string[]): void {
-    new Exchange(this, req, res, uri, captures).start();
+    if (this.cache) this.cache.handle(req, res, uri, captures);
+    else new Exchange(this, req, res, uri, captures).start();
+  }
+
+  /** The request to a peer, past the cache (which taps it when given). */
+  pass(req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined, tap?: ProxyTap): void {
+    new Exchange(this, req, res, uri, captures, tap).start();
   }
 
   /** The worker's connections to the chosen peer. */
@@ -202,6 +223,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   private leaveQueue: (() => void) | undefined;
   private readonly path: string;
   private readonly head: string[] | undefined;
+  /** The response went to the tap, not to the client. */
+  private kept = false;
   // proxy_read_timeout (Expiring): from the request's dispatch to the response headers,
   // then between two reads of the body.
   deadline = 0;
@@ -214,10 +237,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     private readonly res: ServerResponse,
     readonly uri: string,
     readonly captures?: readonly string[],
+    private readonly tap?: ProxyTap,
   ) {
     this.hasBody = hasBody(req.rawHeaders);
     this.path = proxy.target(this);
-    this.head = proxy.headers(this);
+    const head = proxy.headers(this);
+    this.head = head && tap ? tap.requestHeaders(head) : head;
     (res as Proxied)[EXCHANGE] = this;
     res.on('close', responseClosed);
   }
@@ -225,6 +250,11 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   /** `$proxy_host`. */
   get proxyHost(): string {
     return this.proxy.upstream.proxyHost;
+  }
+
+  /** `$upstream_cache_status`. */
+  get upstreamCacheStatus(): string {
+    return this.tap?.cacheStatus ?? '';
   }
 
   start(): void {
@@ -243,6 +273,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
         return;
       }
     }
+    if (this.tap?.failed(this.lastFailure || 502, 'error')) return;
     this.fail(this.lastFailure || 502);
   }
 
@@ -327,6 +358,11 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
+    if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
+      this.kept = true;
+      return true;
+    }
+    this.proxy.addHeaders?.addTo(headers, statusCode, this);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
     return true;
@@ -335,6 +371,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   onData(chunk: Buffer): boolean {
     this.proxy.readDeadlines.start(this, performance.now());
     this.received += chunk.length;
+    if (this.tap) {
+      this.tap.data(chunk);
+      if (this.kept) return true;
+    }
     const held = this.held;
     this.held = chunk;
     return held === undefined || this.write(held);
@@ -365,6 +405,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const status = this.status;
     upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
+    if (this.tap) {
+      this.tap.complete();
+      if (this.kept) return;
+    }
     // The response ends with the other writes of this turn (after-io.ts).
     if (!this.finished) afterIo(this);
   }
@@ -387,8 +431,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
     // The client leaving is not the peer's failure.
     upstream.release(chosen, !clientGone);
-    if (clientGone) return;
+    if (clientGone) {
+      this.tap?.failed(0, 'client');
+      return;
+    }
     if (this.headersSent) {
+      this.tap?.failed(502, 'error');
       this.res.destroy(err);
       return;
     }
@@ -398,6 +446,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.start();
       return;
     }
+    if (this.tap?.failed(this.lastFailure, retryStatus ? 'status' : failure!)) return;
     this.fail(this.lastFailure);
   }
 

@@ -127,7 +127,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
-          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
+          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
         };
@@ -140,7 +140,7 @@ export class Site {
             guard: new Guard(i),
             ...(i.return ? { return: new Return(i.return) } : {}),
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
-            ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream)) } : !own && place.proxy ? { proxy: place.proxy } : {}),
+            ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream), options.record ? options.status : undefined) } : !own && place.proxy ? { proxy: place.proxy } : {}),
             ...(i.root ? { root: i.root } : {}),
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).

@@ -1,0 +1,24 @@
+// add_header at run time: the values compiled once, added to a response's header list.
+import { compileValue, type VariableContext } from '../http/variables.js';
+import type { AddHeader } from './config.js';
+
+const ADDED_TO = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
+
+export class AddHeaders {
+  private readonly list: Array<{ name: string; value: (c: VariableContext) => string; always: boolean }>;
+
+  constructor(headers: readonly AddHeader[]) {
+    this.list = headers.map((h) => ({ name: h.name, value: compileValue(h.value), always: h.always }));
+  }
+
+  /** Appends to `headers` (name, value, ...) what applies to a response of `status`; an
+   * empty value adds nothing, as nginx. */
+  addTo(headers: string[], status: number, c: VariableContext): void {
+    const listed = ADDED_TO.has(status);
+    for (const h of this.list) {
+      if (!listed && !h.always) continue;
+      const v = h.value(c);
+      if (v !== '' && !/[\r\n\0]/.test(v)) headers.push(h.name, v);
+    }
+  }
+}
