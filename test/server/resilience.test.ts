@@ -52,11 +52,15 @@ interface LoadResult {
   errorsPerClient: number[];
 }
 
-/** `clients` clients GET `/` through zonal until `ms` passed (at most 20,000 requests
- * each): even clients on keep-alive connections, odd ones a new connection per request. */
-async function load(clients: number, ms: number): Promise<LoadResult> {
+/** `clients` clients GET `/` through zonal for at least `ms` and until `done()` says what
+ * the load must overlap has happened (a loaded machine makes that take longer than any
+ * fixed time), at most 20 s and 20,000 requests each: even clients on keep-alive
+ * connections, odd ones a new connection per request. */
+async function load(clients: number, ms: number, done: () => boolean = () => true): Promise<LoadResult & { endedAt: number }> {
   const result: LoadResult = { ok: 0, bad: {}, errors: {}, errorsPerClient: Array(clients).fill(0) };
-  const until = Date.now() + ms;
+  const least = Date.now() + ms;
+  const most = Date.now() + 20_000;
+  const going = () => Date.now() < most && (Date.now() < least || !done());
   const agents = Array.from({ length: clients }, (_, i) => (i % 2 === 0 ? new Agent({ keepAlive: true, maxSockets: 1 }) : undefined));
   const one = (i: number) =>
     new Promise<void>((resolve) => {
@@ -81,11 +85,11 @@ async function load(clients: number, ms: number): Promise<LoadResult> {
     });
   await Promise.all(
     Array.from({ length: clients }, async (_, i) => {
-      for (let n = 0; n < 20_000 && Date.now() < until; n++) await one(i);
+      for (let n = 0; n < 20_000 && going(); n++) await one(i);
     }),
   );
   for (const a of agents) a?.destroy();
-  return result;
+  return { ...result, endedAt: Date.now() };
 }
 
 const failed = (r: LoadResult) => Object.values(r.bad).reduce((a, b) => a + b, 0) + Object.values(r.errors).reduce((a, b) => a + b, 0);
@@ -112,14 +116,17 @@ t.test('a worker SIGKILLed under proxy load is replaced; the totals never go dow
   })();
   const before = await status('http/server_zones/site');
   const from = zonal.log.length;
-  const running = load(8, 2000);
+  // Until the replacement worker is up and the sampler has seen the load throughout.
+  let replaced = false;
+  const running = load(8, 2000, () => replaced && samples.length >= 60);
   // Mid-load: once the backend's answers are flowing (a bounded wait for traffic).
   t.ok(await eventually(async () => (await status('http/server_zones/site')).requests.total - before.requests.total >= 200, 5000), 'traffic flowing');
   const killed = workers[0];
   process.kill(killed, 'SIGKILL');
-  const result = await running;
   await zonal.waitLog(/exited \(SIGKILL\): starting another/, 10_000, from);
   t.ok(await eventually(async () => zonal.workers().length === 2 && !zonal.workers().includes(killed), 10_000), 'a new worker took its place');
+  replaced = true;
+  const result = await running;
   t.notOk(zonal.exited, 'the primary lives');
   // Everything answered is counted (the zone total may hold a request cut off with the worker).
   t.ok(await eventually(async () => (await status('http/server_zones/site')).requests.total - before.requests.total >= result.ok, 5000), 'every answer counted');
@@ -151,9 +158,11 @@ t.test('SIGHUP twice under load: 0 failed requests, generation + 2', async (t) =
   const g0 = (await status('server')).generation;
   const before = await status('http/server_zones/site');
   const from = zonal.log.length;
-  const loadEnds = Date.now() + 3000;
-  const running = load(8, 3000);
   const reloads: boolean[] = [];
+  let reloaded = false;
+  // Until both reloads are done and their old workers gone, then a little more.
+  let doneAt = Infinity;
+  const running = load(8, 1000, () => reloaded && Date.now() > doneAt + 200);
   for (const at of [200, 600]) {
     t.ok(await eventually(async () => (await status('http/server_zones/site')).requests.total - before.requests.total >= at, 5000), `traffic flowing (${at})`);
     const old = zonal.workers();
@@ -162,7 +171,10 @@ t.test('SIGHUP twice under load: 0 failed requests, generation + 2', async (t) =
     t.ok(await eventually(async () => !zonal.workers().some((p) => old.includes(p)), 5000), 'the old workers drained under load and left');
   }
   const underLoad = Date.now();
+  reloaded = true;
+  doneAt = underLoad;
   const result = await running;
+  const loadEnds = result.endedAt;
   const g1 = (await status('server')).generation;
   if (!reloads.every(Boolean)) t.comment(zonal.log.slice(from));
   t.comment(`SIGHUP x2: ${result.ok} answered, ${failed(result)} failed (connection errors ${JSON.stringify(result.errors)} per client ${result.errorsPerClient.join(',')}, non-2xx ${JSON.stringify(result.bad)}); generation ${g0} -> ${g1}`);
