@@ -64,6 +64,9 @@ export interface UpstreamConfig {
   queue?: boolean;
   /** Health probes are configured: peers show `health.probes`. */
   probes?: boolean;
+  /** An `essential` probe is configured: a peer starts `checking`, and takes traffic only
+   * once a probe passed. */
+  essential?: boolean;
   /** Smoothing factor, in percent, of header_time and response_time (default 90). */
   responseTimeFactor?: number;
   /** The balancing method (round robin when absent): it decides which peer parameters

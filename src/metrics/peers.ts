@@ -167,7 +167,9 @@ export function slowStartRefused(method: string | undefined, slowStart: number):
 }
 
 export function stateFileText(peers: readonly PeerConfig[]): string {
-  const lines = peers.map((p) => {
+  // The peers of a `server <name> resolve` come from its name at each start: the file
+  // keeps the peers written by address.
+  const lines = peers.filter((p) => !isResolved(p)).map((p) => {
     const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
     for (const { key, word, kind } of PEER_PARAMS) {
       const v = p[key];
@@ -180,6 +182,9 @@ export function stateFileText(peers: readonly PeerConfig[]): string {
   });
   return lines.join('');
 }
+
+/** A peer a resolver made: its server is a name, it is keyed by an address. */
+const isResolved = (p: PeerConfig): boolean => p.service !== undefined || (p.name !== undefined && isPeerAddressError(parsePeerAddress(p.server)));
 
 function writeStateFile(path: string, peers: readonly PeerConfig[]): void {
   const temporary = `${path}.${process.pid}.tmp`;

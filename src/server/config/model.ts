@@ -2,6 +2,8 @@
 // directives.ts) produces and the processes run. Every setting is already resolved the
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
+import type { ResolverConfig } from '../resolver/config.js';
+import type { ProbeConfig } from '../probes/config.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -118,6 +120,12 @@ export interface PeerParams {
   /** Milliseconds; 0: none. */
   readonly slowStart: number;
   readonly sid?: string;
+  /** `resolve`: the server is a name whose addresses (or SRV records, with `service`)
+   * are the peers, followed as they change (resolver/peers.ts). `address` is then the
+   * name and its port, no peer's key. */
+  readonly resolve?: boolean;
+  /** `service=`: the SRV service looked up under the name (`_http._tcp`). */
+  readonly service?: string;
   readonly origin: Origin;
 }
 
@@ -147,6 +155,10 @@ export interface UpstreamBlockConfig {
   /** `state <file>` (absolute): the peers as `server` lines, rewritten after each /config
    * change and read instead of the configured servers at start and reload (NGINX Plus). */
   readonly state?: string;
+  /** The resolver of the upstream's `resolve` servers: its own, else the http block's. */
+  readonly resolver?: ResolverConfig;
+  /** Active health probes of the locations that proxy to it (`upstream_probe`). */
+  readonly probes?: readonly ProbeConfig[];
   /** Made for a `proxy_pass http://<address>`: no `upstream` block. */
   readonly implicit: boolean;
   readonly origin: Origin;
@@ -192,6 +204,8 @@ export interface VirtualServerConfig extends Inherited {
 
 export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
+  /** Every `resolver` with a `status_zone`: the zones /status/resolvers shows. */
+  readonly resolverZones?: readonly string[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

@@ -14,6 +14,8 @@ import type {
   VirtualServerConfig,
 } from './model.js';
 import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { resolverZones, upstreamResolver } from '../resolver/config.js';
+import type { ProbeConfig } from '../probes/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -102,9 +104,12 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
   };
 }
 
-function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
+function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly ProbeConfig[] | undefined): UpstreamBlockConfig {
   const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
+  const resolver = upstreamResolver(u, http);
   return {
+    ...(resolver ? { resolver } : {}),
+    ...(probes ? { probes } : {}),
     name: u.name,
     ...(zone ? { zone } : {}),
     servers: u.servers,
@@ -129,6 +134,8 @@ class Resolver {
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
+  /** The probes of the locations that proxy to each upstream, by its name. */
+  private readonly probes = new Map<string, ProbeConfig[]>();
 
   constructor(
     private readonly c: Checker,
@@ -219,7 +226,13 @@ class Resolver {
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
     const servers = http.servers.map((s) => this.server(s, top));
-    return { servers, upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()] };
+    const implicit = [...this.implicit.values()].map((u) => (this.probes.has(u.name) ? { ...u, probes: this.probes.get(u.name) } : u));
+    const zones = resolverZones(http);
+    return {
+      servers,
+      upstreams: [...this.upstreams.map((u) => upstreamConfig(u, http, this.probes.get(u.name))), ...implicit],
+      ...(zones.length ? { resolverZones: zones } : {}),
+    };
   }
 
   private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
@@ -241,12 +254,29 @@ class Resolver {
     };
   }
 
+  /** A location's probes, for the upstream its proxy_pass names; a probe's name is
+   * unique among the upstream's probes, which the peers' state depends on together. */
+  private addProbes(probes: NonNullable<LocationLevel['probes']>, proxy: ProxyConfig): void {
+    const list = this.probes.get(proxy.upstream) ?? [];
+    for (const p of probes) {
+      if (list.some((x) => x.name === p.name)) {
+        this.c.error(p.origin, `duplicate probe "${p.name}" of upstream "${proxy.upstream}"`);
+        continue;
+      }
+      const { connectTimeout, readTimeout, nextUpstream, ssl } = proxy;
+      list.push({ ...p, upstream: proxy.upstream, host: proxy.upstream, proxy: { connectTimeout, readTimeout, nextUpstream, ...(ssl ? { ssl } : {}) } });
+    }
+    this.probes.set(proxy.upstream, list);
+  }
+
   /** `zone`: the enclosing location's zone, already undefined under `status_zone off`. */
   private location(l: LocationLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): LocationConfig {
     const merged = merge(outer, l);
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
+    if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
+    if (l.probes && proxy) this.addProbes(l.probes, proxy);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
