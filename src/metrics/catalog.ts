@@ -159,10 +159,12 @@ export interface PeerAddressError {
  * The one reader of a peer's server name, for the configuration file, the state file and
  * /config alike, so that each takes exactly the forms the others take: an IPv4 address or
  * a bracketed IPv6 address, with a port (80 when absent, as nginx has it), or `localhost`,
- * which is 127.0.0.1 (what nginx's resolution of it gives on a usual /etc/hosts). zonal
- * has no resolver yet, and a name resolved at every connect by the OS would be a peer
- * keyed by name whose addresses nobody counts: any other host name, and the
- * `<service>@` of SRV lookups, are refused with a message saying a resolver is needed.
+ * which is 127.0.0.1 (what nginx's resolution of it gives on a usual /etc/hosts). A name
+ * resolved at every connect by the OS would be a peer keyed by name whose addresses
+ * nobody counts: any other host name, and the `<service>@` of SRV lookups, are refused
+ * with a message saying a resolver is needed. The configuration's `server <name>
+ * resolve` takes them (server/resolver/config.ts): its resolver makes the peers, each
+ * keyed by its address.
  * Messages are nginx's (`invalid port in upstream "..."`).
  */
 export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
@@ -170,7 +172,7 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
   const at = text.indexOf('@');
   if (at >= 0)
     return {
-      error: `the server "${text}" names the service "${text.slice(0, at)}", which needs a resolver to look up its SRV records: zonal has no "resolve" yet, write an IP address and port`,
+      error: `the server "${text}" names the service "${text.slice(0, at)}", which needs a resolver to look up its SRV records: the configuration follows one with "server ${text.slice(at + 1)} service=${text.slice(0, at)} resolve" and a "resolver"; here write an IP address and port`,
       resolver: true,
     };
   let host: string;
@@ -199,7 +201,7 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
       // A colon left in the host is an IPv6 address without its brackets, no name.
       if (host.includes(':')) return { error: `invalid IPv6 address in upstream "${text}": IPv6 addresses are written in brackets` };
       return {
-        error: `the server "${text}" is a host name, which needs a resolver: zonal has no "resolve" yet, write an IP address and port`,
+        error: `the server "${text}" is a host name, which needs a resolver: the configuration follows one with "server ${text} resolve" and a "resolver"; here write an IP address and port`,
         resolver: true,
       };
     }
