@@ -74,6 +74,9 @@ export interface UpstreamConfig {
   method?: 'round_robin' | 'least_conn' | 'least_time' | 'random' | 'hash' | 'ip_hash';
   /** A state file (NGINX Plus's `state`): the peers /config made, kept across restarts. */
   state?: string;
+  /** Servers whose peers a resolver makes (`server <name> resolve`): room is kept for
+   * their addresses, and for those they replace while requests to them end. */
+  resolved?: number;
 }
 
 export interface HttpConfig {
@@ -129,9 +132,11 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
 }
 
 /** Room for an upstream's peers, and as many again added at run time: a peer's counter
- * block takes about 1.4 KiB per worker. */
+ * block takes about 1.4 KiB per worker. A name's addresses may change every TTL, and a
+ * peer that went keeps its memory for a minute (metrics/peers.ts RETIRE_MS): 32 peers'
+ * room for each. */
 function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
-  return Math.max(64 * 1024, 2 * u.peers.length * (workers * 1536 + 1024));
+  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolved ?? 0)) * (workers * 1536 + 1024));
 }
 
 /** The key a peer is known by: its canonical address. */
