@@ -83,8 +83,16 @@ function paramsOf(protocol: Protocol): readonly Param[] {
 
 // ---- Reading ------------------------------------------------------------------------
 
+/** A peer a resolver made from a `server <name> resolve`: keyed by its address, its
+ * server a name (or an SRV service's). */
+const isResolved = (p: PeerConfig): boolean => p.service !== undefined || (p.name !== undefined && isPeerAddressError(parsePeerAddress(p.server)));
+
+/** What /config shows of a resolved peer and takes back unchanged: where it came from. */
+const ORIGIN_FIELDS = ['server', 'service'] as const;
+
 function peerJson(p: PeerConfig, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
   const out: { [key: string]: Json } = {};
+  if (isResolved(p)) for (const f of ORIGIN_FIELDS) if (p[f] !== undefined) out[f] = p[f]!;
   for (const param of paramsOf(protocol)) {
     const v = p[param.key];
     if (v !== undefined) out[param.name] = v as Json;
@@ -314,6 +322,12 @@ function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch:
   if (!isObject(patch)) throw new FormatError('A server is a JSON object of its parameters.');
   const out: Params = merge ? { ...base } : {};
   for (const [field, value] of Object.entries(patch)) {
+    // A resolved peer's `server` and `service` are its name's: what GET shows may be
+    // written back, and nothing else.
+    const origin = ORIGIN_FIELDS.find((f) => f === field);
+    if (origin && existing && isResolved(existing) && value === (existing[origin] ?? null)) continue;
+    if (origin && existing && isResolved(existing))
+      throw new FormatError(`The "${field}" field of a server from "${existing.server}" is the resolver's: it cannot be changed.`);
     const param = paramsOf(protocol).find((p) => p.name === field);
     if (!param) throw new FormatError(`The "${field}" field is unknown.`);
     setParam(out, param, value, merge, u);

@@ -60,7 +60,16 @@ http {
   t.equal(first[`127.0.0.2:${port}`].server, `app.test:${port}`, '`server` is the configured name');
   t.equal(first[`127.0.0.4:${port}`].server, `127.0.0.4:${port}`);
   const config = (await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/app/servers`)).body;
-  t.same(config[`127.0.0.2:${port}`], { max_fails: 3 }, '/config: keyed by address, the server parameters carried over');
+  t.same(config[`127.0.0.2:${port}`], { server: `app.test:${port}`, max_fails: 3 }, '/config: keyed by address, `server` the name, its parameters carried over');
+  t.same(config[`127.0.0.4:${port}`], { weight: 2 }, 'a peer written by address shows no server');
+  const peerUrl = `http://127.0.0.1:${admin}/config/http/upstreams/app/servers/127.0.0.2:${port}`;
+  const patch = (body: unknown) => getJson(peerUrl, { method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const written = await patch({ ...config[`127.0.0.2:${port}`], weight: 4 });
+  t.equal(written.status, 200, 'what GET shows can be written back, with a change');
+  t.same((await getJson(peerUrl)).body, { server: `app.test:${port}`, weight: 4, max_fails: 3 });
+  const renamed = await patch({ server: 'other.test:80' });
+  t.equal(renamed.status, 400);
+  t.match(renamed.body, { error: 'FormatError', description: /"server" field of a server from "app\.test:\d+" is the resolver's/ }, 'its server cannot be changed');
 
   const answers = new Set<string>();
   for (let i = 0; i < 12; i++) answers.add(await get(`http://127.0.0.1:${site}/`));
