@@ -1,0 +1,136 @@
+// The prober without a protocol: checks are functions the test answers, so each rule is
+// seen alone: fails/passes in a row, essential peers checking until a pass, modes
+// onfail and idle, the balancers' own states left alone, essential on reload with and
+// without persistent.
+import t, { type Test } from 'tap';
+import type { UpstreamConfig } from '../../../src/metrics/catalog.js';
+import { Status } from '../../../src/metrics/status.js';
+import { peer as peerRecorder, PeerCell, PeerState, peerHandles } from '../../../src/metrics/upstreams.js';
+import { peerSet } from '../../../src/metrics/peers.js';
+import { Prober, type ProbeSpec } from '../../../src/server/probes/prober.js';
+import { uniqueName } from '../../helpers.js';
+import { apiOf } from '../../metrics/api.js';
+
+const quiet = () => {};
+
+/** Waits, bounded, until `ok()`; each turn lets the prober's timers and promises run. */
+async function until(ok: () => boolean, ms = 3000): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (let i = 0; i < 10_000 && Date.now() < end; i++) {
+    if (ok()) return true;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return ok();
+}
+
+function setup(t: Test, u: Partial<UpstreamConfig> = {}) {
+  const upstream: UpstreamConfig = { name: 'u', peers: [{ server: '127.0.0.1:1' }, { server: '127.0.0.1:2' }], probes: true, ...u };
+  const status = Status.create({ http: { upstreams: [upstream] } }, { workers: 2, writer: true, instance: uniqueName('prober') });
+  t.teardown(() => status.remove());
+  const entry = () => status.catalog().http!.upstreams![0];
+  const state = (port: number) => {
+    const p = peerSet(status, entry()).peers.find((x) => x.server === `127.0.0.1:${port}`)!;
+    return peerHandles(status, entry(), p.id, 'http').cells.load(PeerCell.state);
+  };
+  const setState = (port: number, s: number) => {
+    const p = peerSet(status, entry()).peers.find((x) => x.server === `127.0.0.1:${port}`)!;
+    peerHandles(status, entry(), p.id, 'http').cells.store(PeerCell.state, s);
+  };
+  /** What each port's check answers, and how many times it was asked. */
+  const answers = new Map<number, boolean>([[1, true], [2, true]]);
+  const asked = new Map<number, number>([[1, 0], [2, 0]]);
+  const spec = (over: Partial<ProbeSpec> = {}): ProbeSpec => ({
+    name: 'p',
+    interval: 10,
+    essential: false,
+    persistent: false,
+    fails: 1,
+    passes: 1,
+    mode: 'always',
+    check: async (_host, port) => {
+      asked.set(port, (asked.get(port) ?? 0) + 1);
+      return answers.get(port) ?? false;
+    },
+    ...over,
+  });
+  const probes = (over: Partial<ProbeSpec> = {}, reload = false) => {
+    const p = new Prober(status, [{ protocol: 'http', name: 'u', probes: [spec(over)] }], quiet, reload);
+    t.teardown(() => p.stop());
+    return p;
+  };
+  return { status, state, setState, answers, asked, probes, entry };
+}
+
+t.test('fails and passes in a row, counted in health.probes', async (t) => {
+  const s = setup(t);
+  s.answers.set(2, false);
+  s.probes({ fails: 3, passes: 2 });
+  t.ok(await until(() => (s.asked.get(2) ?? 0) >= 1), 'probed');
+  t.ok(await until(() => s.state(2) === PeerState.unhealthy), 'unhealthy after 3 failures');
+  t.ok((s.asked.get(2) ?? 0) >= 3, 'not before the third');
+  t.equal(s.state(1), PeerState.up, 'the passing peer stays up');
+  s.answers.set(2, true);
+  const before = s.asked.get(2)!;
+  t.ok(await until(() => s.state(2) === PeerState.up), 'up again');
+  t.ok(s.asked.get(2)! - before >= 2, 'after two passes');
+  const probes = apiOf(s.status).get('/status/http/upstreams/u/peers/127.0.0.1:2').body.health.probes;
+  t.equal(probes.count, s.asked.get(2), 'every probe counted');
+  t.ok(probes.fails >= 3 && probes.fails < probes.count, `the failed ones too (${probes.fails} of ${probes.count})`);
+  t.ok(Date.parse(probes.last) > Date.now() - 5000, 'and when the last was');
+});
+
+t.test('essential: checking until a pass; a failure is unhealthy', async (t) => {
+  const s = setup(t, { essential: true });
+  t.equal(s.state(1), PeerState.checking, 'peers start checking, before any probe');
+  t.equal(s.state(2), PeerState.checking);
+  s.answers.set(2, false);
+  s.probes({ essential: true });
+  t.ok(await until(() => s.state(1) === PeerState.up), 'a pass: up');
+  t.ok(await until(() => s.state(2) === PeerState.unhealthy), 'a failure: unhealthy');
+});
+
+t.test('the balancers\' states are theirs: a pass does not end `unavailable`', async (t) => {
+  const s = setup(t);
+  s.setState(1, PeerState.unavailable);
+  s.probes();
+  const before = s.asked.get(1)!;
+  t.ok(await until(() => s.asked.get(1)! >= before + 3), 'probed three times');
+  t.equal(s.state(1), PeerState.unavailable, 'still unavailable: fail_timeout decides');
+  s.answers.set(1, false);
+  t.ok(await until(() => s.state(1) === PeerState.unhealthy), 'a failed probe makes it unhealthy all the same');
+});
+
+t.test('mode=onfail probes only peers that are not up; mode=idle skips peers just used', async (t) => {
+  const s = setup(t);
+  s.setState(2, PeerState.unhealthy);
+  s.probes({ mode: 'onfail', name: 'onfail' });
+  t.ok(await until(() => s.state(2) === PeerState.up), 'the unhealthy peer was probed and passed');
+  const one = s.asked.get(1)!;
+  t.equal(one, 0, 'the up peer was never probed');
+
+  const idle = setup(t);
+  const used = peerRecorder(idle.status, 'http', 'u', '127.0.0.1:1');
+  // Peer 1 takes a request every few ms: never idle for an interval.
+  used.selected();
+  const busy = setInterval(() => used.selected(), 5);
+  t.teardown(() => clearInterval(busy));
+  const p = idle.probes({ mode: 'idle', interval: 100 });
+  t.ok(await until(() => idle.asked.get(2)! >= 3), 'the idle peer is probed');
+  t.equal(idle.asked.get(1), 0, 'the busy one is not');
+  p.stop();
+});
+
+t.test('reload: essential peers are checked again, unless persistent and up', async (t) => {
+  const s = setup(t, { essential: true });
+  s.probes({ essential: true });
+  t.ok(await until(() => s.state(1) === PeerState.up && s.state(2) === PeerState.up), 'both up');
+  s.setState(2, PeerState.unhealthy);
+  s.answers.set(1, false);
+  s.answers.set(2, false);
+  // A reload with persistent: the up peer stays up, the other is checked again.
+  s.probes({ essential: true, persistent: true, interval: 60_000, name: 'again' }, true);
+  t.equal(s.state(2), PeerState.checking, 'a peer that was not up starts checking');
+  t.equal(s.state(1), PeerState.up, 'persistent: an up peer stays up');
+  s.probes({ essential: true, interval: 60_000, name: 'third' }, true);
+  t.equal(s.state(1), PeerState.checking, 'without persistent every peer is checked again');
+});
