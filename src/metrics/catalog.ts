@@ -74,9 +74,10 @@ export interface UpstreamConfig {
   method?: 'round_robin' | 'least_conn' | 'least_time' | 'random' | 'hash' | 'ip_hash';
   /** A state file (NGINX Plus's `state`): the peers /config made, kept across restarts. */
   state?: string;
-  /** Servers whose peers a resolver makes (`server <name> resolve`): room is kept for
-   * their addresses, and for those they replace while requests to them end. */
-  resolved?: number;
+  /** Servers whose peers a resolver makes (`server <name> resolve`), as `server` and
+   * `service` of the peers it makes: room is kept for their addresses (and for those
+   * they replace while requests to them end), and a reload keeps their peers. */
+  resolve?: Array<{ server: string; service?: string }>;
 }
 
 export interface HttpConfig {
@@ -136,7 +137,7 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
  * peer that went keeps its memory for a minute (metrics/peers.ts RETIRE_MS): 32 peers'
  * room for each. */
 function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
-  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolved ?? 0)) * (workers * 1536 + 1024));
+  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 1536 + 1024));
 }
 
 /** The key a peer is known by: its canonical address. */

@@ -117,7 +117,10 @@ export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: A
     if (!record.writeJSON(set)) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
     return;
   }
-  const result = updatePeers(status, u, () => configured.map((p) => ({ ...p })), { allocate, free });
+  // A reload keeps the peers a resolver made for a name still configured: the resolver
+  // corrects them on its next answer, and their counters go on.
+  const resolved = (p: PeerConfig) => p.name !== undefined && (u.resolve ?? []).some((r) => r.server === p.server && r.service === p.service);
+  const result = updatePeers(status, u, (current) => [...configured.map((p) => ({ ...p })), ...current.filter(resolved).map(({ id: _id, ...p }) => p)], { allocate, free });
   if (!result.ok) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
 }
 

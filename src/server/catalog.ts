@@ -36,7 +36,9 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     // The peers of `resolve` servers are their addresses, which the resolver adds
     // (resolver/peers.ts).
     peers: u.servers.filter((p) => !p.resolve).map(peerConfig),
-    ...(u.servers.some((p) => p.resolve) ? { resolved: u.servers.filter((p) => p.resolve).length } : {}),
+    ...(u.servers.some((p) => p.resolve)
+      ? { resolve: u.servers.filter((p) => p.resolve).map((p) => ({ server: p.server, ...(p.service !== undefined ? { service: p.service } : {}) })) }
+      : {}),
     ...(u.probes?.length ? { probes: true } : {}),
     ...(u.probes?.some((p) => p.essential) ? { essential: true } : {}),
     ...(u.queue ? { queue: true } : {}),

@@ -54,8 +54,12 @@ export const madeBy = (p: PeerConfig, server: PeerParams): boolean => p.server =
  * records), the new ones made with the server's parameters. Undefined when nothing
  * changes, so that no update is published for nothing.
  */
-export function reconcile(peers: readonly PeerEntry[], server: PeerParams, found: readonly FoundPeer[]): PeerConfig[] | undefined {
+export function reconcile(peers: readonly PeerEntry[], server: PeerParams, allFound: readonly FoundPeer[]): PeerConfig[] | undefined {
   const mine = new Map(peers.filter((p) => madeBy(p, server)).map((p) => [p.name!, p]));
+  // An address another server already has (written by address, or another name's) stays
+  // that one's: peers are keyed by address.
+  const taken = new Set(peers.filter((p) => !madeBy(p, server)).map((p) => p.name ?? p.server));
+  const found = allFound.filter((f) => !taken.has(f.address));
   const base = peerConfig(server);
   let changed = mine.size !== found.length;
   const made: PeerConfig[] = [];

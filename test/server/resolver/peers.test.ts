@@ -90,6 +90,14 @@ http {
   await dns.setHosts('127.0.0.2 app.test\n127.0.0.3 app.test\n');
   t.ok(await eventually(async () => (await named()).length === 2, 4000), 'a second address is a second peer');
 
+  // A reload keeps the name's peers and their counters.
+  const total = (await peers())[`127.0.0.3:${port}`].selected.total;
+  t.ok(total >= 1, `the peer counted its requests (${total})`);
+  t.ok(await zonal.reload(), 'reloaded');
+  const reloaded = await peers();
+  t.same(Object.keys(reloaded).sort(), [`127.0.0.2:${port}`, `127.0.0.3:${port}`, `127.0.0.4:${port}`], 'the same peers after a reload');
+  t.equal(reloaded[`127.0.0.3:${port}`].selected.total, total, 'their counters go on');
+
   // A name that does not resolve at start: the server runs, with a warning and no peers.
   t.match(zonal.log, /\[warn\] "nowhere\.test:\d+" of upstream "ghost" could not be resolved: .*ENOTFOUND/, 'a warn names it');
   t.same(await peers('ghost'), {}, 'no peers until it resolves');
