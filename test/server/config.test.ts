@@ -810,7 +810,7 @@ const errorCases: ErrorCase[] = [
   { name: 'peer slow_start', text: upstream('u', '    server 127.0.0.1 slow_start=soon;'), line: 3, message: /^invalid parameter "slow_start=soon"$/ },
   { name: 'peer empty sid', text: upstream('u', '    server 127.0.0.1 sid=;'), line: 3, message: /^invalid parameter "sid="$/ },
   { name: 'peer backup with a value', text: upstream('u', '    server 127.0.0.1 backup=1;'), line: 3, message: /^invalid parameter "backup=1"$/ },
-  { name: 'peer parameter zonal lacks', text: upstream('u', '    server 127.0.0.1 resolve;'), line: 3, message: /^invalid parameter "resolve"$/ },
+  { name: 'peer parameter zonal lacks', text: upstream('u', '    server 127.0.0.1 drain;'), line: 3, message: /^invalid parameter "drain"$/ },
   { name: 'duplicate peer address', text: upstream('u', '    server localhost:8081;', '    server 127.0.0.1:8081 backup;'), line: 4, message: /^a duplicate server 127\.0\.0\.1:8081 in upstream "u"$/ },
   { name: 'balancing method redefined', text: upstream('u', '    least_conn;', '    server 127.0.0.1;', '    ip_hash;'), line: 5, message: /^load balancing method redefined$/ },
   { name: 'balancing method twice', text: upstream('u', '    hash $uri;', '    hash $host;', '    server 127.0.0.1;'), line: 4, message: /^load balancing method redefined$/ },

@@ -116,7 +116,9 @@ export class Prober {
     const entry = this.entry(u);
     if (!entry) return;
     const now = Date.now();
-    for (const p of peerSet(this.status, entry).peers) {
+    const peers = peerSet(this.status, entry).peers;
+    this.forgetGone(u, peers);
+    for (const p of peers) {
       if (p.down) continue;
       const key = `${u.name}\0${p.id}\0${probe.name}`;
       let tally = this.tallies.get(key);
@@ -136,6 +138,14 @@ export class Prober {
         this.result(u, entry, p, probe, t, ok);
       });
     }
+  }
+
+  /** What was kept of peers no longer in the set (a resolver's churn would grow it). */
+  private forgetGone(u: ProbedUpstream, peers: readonly PeerEntry[]): void {
+    if (this.tallies.size <= peers.length * u.probes.length) return;
+    const live = new Set(peers.map((p) => `${u.name}\0${p.id}`));
+    for (const key of this.tallies.keys()) if (key.startsWith(`${u.name}\0`) && !live.has(key.slice(0, key.lastIndexOf('\0')))) this.tallies.delete(key);
+    for (const key of this.handles.keys()) if (key.startsWith(`${u.name}\0`) && !live.has(key)) this.handles.delete(key);
   }
 
   private result(u: ProbedUpstream, entry: UpstreamConfig, p: PeerEntry, probe: ProbeSpec, tally: Tally, ok: boolean): void {

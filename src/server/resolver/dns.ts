@@ -229,7 +229,8 @@ export class DnsResolver {
         clearTimeout(deadline);
         for (const id of ids) this.pending.delete(id);
         if (a === undefined) {
-          this.recorder?.timedOut();
+          // Closed under it: no answer came, and none was waited for in vain either.
+          if (!this.closed) this.recorder?.timedOut();
           reject(new DnsError(name, 'timedout'));
         } else {
           if (a.rcode >= 0) this.recorder?.response(a.rcode);
