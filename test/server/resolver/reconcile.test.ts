@@ -2,7 +2,7 @@
 // new ones take the server's parameters, addresses another server has stay its own, and
 // an answer that changes nothing changes nothing.
 import t from 'tap';
-import type { PeerEntry } from '../../../src/metrics/peers.js';
+import { parseStateFile, stateFileText, type PeerEntry } from '../../../src/metrics/peers.js';
 import { defaultPeer } from '../../../src/server/config/values.js';
 import { reconcile, srvName } from '../../../src/server/resolver/peers.js';
 
@@ -37,4 +37,15 @@ t.test('reconcile', async (t) => {
   );
   t.equal(srvName(srv), '_http._tcp.svc.test');
   t.equal(srvName({ ...srv, service: 'http' }), '_http._tcp.svc.test', 'nginx short form');
+});
+
+t.test('a state file keeps the peers written by address: a name\'s come from the configuration', async (t) => {
+  const text = stateFileText([
+    { server: '10.0.0.9:80', weight: 2 },
+    { server: 'localhost:81', name: '127.0.0.1:81' },
+    { server: 'app.test:80', name: '10.0.0.1:80', maxFails: 3 },
+    { server: 'svc.test', service: '_http._tcp', name: '10.0.0.2:82' },
+  ]);
+  t.equal(text, 'server 10.0.0.9:80 weight=2;\nserver localhost:81;\n');
+  t.same(parseStateFile(text), [{ server: '10.0.0.9:80', weight: 2 }, { server: 'localhost:81', name: '127.0.0.1:81' }], 'and reads back');
 });
