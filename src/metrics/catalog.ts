@@ -78,6 +78,8 @@ export interface UpstreamConfig {
    * `service` of the peers it makes: room is kept for their addresses (and for those
    * they replace while requests to them end), and a reload keeps their peers. */
   resolve?: Array<{ server: string; service?: string }>;
+  /** The upstream has a resolver: /config takes host names and services too. */
+  resolver?: boolean;
 }
 
 export interface HttpConfig {
@@ -216,3 +218,31 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
 }
 
 export const isPeerAddressError = (a: PeerAddress | PeerAddressError): a is PeerAddressError => 'error' in a;
+
+/** A name a resolver follows, as /config and the state file write one: `host[:port]`
+ * (port 80 when absent) or `<service>@host` (the ports from its SRV records). */
+export interface PeerName {
+  /** As a peer made from it shows it: `app.test:8080`, or `app.test` with a service. */
+  readonly server: string;
+  readonly service?: string;
+  readonly host: string;
+  /** 0 with a service. */
+  readonly port: number;
+}
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+export function parsePeerName(text: string): PeerName | PeerAddressError {
+  const at = text.indexOf('@');
+  const service = at < 0 ? undefined : text.slice(0, at);
+  const rest = at < 0 ? text : text.slice(at + 1);
+  if (service !== undefined && !/^[A-Za-z0-9_.-]{1,63}$/.test(service)) return { error: `invalid service "${service}" in "${text}"` };
+  const colon = rest.lastIndexOf(':');
+  const host = (colon < 0 ? rest : rest.slice(0, colon)).toLowerCase();
+  const port = colon < 0 ? undefined : rest.slice(colon + 1);
+  if (!HOST_NAME.test(host)) return { error: `invalid host name "${host}" in "${text}"` };
+  if (service !== undefined && port !== undefined) return { error: `the server "${text}" has a port and a service: the SRV records give the ports` };
+  const n = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
+  if (n < 1 || n > 65535) return { error: `invalid port in "${text}"` };
+  return service !== undefined ? { server: host, service, host, port: 0 } : { server: `${host}:${n}`, host, port: n };
+}

@@ -39,6 +39,7 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     ...(u.servers.some((p) => p.resolve)
       ? { resolve: u.servers.filter((p) => p.resolve).map((p) => ({ server: p.server, ...(p.service !== undefined ? { service: p.service } : {}) })) }
       : {}),
+    ...(u.resolver ? { resolver: true } : {}),
     ...(u.probes?.length ? { probes: true } : {}),
     ...(u.probes?.some((p) => p.essential) ? { essential: true } : {}),
     ...(u.queue ? { queue: true } : {}),

@@ -10,8 +10,8 @@
 // A name that does not resolve keeps the peers it had, except when the server says it
 // does not exist or has no address (NXDOMAIN, or no records): then it has none.
 import { isIPv6 } from 'node:net';
-import type { PeerConfig, UpstreamConfig } from '../../metrics/catalog.js';
-import type { PeerEntry } from '../../metrics/peers.js';
+import { parsePeerName, type PeerConfig, type UpstreamConfig } from '../../metrics/catalog.js';
+import { namesGeneration, readNames, type NameEntry, type PeerEntry } from '../../metrics/peers.js';
 import { resolver as resolverRecorder } from '../../metrics/resolvers.js';
 import type { StatusStore } from '../../metrics/store.js';
 import { changePeers, type Protocol } from '../../metrics/upstreams.js';
@@ -28,17 +28,39 @@ export interface FoundPeer {
   readonly backup?: boolean;
 }
 
+/** A name the follower follows: a configured `server <name> resolve`, or one /config
+ * added. The peers made from it are `base` with their own address. */
+export interface NameSource {
+  readonly server: string;
+  readonly service?: string;
+  readonly host: string;
+  readonly port: number;
+  readonly base: PeerConfig;
+}
+
+/** A configured `server <name> resolve` as a source of peers. */
+export const sourceOf = (p: PeerParams): NameSource => ({ server: p.server, ...(p.service !== undefined ? { service: p.service } : {}), host: p.host, port: p.port, base: peerConfig(p) });
+
+/** A name /config added (metrics/peers.ts readNames). */
+export function sourceOfEntry(e: NameEntry): NameSource | undefined {
+  const parsed = parsePeerName(e.service !== undefined ? `${e.service}@${e.server}` : e.server);
+  if ('error' in parsed) return undefined;
+  return { server: e.server, ...(e.service !== undefined ? { service: e.service } : {}), host: parsed.host, port: parsed.port, base: { ...e.params, server: e.server, ...(e.service !== undefined ? { service: e.service } : {}) } };
+}
+
 /** An upstream with `resolve` servers, as the follower needs it. */
 export interface NamedUpstream {
   readonly protocol: Protocol;
   readonly name: string;
   /** Its `resolve` servers. */
-  readonly servers: readonly PeerParams[];
+  readonly servers: readonly NameSource[];
   readonly resolver: ResolverConfig;
   /** Methods that pick no backup (hash, ip_hash, random) get only the primaries of SRV. */
   readonly backup: boolean;
 }
 
+/** How often the names /config added are looked at (one atomic load per upstream). */
+const NAMES_POLL_MS = 200;
 /** Retry after a time-out or a failure that keeps the peers. */
 const RETRY_MS = 1000;
 
@@ -46,7 +68,7 @@ const RETRY_MS = 1000;
 export const addressKey = (ip: string, port: number): string => (isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`);
 
 /** Whether a live peer is one `server` made: the same name and service. */
-export const madeBy = (p: PeerConfig, server: PeerParams): boolean => p.server === server.server && p.service === server.service && p.name !== undefined;
+export const madeBy = (p: PeerConfig, server: { server: string; service?: string }): boolean => p.server === server.server && p.service === server.service && p.name !== undefined;
 
 /**
  * The live set once `server`'s peers are `found`: the other peers as they are, the ones
@@ -54,13 +76,13 @@ export const madeBy = (p: PeerConfig, server: PeerParams): boolean => p.server =
  * records), the new ones made with the server's parameters. Undefined when nothing
  * changes, so that no update is published for nothing.
  */
-export function reconcile(peers: readonly PeerEntry[], server: PeerParams, allFound: readonly FoundPeer[]): PeerConfig[] | undefined {
+export function reconcile(peers: readonly PeerEntry[], server: NameSource, allFound: readonly FoundPeer[]): PeerConfig[] | undefined {
   const mine = new Map(peers.filter((p) => madeBy(p, server)).map((p) => [p.name!, p]));
   // An address another server already has (written by address, or another name's) stays
   // that one's: peers are keyed by address.
   const taken = new Set(peers.filter((p) => !madeBy(p, server)).map((p) => p.name ?? p.server));
   const found = allFound.filter((f) => !taken.has(f.address));
-  const base = peerConfig(server);
+  const base = server.base;
   let changed = mine.size !== found.length;
   const made: PeerConfig[] = [];
   for (const f of found) {
@@ -87,7 +109,7 @@ export function reconcile(peers: readonly PeerEntry[], server: PeerParams, allFo
 
 /** The SRV name of `server <name> service=<service>`: `_http._tcp.<name>` for
  * `service=_http._tcp`; a bare `http` is `_http._tcp` (nginx). */
-export function srvName(server: PeerParams): string {
+export function srvName(server: { service?: string; host: string }): string {
   const service = server.service!;
   return service.startsWith('_') ? `${service}.${server.host}` : `_${service}._tcp.${server.host}`;
 }
@@ -136,6 +158,7 @@ export class Resolvers {
 export class NameFollower {
   private stopped = false;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly intervals: NodeJS.Timeout[] = [];
   /** Resolves once every server had its first answer (or failure): for tests and logs. */
   readonly firstRound: Promise<void>;
 
@@ -144,6 +167,8 @@ export class NameFollower {
     upstreams: readonly NamedUpstream[],
     resolvers: Resolvers,
     private readonly log: Log,
+    /** Upstreams with a resolver, whose names /config may add. */
+    watched: readonly NamedUpstream[] = [],
   ) {
     const firsts: Array<Promise<void>> = [];
     const used = new Set<DnsResolver>();
@@ -152,32 +177,73 @@ export class NameFollower {
       used.add(dns);
       for (const server of u.servers) firsts.push(this.follow(u, server, dns));
     }
+    for (const u of watched) {
+      const dns = resolvers.get(u.resolver);
+      used.add(dns);
+      this.watchNames(u, dns);
+    }
     resolvers.keepOnly(used);
     this.firstRound = Promise.all(firsts).then(() => undefined);
+  }
+
+  /** The names /config adds and removes: one atomic load per upstream every NAMES_POLL_MS. */
+  private watchNames(u: NamedUpstream, dns: DnsResolver): void {
+    const following = new Map<string, { alive: { on: boolean }; source: NameSource }>();
+    let generation = -1;
+    const check = () => {
+      const entry = catalogEntry(this.status, u);
+      if (!entry || this.stopped) return;
+      const now = namesGeneration(this.status, entry);
+      if (now === generation) return;
+      generation = now;
+      const wanted = new Map<string, NameSource>();
+      for (const e of readNames(this.status, entry)) {
+        const source = sourceOfEntry(e);
+        if (source) wanted.set(`${source.service ?? ''}@${source.server}`, source);
+      }
+      for (const [key, f] of following)
+        if (!wanted.has(key) || JSON.stringify(wanted.get(key)) !== JSON.stringify(f.source)) {
+          f.alive.on = false;
+          following.delete(key);
+          // Gone from /config: its peers go (a changed one is made again below).
+          if (!wanted.has(key)) this.apply(u, f.source, []);
+        }
+      for (const [key, source] of wanted)
+        if (!following.has(key)) {
+          const alive = { on: true };
+          following.set(key, { alive, source });
+          void this.follow(u, source, dns, alive);
+        }
+    };
+    check();
+    const timer = setInterval(check, NAMES_POLL_MS);
+    timer.unref();
+    this.intervals.push(timer);
   }
 
   stop(): void {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const t of this.intervals) clearInterval(t);
   }
 
   /** The first round's promise; later rounds run from timers. */
-  private follow(u: NamedUpstream, server: PeerParams, dns: DnsResolver): Promise<void> {
+  private follow(u: NamedUpstream, server: NameSource, dns: DnsResolver, alive: { on: boolean } = { on: true }): Promise<void> {
     let failing: string | undefined;
     const what = `"${server.service ? `${server.service}@` : ''}${server.server}" of upstream "${u.name}"`;
     const round = async (): Promise<void> => {
-      if (this.stopped) return;
+      if (this.stopped || !alive.on) return;
       let next: number;
       try {
         const { found, expires } = await this.lookup(u, server, dns);
-        if (this.stopped) return;
+        if (this.stopped || !alive.on) return;
         this.apply(u, server, found);
         if (failing !== undefined) this.log('notice', `${what} resolves again: ${found.map((f) => f.address).join(', ')}`);
         failing = undefined;
         next = expires;
       } catch (e) {
-        if (this.stopped) return;
+        if (this.stopped || !alive.on) return;
         const err = e instanceof DnsError ? e : undefined;
         // The name has no address: its peers go. Any other failure keeps them.
         if (err && (err.rcode === RCODE.not_found || err.rcode === RCODE.success)) this.apply(u, server, []);
@@ -186,6 +252,7 @@ export class NameFollower {
         failing = why;
         next = Date.now() + (err && err.rcode !== 'timedout' ? 1000 * (u.resolver.valid ?? 5) : RETRY_MS);
       }
+      if (!alive.on) return;
       const timer = setTimeout(() => {
         this.timers.delete(timer);
         void round();
@@ -195,7 +262,7 @@ export class NameFollower {
     return round();
   }
 
-  private async lookup(u: NamedUpstream, server: PeerParams, dns: DnsResolver): Promise<{ found: FoundPeer[]; expires: number }> {
+  private async lookup(u: NamedUpstream, server: NameSource, dns: DnsResolver): Promise<{ found: FoundPeer[]; expires: number }> {
     if (!server.service) {
       const a = await dns.lookup(server.host);
       return { found: unique(a.addresses.map((ip) => ({ address: addressKey(ip, server.port) }))), expires: a.expires };
@@ -218,7 +285,7 @@ export class NameFollower {
     return { found: unique(found), expires };
   }
 
-  private apply(u: NamedUpstream, server: PeerParams, found: readonly FoundPeer[]): void {
+  private apply(u: NamedUpstream, server: NameSource, found: readonly FoundPeer[]): void {
     const entry = catalogEntry(this.status, u);
     if (!entry) return;
     const result = changePeers(this.status, entry, (peers) => reconcile(peers, server, found) ?? { error: 'unchanged' as const });
@@ -243,14 +310,22 @@ function catalogEntry(status: StatusStore, u: NamedUpstream): UpstreamConfig | u
  * them here); none when there are none. */
 export function followNames(status: StatusStore, config: ServerConfig, resolvers: Resolvers, log: Log): NameFollower | undefined {
   const upstreams: NamedUpstream[] = [];
+  const watched: NamedUpstream[] = [];
   for (const u of config.http?.upstreams ?? []) {
-    const servers = u.servers.filter((s) => s.resolve);
-    if (servers.length && u.resolver)
-      upstreams.push({ protocol: 'http', name: u.name, servers, resolver: u.resolver, backup: !['hash', 'ip_hash', 'random'].includes(u.method.kind) });
+    if (!u.resolver) continue;
+    const named: NamedUpstream = {
+      protocol: 'http',
+      name: u.name,
+      servers: u.servers.filter((s) => s.resolve).map(sourceOf),
+      resolver: u.resolver,
+      backup: !['hash', 'ip_hash', 'random'].includes(u.method.kind),
+    };
+    watched.push(named);
+    if (named.servers.length) upstreams.push(named);
   }
-  if (!upstreams.length) {
+  if (!watched.length) {
     resolvers.keepOnly(new Set());
     return undefined;
   }
-  return new NameFollower(status, upstreams, resolvers, log);
+  return new NameFollower(status, upstreams, resolvers, log, watched);
 }

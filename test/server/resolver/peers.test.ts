@@ -105,6 +105,25 @@ http {
   await dns.setHosts('127.0.0.2 app.test\n127.0.0.3 app.test\n127.0.0.4 nowhere.test\n');
   t.ok(await eventually(async () => Object.keys(await peers('ghost')).join() === `127.0.0.4:${port}`, 7000), 'it gets its peer once it resolves');
 
+  // A name added through /config: followed as a configured one is.
+  const nameUrl = `http://127.0.0.1:${admin}/config/http/upstreams/ghost/servers/extra.test:${port}`;
+  const send = (method: string, body?: unknown) =>
+    getJson(nameUrl, { method, ...(body === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }) });
+  const created = await send('PUT', { weight: 3 });
+  t.equal(created.status, 201, `a name is created in an upstream with a resolver: ${JSON.stringify(created.body)}`);
+  t.same((await getJson(nameUrl)).body, { resolve: true, weight: 3 }, 'its path shows it, with its parameters');
+  t.equal((await send('PATCH', { max_fails: 2 })).status, 200, 'and takes changes');
+  await dns.setHosts('127.0.0.2 app.test\n127.0.0.3 app.test\n127.0.0.4 nowhere.test\n127.0.0.2 extra.test\n');
+  t.ok(await eventually(async () => Object.keys(await peers('ghost')).includes(`127.0.0.2:${port}`), 7000), 'its address becomes a peer');
+  const extra = (await peers('ghost'))[`127.0.0.2:${port}`];
+  t.same({ server: extra.server, weight: extra.weight }, { server: `extra.test:${port}`, weight: 3 }, 'with the name as server and its parameters');
+  t.same((await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/ghost/servers/127.0.0.2:${port}`)).body, { server: `extra.test:${port}`, weight: 3, max_fails: 2 });
+  t.equal((await send('DELETE')).status, 200, 'deleted');
+  t.notOk(Object.keys(await peers('ghost')).includes(`127.0.0.2:${port}`), 'its peers go with it');
+  t.equal((await getJson(nameUrl)).status, 404);
+  const configured = await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/app/servers/app.test:${port}`, { method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: '{"weight":2}' });
+  t.equal(configured.status, 400, 'a name of the configuration file is changed there');
+
   const counters = (await getJson(`http://127.0.0.1:${admin}/status/resolvers/dns`)).body;
   t.ok(counters.queries.name >= 4, `queries counted (${counters.queries.name})`);
   t.ok(counters.responses.success >= 3 && counters.responses.not_found >= 1, 'successes and NXDOMAIN counted');

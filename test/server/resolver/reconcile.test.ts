@@ -4,10 +4,11 @@
 import t from 'tap';
 import { parseStateFile, stateFileText, type PeerEntry } from '../../../src/metrics/peers.js';
 import { defaultPeer } from '../../../src/server/config/values.js';
-import { reconcile, srvName } from '../../../src/server/resolver/peers.js';
+import { reconcile, sourceOf, srvName } from '../../../src/server/resolver/peers.js';
 
 const origin = { file: 'zonal.conf', line: 1 };
-const server = { ...defaultPeer('app.test:80', { host: 'app.test', port: 80, address: 'app.test:80' }, origin), resolve: true, maxFails: 3 };
+const params = { ...defaultPeer('app.test:80', { host: 'app.test', port: 80, address: 'app.test:80' }, origin), resolve: true, maxFails: 3 };
+const server = sourceOf(params);
 
 t.test('reconcile', async (t) => {
   const peers: PeerEntry[] = [
@@ -26,7 +27,7 @@ t.test('reconcile', async (t) => {
   );
   t.equal(reconcile(peers, server, [{ address: '10.0.0.2:80' }, { address: '10.0.0.1:80' }]), undefined, 'the same addresses: no update');
   t.same(reconcile(peers, server, []), [{ server: '10.0.0.9:80' }], 'no address: no peers of the name');
-  const srv = { ...server, server: 'svc.test', host: 'svc.test', address: 'svc.test', port: 0, service: '_http._tcp' };
+  const srv = sourceOf({ ...params, server: 'svc.test', host: 'svc.test', address: 'svc.test', port: 0, service: '_http._tcp' });
   t.same(
     reconcile([], srv, [{ address: '10.0.0.1:81', weight: 3, backup: false }, { address: '10.0.0.2:82', weight: 1, backup: true }]),
     [
