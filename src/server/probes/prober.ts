@@ -8,9 +8,11 @@
 // `fails` failures in a row make it unhealthy, `passes` passes make it healthy; a peer
 // is up only when none of its upstream's probes holds it unhealthy, and a peer that
 // starts `checking` (an `essential` probe) stays so until a probe passed.
+import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net, { isIPv6 } from 'node:net';
 import type { UpstreamConfig } from '../../metrics/catalog.js';
 import { parsePeerAddress, isPeerAddressError } from '../../metrics/catalog.js';
 import { peerSet, type PeerEntry } from '../../metrics/peers.js';
@@ -263,4 +265,55 @@ export function startProbes(status: StatusStore, config: ServerConfig, log: Log,
     .filter((u) => u.probes?.length)
     .map((u) => ({ protocol: 'http', name: u.name, probes: httpProbes(u.probes!) }));
   return upstreams.length ? new Prober(status, upstreams, log, reload) : undefined;
+}
+
+/** What a stream probe (`upstream_probe` in a stream server) does: connect, send
+ * `send` if given, and pass once the peer answers anything (or, without `send` or with
+ * `maxResponse` 0, once connected); UDP passes on an answering datagram. */
+export interface StreamProbeOptions {
+  readonly send?: Buffer;
+  readonly udp?: boolean;
+  /** Bytes of answer read at most; 0: the answer is not waited for. */
+  readonly maxResponse: number;
+  /** Milliseconds the whole probe may take. */
+  readonly timeout: number;
+}
+
+/** The stream probe's check: for stream upstreams (issue 15) to pass to the prober. */
+export function streamCheck(o: StreamProbeOptions): ProbeCheck {
+  return (host, port) =>
+    new Promise<boolean>((resolve) => {
+      let settled = false;
+      const close: Array<() => void> = [];
+      const done = (ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        for (const c of close) c();
+        resolve(ok);
+      };
+      const timer = setTimeout(() => done(false), o.timeout);
+      if (o.udp) {
+        const socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
+        close.push(() => socket.close());
+        socket.on('error', () => done(false));
+        socket.on('message', () => done(true));
+        socket.send(o.send ?? Buffer.alloc(0), port, host, (err) => err && done(false));
+        return;
+      }
+      const socket = net.connect({ host, port });
+      close.push(() => socket.destroy());
+      socket.on('error', () => done(false));
+      socket.on('connect', () => {
+        if (!o.send) return done(true);
+        socket.write(o.send);
+        if (o.maxResponse === 0) return done(true);
+      });
+      let got = 0;
+      socket.on('data', (chunk: Buffer) => {
+        got += chunk.length;
+        done(got <= o.maxResponse);
+      });
+      socket.on('end', () => done(false));
+    });
 }

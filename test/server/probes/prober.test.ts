@@ -7,7 +7,7 @@ import type { UpstreamConfig } from '../../../src/metrics/catalog.js';
 import { Status } from '../../../src/metrics/status.js';
 import { peer as peerRecorder, PeerCell, PeerState, peerHandles } from '../../../src/metrics/upstreams.js';
 import { peerSet } from '../../../src/metrics/peers.js';
-import { Prober, type ProbeSpec } from '../../../src/server/probes/prober.js';
+import { Prober, streamCheck, type ProbeSpec } from '../../../src/server/probes/prober.js';
 import { uniqueName } from '../../helpers.js';
 import { apiOf } from '../../metrics/api.js';
 
@@ -133,4 +133,35 @@ t.test('reload: essential peers are checked again, unless persistent and up', as
   t.equal(s.state(1), PeerState.up, 'persistent: an up peer stays up');
   s.probes({ essential: true, interval: 60_000, name: 'third' }, true);
   t.equal(s.state(1), PeerState.checking, 'without persistent every peer is checked again');
+});
+
+t.test('stream checks: TCP connect, send and answer; UDP answer', async (t) => {
+  const { createServer } = await import('node:net');
+  const dgram = await import('node:dgram');
+  const { freePorts } = await import('../zonal.js');
+  const [closed] = await freePorts(1);
+  const echo = createServer((c) => c.on('data', (d) => c.write(d)).on('error', () => {}));
+  const silent = createServer((c) => c.on('error', () => {}).end());
+  await Promise.all([echo, silent].map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
+  // Not waited for: a server closes once its last connection has.
+  t.teardown(() => void [echo, silent].forEach((s) => s.close()));
+  const port = (s: typeof echo) => (s.address() as { port: number }).port;
+  const udpEcho = dgram.createSocket('udp4');
+  udpEcho.on('message', (m, r) => udpEcho.send(m, r.port, r.address));
+  await new Promise<void>((r) => udpEcho.bind(0, '127.0.0.1', r));
+  const udpMute = dgram.createSocket('udp4');
+  await new Promise<void>((r) => udpMute.bind(0, '127.0.0.1', r));
+  t.teardown(() => void [udpEcho, udpMute].forEach((s) => s.close()));
+
+  const connect = streamCheck({ maxResponse: 256, timeout: 1000 });
+  t.equal(await connect('127.0.0.1', port(echo)), true, 'connected: passes');
+  t.equal(await connect('127.0.0.1', closed), false, 'refused: fails');
+  const ping = streamCheck({ send: Buffer.from('ping\r\n'), maxResponse: 256, timeout: 500 });
+  t.equal(await ping('127.0.0.1', port(echo)), true, 'an answer to send=: passes');
+  t.equal(await ping('127.0.0.1', port(silent)), false, 'closed without an answer: fails');
+  const small = streamCheck({ send: Buffer.alloc(100, 1), maxResponse: 10, timeout: 500 });
+  t.equal(await small('127.0.0.1', port(echo)), false, 'more answer than max_response: fails');
+  const udp = streamCheck({ udp: true, send: Buffer.from('q'), maxResponse: 256, timeout: 300 });
+  t.equal(await udp('127.0.0.1', udpEcho.address().port), true, 'UDP answered: passes');
+  t.equal(await udp('127.0.0.1', udpMute.address().port), false, 'UDP unanswered within the time-out: fails');
 });
