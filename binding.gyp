@@ -6,7 +6,8 @@
         "native/addon.cc",
         "native/segment.cc",
         "native/slab.cc",
-        "native/store.cc"
+        "native/store.cc",
+        "native/limit.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],

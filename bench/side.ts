@@ -22,6 +22,10 @@
 // - proxy_keepalive: zonal with `keepalive 64` | node:http forwarding through
 //   `new http.Agent({ keepAlive: true, maxSockets: 64 })` | nginx with `keepalive 64`,
 //   `proxy_http_version 1.1` and `proxy_set_header Connection ""`.
+// - proxy_keepalive_limit_req: zonal's proxy_keepalive server with a `limit_req` that never
+//   rejects (rate=1000000r/s, burst=1000 nodelay, keyed by $binary_remote_addr: one
+//   shared-memory decision per request) | the same server without it. limit_req_overhead_pct
+//   = (rps_without - rps_with) / rps_without * 100.
 // Ratios are zonal / reference (above 1: zonal serves more); metrics_overhead_pct =
 // (rps_off - rps_on) / rps_off * 100.
 //
@@ -164,11 +168,16 @@ interface DataPorts {
   proxyDefault: number;
   proxyOff: number;
   proxyKeepalive: number;
+  /** proxyKeepalive's server behind a limit_req that never rejects. */
+  proxyLimited: number;
   admin: number;
 }
 
 /** The upstreams (every peer is the backend) and the server zones of the data plane. */
 const UPSTREAM = { proxyDefault: 'u_default', proxyOff: 'u_keepalive_off', proxyKeepalive: 'u_keepalive' } as const;
+
+/** The limit_req zone of the proxy_keepalive_limit_req row. */
+const LIMIT_ZONE = 'bench_limit';
 
 /** zonal's data plane: `return` and the three proxies, each a server of its own, with a
  * server zone and a location zone each when `metrics`, none otherwise; and an admin
@@ -187,6 +196,8 @@ function zonalConfig(p: DataPorts, backendPort: number, metrics: boolean): strin
   return `# written by bench/side.ts (metrics ${metrics ? 'on' : 'off'})
 worker_processes 1;
 http {
+    # Never rejects: a million requests a second, a thousand in the same millisecond.
+    limit_req_zone $binary_remote_addr zone=${LIMIT_ZONE}:1m rate=1000000r/s;
     upstream ${UPSTREAM.proxyDefault} {
         server ${HOST}:${backendPort};
     }
@@ -202,6 +213,7 @@ ${server(p.hello, 'hello', 'return 200 "hello\\n";')}
 ${server(p.proxyDefault, 'proxy_default', `proxy_pass http://${UPSTREAM.proxyDefault};`)}
 ${server(p.proxyOff, 'proxy_keepalive_off', `proxy_pass http://${UPSTREAM.proxyOff};`)}
 ${server(p.proxyKeepalive, 'proxy_keepalive', `proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
+${server(p.proxyLimited, 'proxy_keepalive_limit_req', `limit_req zone=${LIMIT_ZONE} burst=1000 nodelay; proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
     server {
         listen ${HOST}:${p.admin} admin;
         location / {
@@ -267,7 +279,7 @@ const backendHttp = (port: number) => `server {
 
 // ---- Sides and rows ------------------------------------------------------------------------
 
-type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive';
+type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive' | 'proxy_keepalive_limit_req';
 
 /** One server under load: its key in the JSON, where wrk sends its requests, the
  * processes whose CPU it is, and what its first answer must be (an error message, or
@@ -334,8 +346,8 @@ async function main(): Promise<void> {
 
     const example = await exampleConfig();
     writeFileSync(join(dir, 'example.conf'), example.text);
-    const onPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), admin: await freePort() };
-    const offPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), admin: await freePort() };
+    const onPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), proxyLimited: await freePort(), admin: await freePort() };
+    const offPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), proxyLimited: await freePort(), admin: await freePort() };
     writeFileSync(join(dir, 'on.conf'), zonalConfig(onPorts, backendPort, true));
     writeFileSync(join(dir, 'off.conf'), zonalConfig(offPorts, backendPort, false));
     const nginxPorts: NginxPorts = { stub: await freePort(), hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
@@ -429,6 +441,15 @@ async function main(): Promise<void> {
           { key: 'nginx', name: `nginx, keepalive ${KEEPALIVE}, HTTP/1.1`, port: nginxPorts.proxyKeepalive, path: '/', pids: nginxPids, check: isHello },
         ],
       },
+      {
+        name: 'proxy_keepalive_limit_req',
+        title: `proxy_pass, keepalive ${KEEPALIVE}, with and without a limit_req that never rejects`,
+        backend: backendPids,
+        sides: [
+          { key: 'zonal', name: `zonal, limit_req (never rejecting), metrics on`, port: onPorts.proxyLimited, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'zonal_no_limit', name: `zonal, the same without limit_req`, port: onPorts.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
+        ],
+      },
     ];
 
     // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
@@ -475,6 +496,11 @@ async function main(): Promise<void> {
       { what: `metrics on: upstream ${UPSTREAM.proxyOff}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_keepalive_off'), counted: await peer(onPorts.admin, UPSTREAM.proxyOff) },
       { what: 'metrics on: server zone proxy_keepalive, requests', answered: answered('proxy_keepalive', 'zonal'), counted: await serverZone(onPorts.admin, 'proxy_keepalive') },
       { what: `metrics on: upstream ${UPSTREAM.proxyKeepalive}, peer selected`, answered: answered('proxy_keepalive', 'zonal'), counted: await peer(onPorts.admin, UPSTREAM.proxyKeepalive) },
+      {
+        what: `metrics on: limit_req zone ${LIMIT_ZONE}, passed`,
+        answered: answered('proxy_keepalive_limit_req', 'zonal'),
+        counted: (await statusNumber(onPorts.admin, `http/limit_reqs/${LIMIT_ZONE}/passed`)) ?? broken(`zonal has no limit_req zone ${LIMIT_ZONE}`),
+      },
       { what: `metrics off: upstream ${UPSTREAM.proxyDefault}, peer selected`, answered: answered('proxy_no_keepalive', 'zonal_metrics_off'), counted: await peer(offPorts.admin, UPSTREAM.proxyDefault) },
     ];
 
@@ -519,6 +545,7 @@ async function main(): Promise<void> {
       for (const s of row.sides) out[s.key] = Math.round(rps(s.key));
       for (const s of row.sides.slice(1)) if (!s.key.startsWith('zonal')) out[`ratio_${s.key}`] = ratio(zonal, rps(s.key));
       if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
+      if (hasSide(row, 'zonal_no_limit')) out.limit_req_overhead_pct = tenth(((rps('zonal_no_limit') - zonal) / rps('zonal_no_limit')) * 100);
       if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
       out.cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.cpuUsPerRequest))]));
       if (row.backend) out.backend_cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.backendUsPerRequest))]));

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "limit.h"
 #include "segment.h"
 #include "slab.h"
 #include "store.h"
@@ -52,6 +53,17 @@ uint64_t NumberArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
   return static_cast<uint64_t>(v);
 }
 
+// NumberArg for the per-decision calls: the type check is the read's own status, one
+// N-API call per argument instead of two.
+uint64_t WholeArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  double v;
+  if (info.Length() <= i || napi_get_value_double(info.Env(), info[i], &v) != napi_ok)
+    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a number");
+  if (!(v >= 0) || v > 9007199254740991.0 || v != static_cast<double>(static_cast<uint64_t>(v)))
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " must be a whole number from 0 to 2^53-1");
+  return static_cast<uint64_t>(v);
+}
+
 class Zone : public Napi::ObjectWrap<Zone> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -77,6 +89,14 @@ class Zone : public Napi::ObjectWrap<Zone> {
                            InstanceMethod<&Zone::Release>("release"),
                            InstanceMethod<&Zone::Detach>("detach"),
                            InstanceMethod<&Zone::StallAfter>("stallAfter"),
+                           InstanceMethod<&Zone::LimitTableMethod>("limitTable"),
+                           InstanceMethod<&Zone::LimitReqMethod>("limitReq"),
+                           InstanceMethod<&Zone::LimitConnAcquireMethod>("limitConnAcquire"),
+                           InstanceMethod<&Zone::LimitConnReleaseMethod>("limitConnRelease"),
+                           InstanceMethod<&Zone::LimitConnRepairMethod>("limitConnRepair"),
+                           InstanceMethod<&Zone::LimitPeekMethod>("limitPeek"),
+                           InstanceMethod<&Zone::LimitNodesMethod>("limitNodes"),
+                           InstanceMethod<&Zone::LimitCheckMethod>("limitCheck"),
                        });
   }
 
@@ -345,6 +365,131 @@ class Zone : public Napi::ObjectWrap<Zone> {
     seg(info.Env()).StallAfter(static_cast<int32_t>(NumberArg(info, 0, "writes")));
     return info.Env().Undefined();
   }
+
+  // limitTable(key, kind) -> offset of the table, or null when the zone has no room.
+  Napi::Value LimitTableMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    std::string key = StringArg(info, 0, "key");
+    const uint64_t kind = NumberArg(info, 1, "kind");
+    if (kind != kLimitReq && kind != kLimitConn) throw Napi::RangeError::New(env, "unknown limit kind");
+    const uint64_t off = Guarded(env, [&] { return LimitTableEnsure(s, key, static_cast<uint32_t>(kind)); });
+    return off ? Napi::Number::New(env, static_cast<double>(off)) : env.Null();
+  }
+
+  // limitReq(table, key, rate, burst, mode[, nowMs]) -> excess in milli-requests, -1 over
+  // the burst, -2 no room for the key. Rates and bursts in milli-requests.
+  Napi::Value LimitReqMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = WholeArg(info, 0, "table");
+    Key key(info, 1);
+    const uint64_t rate = WholeArg(info, 2, "rate");
+    const uint64_t burst = WholeArg(info, 3, "burst");
+    const uint64_t mode = WholeArg(info, 4, "mode");
+    if (mode > 2) throw Napi::RangeError::New(env, "unknown limit_req mode");
+    if (rate == 0 || rate > 1000000000000ull) throw Napi::RangeError::New(env, "rate must be from 1 to 10^12 milli-requests per second");
+    const uint64_t now = info.Length() > 5 && !info[5].IsUndefined() ? WholeArg(info, 5, "time") : 0;
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] {
+                               return LimitReqTake(s, table, key.data, key.len, rate, burst, static_cast<LimitReqMode>(mode), now);
+                             })));
+  }
+
+  // limitConnAcquire(table, key, limit, slot) -> 1 passed, 0 rejected, -1 no room.
+  Napi::Value LimitConnAcquireMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = WholeArg(info, 0, "table");
+    Key key(info, 1);
+    const uint64_t limit = WholeArg(info, 2, "limit");
+    const uint32_t slot = SlotArg(info, 3);
+    return Napi::Number::New(env, Guarded(env, [&] { return LimitConnAcquire(s, table, key.data, key.len, limit, slot); }));
+  }
+
+  Napi::Value LimitConnReleaseMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = WholeArg(info, 0, "table");
+    Key key(info, 1);
+    const uint32_t slot = SlotArg(info, 2);
+    return Napi::Boolean::New(env, Guarded(env, [&] { return LimitConnRelease(s, table, key.data, key.len, slot); }));
+  }
+
+  // limitConnRepair(table, slot) -> holds of the slot ended by this call (a few at most:
+  // call again until 0).
+  Napi::Value LimitConnRepairMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = WholeArg(info, 0, "table");
+    const uint32_t slot = SlotArg(info, 1);
+    return Napi::Number::New(env, Guarded(env, [&] { return LimitConnRepair(s, table, slot, 4); }));
+  }
+
+  Napi::Value LimitPeekMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = NumberArg(info, 0, "table");
+    Key key(info, 1);
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] { return LimitPeek(s, table, key.data, key.len); })));
+  }
+
+  Napi::Value LimitNodesMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = NumberArg(info, 0, "table");
+    return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] { return LimitNodes(s, table); })));
+  }
+
+  Napi::Value LimitCheckMethod(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Segment& s = seg(env);
+    const uint64_t table = NumberArg(info, 0, "table");
+    return Napi::String::New(env, Guarded(env, [&] { return LimitCheck(s, table); }));
+  }
+
+  static uint32_t SlotArg(const Napi::CallbackInfo& info, size_t i) {
+    const uint64_t slot = WholeArg(info, i, "worker slot");
+    if (slot >= kMaxWorkerSlots) throw Napi::RangeError::New(info.Env(), "worker slot is out of range");
+    return static_cast<uint32_t>(slot);
+  }
+
+  // A limit key: a string (its UTF-8 bytes) or a Uint8Array (its bytes, not copied). Short
+  // strings are read into the stack: a decision must not allocate.
+  struct Key {
+    const uint8_t* data = nullptr;
+    uint32_t len = 0;
+    char small[256];
+    std::string large;
+
+    Key(const Napi::CallbackInfo& info, size_t i) {
+      Napi::Env env = info.Env();
+      if (info.Length() <= i) throw Napi::TypeError::New(env, "key must be a string or a Uint8Array");
+      napi_value v = info[i];
+      size_t n = 0;
+      // A string, else (string_expected) a Uint8Array: one N-API call for the usual key.
+      if (napi_get_value_string_utf8(env, v, small, sizeof small, &n) == napi_ok) {
+        // A string may end short of the buffer when its last character did not fit.
+        if (n + 4 >= sizeof small) {
+          size_t full = 0;
+          napi_get_value_string_utf8(env, v, nullptr, 0, &full);
+          large.resize(full + 1);
+          napi_get_value_string_utf8(env, v, &large[0], full + 1, &n);
+          data = reinterpret_cast<const uint8_t*>(large.data());
+        } else {
+          data = reinterpret_cast<const uint8_t*>(small);
+        }
+        len = static_cast<uint32_t>(n);
+      } else if (info[i].IsTypedArray() && info[i].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
+        auto a = info[i].As<Napi::Uint8Array>();
+        if (a.ByteLength() > 65535) throw Napi::RangeError::New(env, "a limit key has at most 65535 bytes");
+        data = a.Data();
+        len = static_cast<uint32_t>(a.ByteLength());
+      } else {
+        throw Napi::TypeError::New(env, "key must be a string or a Uint8Array");
+      }
+      if (len > 65535) throw Napi::RangeError::New(env, "a limit key has at most 65535 bytes");
+    }
+  };
 
   Mapping* mapping_;
   Napi::Reference<Napi::ArrayBuffer> buffer_;

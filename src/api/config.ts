@@ -524,6 +524,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
   if (!result.ok) {
     if (result.error === 'no-room')
       return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+    if ('description' in result) return apiError(500, 'InternalError', `Upstream "${u.name}" was not changed: ${result.description}.`);
     if (result.error instanceof PreconditionFailed)
       return apiError(412, 'PreconditionFailed', `Configuration API entity "${req.path}" does not match the If-Match or If-None-Match condition: it was changed or created since it was read.`);
     return apiError(400, 'FormatError', (result.error as FormatError).description);

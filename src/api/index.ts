@@ -99,7 +99,7 @@ export function createApi(options: ApiOptions): ApiHandler {
     // Most requests have no query: they share one empty, never written, set of parameters.
     const bare = request.query === '';
     const query = bare ? NO_QUERY : new URLSearchParams(request.query);
-    const mapped = mapRequest(mounts, { path: request.path, query, host: request.host });
+    const mapped = mapRequest(mounts, { path: request.path, query, host: request.host, ...(request.captures ? { captures: request.captures } : {}) });
     if (!mapped) return undefined;
     const head = request.method === 'HEAD';
     if ('error' in mapped) return apiError(400, mapped.error, mapped.description, head);

@@ -11,6 +11,7 @@
 // 4./5. Each mount exposes its own subtree; nothing a request sends can reach above it:
 //    the URI is percent-decoded once, and `..` segments, encoded or not, are refused.
 import type { ApiMount } from './types.js';
+import { compileValue, type VariableContext } from './variables.js';
 
 export interface Mapped {
   readonly mount: ApiMount;
@@ -28,6 +29,8 @@ export interface RequestVars {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly host?: string;
+  /** Captures that replace the mount's own (ApiRequest.captures). */
+  readonly captures?: readonly string[];
 }
 
 /** Percent-decodes once and joins repeated slashes; undefined when the encoding is bad. */
@@ -88,15 +91,13 @@ function subtreeOf(api: string): string {
   return fixed.slice(0, fixed.lastIndexOf('/') + 1) || '/';
 }
 
-function substitute(api: string, captures: string[], vars: RequestVars, uri: string): string {
-  return api.replace(/\$(\d|uri|host|arg_[A-Za-z0-9_]+|\{[A-Za-z0-9_]+\})/g, (whole, name: string) => {
-    if (name.startsWith('{')) name = name.slice(1, -1);
-    if (/^\d$/.test(name)) return captures[Number(name) - 1] ?? '';
-    if (name === 'uri') return uri;
-    if (name === 'host') return (vars.host ?? '').replace(/:\d+$/, '');
-    if (name.startsWith('arg_')) return vars.query.get(name.slice(4)) ?? '';
-    return whole;
-  });
+// Each mount's path compiled once, by the evaluator the server's variables use too.
+const compiled = new Map<string, (c: VariableContext) => string>();
+
+function substitute(api: string, captures: readonly string[], vars: RequestVars, uri: string): string {
+  let value = compiled.get(api);
+  if (!value) compiled.set(api, (value = compileValue(api)));
+  return value({ req: { url: vars.path, headers: { host: vars.host } }, uri, captures, args: vars.query });
 }
 
 /** The API element a request names, or why it names none. undefined: no mount. */
@@ -106,7 +107,8 @@ export function mapRequest(mounts: readonly ApiMount[], vars: RequestVars): Mapp
   if (hasDotDot(uri)) return { error: 'BadRequest', description: `The request path "${vars.path}" contains a ".." segment.` };
   const found = findMount(mounts, uri);
   if (!found) return undefined;
-  const { mount, captures } = found;
+  const { mount } = found;
+  const captures = vars.captures ?? found.captures;
   const variables = mount.api.includes('$');
   let path = variables ? substitute(mount.api, captures, vars, uri) : mount.api;
   if (typeof mount.location === 'string' && !mount.exact && !variables)

@@ -28,6 +28,9 @@ export interface ApiRequest {
   /** If-Match and If-None-Match: conditional /config writes. */
   readonly ifMatch?: string;
   readonly ifNoneMatch?: string;
+  /** `$1`..`$9` of the `api` path, when the server matched a regex the mount does not
+   * know (an `if` condition's): they replace the mount's own captures. */
+  readonly captures?: readonly string[];
 }
 
 export interface ApiResponse {

@@ -5,5 +5,6 @@ export type { CreateZoneOptions, AttachZoneOptions, SlabStats } from './zone.js'
 export { CounterBlock, GaugeBlock } from './counters.js';
 export { AtomicCells } from './cells.js';
 export { SeqRecord } from './record.js';
+export { LimitReqTable, LimitConnTable, LimitReqMode, LIMIT_BUSY, LIMIT_EXHAUSTED, type LimitKey } from './limits.js';
 export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
 export { addon } from './native.js';

@@ -52,6 +52,16 @@ export interface NativeZone {
   release(slot: number): void;
   detach(): void;
   stallAfter(writes: number): void;
+  /** The limit table under `key` (kind 1 request, 2 connection), made on first use: its
+   * offset, or null when the zone has no room. */
+  limitTable(key: string, kind: number): number | null;
+  limitReq(table: number, key: string | Uint8Array, rate: number, burst: number, mode: number, nowMs?: number): number;
+  limitConnAcquire(table: number, key: string | Uint8Array, limit: number, slot: number): number;
+  limitConnRelease(table: number, key: string | Uint8Array, slot: number): boolean;
+  limitConnRepair(table: number, slot: number): number;
+  limitPeek(table: number, key: string | Uint8Array): number;
+  limitNodes(table: number): number;
+  limitCheck(table: number): string;
 }
 
 export interface NativeZoneStatic {

@@ -2,6 +2,7 @@
 // attaches to. Blocks inside it (counters, cells, records, raw slab blocks) are found by
 // key, so a process that did not allocate a block can still reach it.
 import { AtomicCells } from './cells.js';
+import { LimitConnTable, LimitKind, LimitReqTable } from './limits.js';
 import { CounterBlock, GaugeBlock, strideOf } from './counters.js';
 import { attachInstance, creatorInstance, requestedWorkerSlot } from './identity.js';
 import { addon, EntryKind, type NativeSlabStats, type NativeZone } from './native.js';
@@ -110,6 +111,22 @@ export class Zone {
 
   record(key: string): SeqRecord {
     return new SeqRecord(this.native, this.views, key, this.ensure(key, EntryKind.Record, 16));
+  }
+
+  /** A request limit's keyed table (nginx's limit_req state), made on first use. */
+  limitReqTable(key: string): LimitReqTable {
+    return new LimitReqTable(this.native, this.limitTable(key, LimitKind.Req));
+  }
+
+  /** A connection limit's keyed table (nginx's limit_conn state), made on first use. */
+  limitConnTable(key: string): LimitConnTable {
+    return new LimitConnTable(this.native, this.limitTable(key, LimitKind.Conn));
+  }
+
+  private limitTable(key: string, kind: number): number {
+    const offset = this.native.limitTable(key, kind);
+    if (offset === null) throw new ZoneFullError(this.name, key);
+    return offset;
   }
 
   /** A raw block of `size` bytes under `key`, as [byte offset, view of it]. */

@@ -34,6 +34,8 @@ export interface LimitZoneConfig {
   name: string;
   /** Bytes of the zone that holds the keys. */
   zoneSize?: number;
+  /** Request limits: requests per second each key may make (1r/m is 1/60). */
+  rate?: number;
 }
 
 export interface PeerConfig {

@@ -53,7 +53,12 @@ export type Allocate = (u: UpstreamConfig, id: number) => void;
 /** Frees a removed peer's memory. */
 export type Free = (u: UpstreamConfig, id: number) => void;
 
-export type UpdateResult<E> = { ok: true; created: boolean; set: PeerSet } | { ok: false; error: E } | { ok: false; error: 'no-room' };
+export type UpdateResult<E> =
+  | { ok: true; created: boolean; set: PeerSet }
+  | { ok: false; error: E }
+  | { ok: false; error: 'no-room' }
+  /** The upstream's state file cannot be written: nothing was published. */
+  | { ok: false; error: 'state-file'; description: string };
 
 /**
  * Replaces the upstream's peers with what `change` makes of the current ones (by name;
@@ -96,11 +101,18 @@ export function updatePeers<E>(
     const removed = current.peers.filter((p) => !kept.has(p.id)).map((p) => ({ id: p.id, at: now }));
     const expired = current.retired.filter((r) => now - r.at >= RETIRE_MS);
     const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => now - r.at < RETIRE_MS), ...removed] };
+    // The new state file is made before the set is published: a change that could not
+    // survive a restart is refused whole rather than kept in memory only.
+    const staged = u.state === undefined ? undefined : stageStateFile(u.state, peers);
+    if (typeof staged === 'object') return { ok: false, error: 'state-file', description: staged.error };
     const written = record.writeIf(Buffer.from(JSON.stringify(set)), generation);
-    if (written === 'conflict') continue;
-    if (written === 'no-room') return { ok: false, error: 'no-room' };
+    if (written !== 'written') {
+      if (staged !== undefined) discard(staged);
+      if (written === 'conflict') continue;
+      return { ok: false, error: 'no-room' };
+    }
     for (const r of expired) memory.free(u, r.id);
-    if (u.state) writeStateFile(u.state, peers);
+    if (staged !== undefined) commitStateFile(status, u, staged, generation + 1);
     return { ok: true, created: name !== undefined && !ids.has(name), set };
   }
   throw new Error(`upstream "${u.name}": ${ATTEMPTS} concurrent updates in a row came first`);
@@ -110,7 +122,7 @@ export function updatePeers<E>(
  * one, else the configured ones. Peers of the same name keep their ids. */
 export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: Allocate, free: Free): void {
   const record = status.record(zoneOf(u), RECORD_KEY);
-  const configured = (u.state && readStateFile(u.state)) || u.peers;
+  const configured = (u.state && fromStateFile(u, readStateFile(u.state))) || u.peers;
   if (!record.readJSON()) {
     const set: PeerSet = { peers: configured.map((p, id) => ({ ...p, id })), nextId: configured.length, retired: [] };
     for (const p of set.peers) allocate(u, p.id);
@@ -122,7 +134,18 @@ export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: A
   const names = [...(u.resolve ?? []), ...readNames(status, u)];
   const resolved = (p: PeerConfig) => p.name !== undefined && names.some((r) => r.server === p.server && r.service === p.service);
   const result = updatePeers(status, u, (current) => [...configured.map((p) => ({ ...p })), ...current.filter(resolved).map(({ id: _id, ...p }) => p)], { allocate, free });
-  if (!result.ok) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
+  if (!result.ok) throw new Error('description' in result ? result.description : `the zone of upstream "${u.name}" has no room for its peers`);
+}
+
+/** The state file's peers, a configured server (`localhost:8081`) under the name it has
+ * in the configuration (`127.0.0.1:8081`): the file writes servers as configured, and
+ * read back alone they would be other peers, without their counters. */
+function fromStateFile(u: UpstreamConfig, peers: PeerConfig[] | undefined): PeerConfig[] | undefined {
+  const names = new Map(u.peers.flatMap((p) => (p.name !== undefined && p.service === undefined ? [[p.server, p.name] as const] : [])));
+  return peers?.map((p) => {
+    const name = p.name === undefined && p.service === undefined ? names.get(p.server) : undefined;
+    return name === undefined ? p : { ...p, name };
+  });
 }
 
 // ---- The state file -------------------------------------------------------------------
@@ -190,22 +213,74 @@ export function stateFileText(peers: readonly PeerConfig[]): string {
 /** A peer a resolver made: its server is a name, it is keyed by an address. */
 const isResolved = (p: PeerConfig): boolean => p.service !== undefined || (p.name !== undefined && isPeerAddressError(parsePeerAddress(p.server)));
 
-function writeStateFile(path: string, peers: readonly PeerConfig[]): void {
-  const temporary = `${path}.${process.pid}.tmp`;
+const temporaryOf = (path: string) => `${path}.${process.pid}.tmp`;
+
+function discard(temporary: string): void {
   try {
-    writeFileSync(temporary, stateFileText(peers));
-    renameSync(temporary, path);
-  } catch (err) {
-    try {
-      if (existsSync(temporary)) unlinkSync(temporary);
-    } catch {
-      // nothing more to clean
-    }
-    process.emitWarning(`the state file ${path} was not written: ${(err as Error).message}`);
+    if (existsSync(temporary)) unlinkSync(temporary);
+  } catch {
+    // nothing more to clean
   }
 }
 
-/** The peers of a state file; undefined when there is none yet. Throws on a bad file. */
+/** Writes the peers to a temporary file beside the state file: its name, or why not. */
+function stageStateFile(path: string, peers: readonly PeerConfig[]): string | { error: string } {
+  const temporary = temporaryOf(path);
+  try {
+    writeFileSync(temporary, stateFileText(peers));
+    return temporary;
+  } catch (err) {
+    discard(temporary);
+    const e = err as NodeJS.ErrnoException;
+    return { error: `the state file "${path}" cannot be written (${e.code ?? e.message})` };
+  }
+}
+
+/**
+ * Puts a staged file in place once its set, `published`, is out. Writers in other
+ * workers rename theirs too, in any order: whoever renames checks afterwards that no
+ * newer set came out meanwhile, and writes that one if it did. The last to rename has
+ * seen the newest set, so the file ends with it.
+ */
+function commitStateFile(status: StatusStore, u: UpstreamConfig, staged: string, published: number): void {
+  const path = u.state!;
+  const record = status.record(zoneOf(u), RECORD_KEY);
+  let temporary = staged;
+  let wrote = published;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    try {
+      renameSync(temporary, path);
+    } catch (err) {
+      discard(temporary);
+      process.emitWarning(`the state file ${path} was not written: ${(err as Error).message}`);
+      return;
+    }
+    const generation = record.generation;
+    if (generation === wrote) return;
+    // The set read may be newer than `generation`: the next check then writes again.
+    const next = stageStateFile(path, peerSet(status, u).peers);
+    if (typeof next === 'object') {
+      process.emitWarning(next.error);
+      return;
+    }
+    temporary = next;
+    wrote = generation;
+  }
+}
+
+/** A line of a state file that is not a `server` line zonal can read. */
+export class StateFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`${file}:${line}: ${reason}`);
+  }
+}
+
+/** The peers of a state file; undefined when there is none yet. Throws a StateFileError
+ * on a bad line, and the file system's error when it cannot be read. */
 export function readStateFile(path: string): PeerConfig[] | undefined {
   if (!existsSync(path)) return undefined;
   return parseStateFile(readFileSync(path, 'utf8'), path);
@@ -216,7 +291,7 @@ export function parseStateFile(text: string, path = 'state file'): PeerConfig[] 
   text.split('\n').forEach((raw, i) => {
     const line = raw.replace(/#.*$/, '').trim();
     if (!line) return;
-    const bad = (why: string) => new Error(`${path}:${i + 1}: ${why}`);
+    const bad = (why: string) => new StateFileError(path, i + 1, why);
     if (!line.endsWith(';')) throw bad('a line ends with ";"');
     const [directive, address, ...params] = line.slice(0, -1).trim().split(/\s+/);
     if (directive !== 'server' || !address) throw bad('expected "server <address> [parameters];"');
@@ -233,8 +308,8 @@ export function parseStateFile(text: string, path = 'state file'): PeerConfig[] 
       if (spec.kind === 'flag') (peer as Record<string, unknown>)[spec.key] = true;
       else if (spec.kind === 'text') (peer as Record<string, unknown>)[spec.key] = value;
       else {
-        const n = spec.kind === 'time' ? parseTime(value!, true) : /^\d+$/.test(value!) ? Number(value) : undefined;
-        if (n === undefined) throw bad(`bad value in "${param}"`);
+        const n = spec.kind === 'time' ? parseTime(value!, true) : /^\d{1,10}$/.test(value!) ? Number(value) : undefined;
+        if (n === undefined || (word === 'weight' && n < 1)) throw bad(`bad value in "${param}"`);
         (peer as Record<string, unknown>)[spec.key] = n;
       }
     }

@@ -5,6 +5,7 @@
 import { AtomicCells, CounterBlock, GaugeBlock, SeqRecord, Zone } from '../engine/index.js';
 import { slabZones, type Catalog, type StatusConfig } from './catalog.js';
 import { JsonWriter } from './json.js';
+import { ConnectionLimiter, RequestLimiter, type LimitConnOptions, type LimitReqOptions } from './limits.js';
 import { statusRoot } from './root.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { publishUpstreams } from './upstreams.js';
@@ -192,6 +193,18 @@ export class Status implements StatusStore {
   private keep<B extends CounterBlock | GaugeBlock | AtomicCells>(zone: string, key: string, block: B): B {
     ofZone(this.blocks, zone).set(key, block);
     return block;
+  }
+
+  /** nginx's limit_req over the request limit zone `name` (its rate is the zone's), for
+   * every process of the instance at once; make it once and take() per request. */
+  limitReq(name: string, options?: LimitReqOptions): RequestLimiter {
+    return new RequestLimiter(this, name, options);
+  }
+
+  /** nginx's limit_conn over the connection limit zone `name`, for every process of the
+   * instance at once; make it once and acquire() per request or connection. */
+  limitConn(name: string, options: LimitConnOptions): ConnectionLimiter {
+    return new ConnectionLimiter(this, name, options);
   }
 
   /** Removes the instance's zones (the creator does this on exit by itself). */

@@ -55,6 +55,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
   const visit = (locations: readonly LocationConfig[]) => {
     for (const l of locations) {
       if (l.statusZone) locationZones.add(l.statusZone);
+      for (const i of l.ifs ?? []) if (i.statusZone) locationZones.add(i.statusZone);
       visit(l.locations);
     }
   };
@@ -64,10 +65,14 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     if (s.statusZone) serverZones.set(s.statusZone, (serverZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
     visit(s.locations);
   }
+  const zones = config.http?.limitZones ?? [];
+  const limit = (z: (typeof zones)[number]) => ({ name: z.name, zoneSize: z.size, ...(z.rate !== undefined ? { rate: z.rate } : {}) });
   return {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
       locationZones: [...locationZones],
+      ...(zones.some((z) => z.kind === 'conn') ? { limitConns: zones.filter((z) => z.kind === 'conn').map(limit) } : {}),
+      ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
     ...(config.http?.resolverZones ? { resolvers: [...config.http.resolverZones] } : {}),

@@ -14,6 +14,7 @@ import { setWorkerSlot, WORKER_SLOT_ENV } from '../engine/index.js';
 import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
+import { repairLimitSlot } from '../metrics/limits.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
@@ -123,6 +124,8 @@ export class Primary {
         // another worker takes the slot.
         try {
           repairSlot(this.status, slot);
+          // ...and the connection limit counts it held, which would otherwise stay taken.
+          repairLimitSlot(this.status, slot);
         } catch (e) {
           this.log('error', `repairing worker slot ${slot} failed: ${(e as Error).message}`);
         }
@@ -186,9 +189,16 @@ export class Primary {
       return false;
     }
     const old = [...this.workers];
+    try {
+      this.status.reload(statusConfigOf(config), config.files);
+    } catch (e) {
+      // A state file that went bad since the check, a zone without room: the workers
+      // running stay, with what they have.
+      this.log('error', `reload failed: ${(e as Error).message}`);
+      return false;
+    }
     this.config = config;
     this.generation++;
-    this.status.reload(statusConfigOf(config), config.files);
     this.startDiscovery(config, true);
     await this.admin.apply(config);
     const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));

@@ -28,7 +28,7 @@ export { BODY_CAP, BODY_LIMIT } from './common.js';
  * being read), false when it passed the request on to `next` at once. Without `next`, a
  * path no API mount matches gets a JSON 404 PathNotFound.
  */
-export type ApiListener = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => boolean;
+export type ApiListener = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void, captures?: readonly string[]) => boolean;
 
 export interface ApiListenerOptions {
   /** Called with whatever the handler threw; default: a process warning. */
@@ -38,7 +38,8 @@ export interface ApiListenerOptions {
 export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {}): ApiListener {
   const onError = options.onError ?? reportError;
 
-  return (req, res, next) => {
+  /** `captures`: the `$1`..`$9` the request's server matched (ApiRequest.captures). */
+  return (req, res, next, captures) => {
     const method = (req.method ?? 'GET').toUpperCase();
     const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
     const { path, query } = splitTarget(target);
@@ -51,6 +52,7 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
       ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
       ...conditions(req),
       remoteAddress: localAddress(req.socket.remoteAddress),
+      ...(captures ? { captures } : {}),
     };
 
     // Returns false when passed on to next.

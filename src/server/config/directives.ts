@@ -5,13 +5,15 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, InheritableLevel, LocationLevel, ServerLevel, UpstreamLevel } from './levels.js';
-import type { BalancingMethod, NextUpstreamCondition, PeerParams } from './model.js';
-import { parseTime, slowStartRefused } from '../../metrics/peers.js';
+import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
+import { parseTime, readStateFile, slowStartRefused, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
+import { limitDirectives } from '../limits/config.js';
 import { compileRegex } from './regex.js';
 import { checkResolvers, parseResolvedServer, resolverDirectives } from '../resolver/config.js';
 import { probeDirectives } from '../probes/config.js';
+import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { eachDirective, type Directive } from './syntax.js';
 import {
@@ -80,6 +82,42 @@ function checkReadable(file: string, d: Directive, c: Checker): void {
   }
 }
 
+/** The primary reads a state file at start and reload, and every /config change
+ * rewrites it (a temporary file beside it, renamed over it): a file it could not read, or
+ * a directory it could not write in, is an error now rather than a failure later. */
+function checkStateFile(file: string, upstream: string, d: Directive, c: Checker): void {
+  if (!c.disk) return;
+  const cannot = (e: unknown) => c.error(d.origin, `cannot write the state file "${file}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  try {
+    const dir = path.dirname(file);
+    if (!fs.statSync(dir).isDirectory()) return cannot(new Error(`"${dir}" is not a directory`));
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (e) {
+    return cannot(e);
+  }
+  try {
+    const peers = readStateFile(file);
+    const seen = new Set<string>();
+    for (const p of peers ?? []) {
+      if (p.service !== undefined) continue;
+      const address = parseUpstreamAddress(p.server);
+      if (address.error !== undefined) throw new StateFileError(file, lineOf(file, p.server), address.error);
+      if (seen.has(address.value.address)) throw new StateFileError(file, lineOf(file, p.server), `a duplicate server ${address.value.address}`);
+      seen.add(address.value.address);
+    }
+  } catch (e) {
+    if (e instanceof StateFileError) c.error({ file: e.file, line: e.line }, `${e.reason} in the state file of upstream "${upstream}"`);
+    else c.error(d.origin, `cannot read the state file "${file}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
+
+/** The line of a state file that names `server`. */
+function lineOf(file: string, server: string): number {
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.replace(/#.*$/, '').trim().split(/\s+/)[1]?.replace(/;$/, '') === server);
+  return i + 1;
+}
+
 function access(allow: boolean) {
   return define({
     contexts: inheritable,
@@ -127,7 +165,26 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
     access: [],
     proxySetHeaders: [],
     locations: [],
+    ifs: [],
   };
+}
+
+/** The condition of an `if` directive, or undefined after its error. */
+function ifCondition(d: Directive, c: Checker): IfCondition | undefined {
+  const parsed = parseIfCondition(d.args);
+  if (parsed.error !== undefined) return void c.error(d.origin, `${parsed.error} in "if" directive`);
+  const condition = parsed.value;
+  // A file test's path, as every path of the configuration, is relative to its file.
+  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: resolvePath(d, condition.path) };
+  return condition;
+}
+
+/** One answers a block's requests: which one would be an accident of the phases. */
+function checkContent(level: LocationLevel | IfLevel, what: string, c: Checker): void {
+  if (level.api && level.return) c.error(level.api.origin, `"api" and "return" cannot be in the same ${what}`);
+  const proxy = level.proxyPass;
+  if (proxy && level.api) c.error(proxy.origin, `"proxy_pass" and "api" cannot be in the same ${what}`);
+  if (proxy && level.return) c.error(proxy.origin, `"proxy_pass" and "return" cannot be in the same ${what}`);
 }
 
 /** An admin server is served by the primary's API listener: it answers API requests,
@@ -137,6 +194,9 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
     // Directives already wrong where they are (unknown, wrong context) are reported once.
     const spec = specsOf(d.name).find((s) => s.contexts.some((k) => k === 'server' || k === 'location'));
     if (spec && !spec.admin) c.error(d.origin, `"${d.name}" directive is not allowed in an admin server`);
+    // The admin listener answers from the API's request, which has no node:http request
+    // for the variables to read.
+    else if (d.name === 'return' && d.args.some((a) => a.includes('$'))) c.error(d.origin, `variables in "return" are not supported in an admin server`);
   });
 }
 
@@ -145,6 +205,7 @@ export function specsOf(name: string): readonly DirectiveSpec[] {
   // The modules that declare their directives beside their code.
   if (Object.hasOwn(resolverDirectives, name)) return [resolverDirectives[name]];
   if (Object.hasOwn(probeDirectives, name)) return [probeDirectives[name]];
+  if (Object.hasOwn(limitDirectives, name)) return [limitDirectives[name]];
   if (!Object.hasOwn(directives, name)) return [];
   const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
   return isList(entry) ? entry : [entry];
@@ -307,7 +368,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       block: true,
       multiple: true,
       apply(d, http, c) {
-        const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [] };
+        const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [], ifs: [] };
         http.servers.push(server);
         c.walk(d.block ?? [], server);
         checkServer(server, c);
@@ -440,20 +501,26 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   state: define({
     contexts: ['upstream'],
     args: [1, 1],
-    apply(d, upstream) {
+    apply(d, upstream, c) {
       upstream.state = resolvePath(d, d.args[0]);
+      checkStateFile(upstream.state, upstream.name, d, c);
     },
   }),
 
   proxy_pass: define({
-    contexts: ['location'],
+    contexts: ['location', 'if'],
     args: [1, 1],
     apply(d, location, c) {
       const parsed = parseProxyPass(d.args[0]);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
-      // A regex says which requests, not which part of their URI to replace.
-      if (parsed.value.uri !== undefined && (location.modifier === '~' || location.modifier === '~*'))
-        return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
+      // A regex or a condition says which requests, not which part of their URI to
+      // replace; a URI with variables is the whole URI, which needs no part.
+      const { uri } = parsed.value;
+      if (uri !== undefined && !uri.includes('$')) {
+        if (location.kind === 'if') return c.error(d.origin, '"proxy_pass" cannot have URI part inside "if" statement, unless it has variables');
+        if (location.modifier === '~' || location.modifier === '~*')
+          return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
+      }
       location.proxyPass = { ...parsed.value, origin: d.origin };
     },
   }),
@@ -560,11 +627,11 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   }),
 
   status_zone: define({
-    contexts: ['server', 'location'],
+    contexts: ['server', 'location', 'if'],
     args: [1, 1],
     apply(d, level, c) {
       const [name] = d.args;
-      if (name === 'off' && level.kind === 'location') level.statusZone = false;
+      if (name === 'off' && level.kind !== 'server') level.statusZone = false;
       else if (name === 'off') c.error(d.origin, `"status_zone off" is allowed only in a location`);
       else if (!isZoneName(name)) c.error(d.origin, `invalid zone name "${name}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
       else level.statusZone = name;
@@ -604,18 +671,23 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   // nginx lets a second `return` pass silently (the first one answers); zonal calls it
   // duplicate, since it can only be a mistake.
   return: define({
-    contexts: ['server', 'location'],
+    contexts: ['server', 'location', 'if', 'server_if'],
     args: [1, 2],
     admin: true,
     apply(d, level, c) {
       const parsed = parseReturn(d.args);
-      if (parsed.error !== undefined) c.error(d.origin, parsed.error);
-      else level.return = { value: parsed.value, origin: d.origin };
+      if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
+      const text = parsed.value.text;
+      const error = text === undefined ? undefined : checkVariables(text, conditionVariable);
+      if (error) return c.error(d.origin, error);
+      level.return = { value: parsed.value, origin: d.origin };
+      // nginx runs a location's `return` and `if` blocks in the order written.
+      if (level.kind === 'location' || level.kind === 'server') level.ifsBeforeReturn = level.ifs.length;
     },
   }),
 
   root: define({
-    contexts: inheritable,
+    contexts: [...inheritable, 'if'],
     args: [1, 1],
     apply(d, level) {
       level.root = resolvePath(d, d.args[0]);
@@ -655,16 +727,52 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       if (!location) return;
       parent.locations.push(location);
       c.walk(d.block ?? [], location);
-      if (location.api && location.return) c.error(location.api.origin, `"api" and "return" cannot be in the same location`);
-      // One answers a location's requests: which one would be an accident of the phases.
-      const proxy = location.proxyPass;
-      if (proxy && location.api) c.error(proxy.origin, `"proxy_pass" and "api" cannot be in the same location`);
-      if (proxy && location.return) c.error(proxy.origin, `"proxy_pass" and "return" cannot be in the same location`);
+      checkContent(location, 'location', c);
     },
   }),
 
+  if: [
+    // nginx's `if` in a location: an implicit nested location (levels.ts, IfLevel). The
+    // directives allowed in it are those whose entry names the `if` context.
+    define({
+      contexts: ['location'],
+      args: [1, Infinity],
+      block: true,
+      multiple: true,
+      apply(d, location, c) {
+        const condition = ifCondition(d, c);
+        const block: IfLevel = {
+          kind: 'if',
+          seen: new Set(),
+          origin: d.origin,
+          modifier: location.modifier,
+          path: location.path,
+          ...(condition ? { condition } : {}),
+          access: [],
+          proxySetHeaders: [],
+        };
+        location.ifs.push(block);
+        c.walk(d.block ?? [], block);
+        checkContent(block, '"if" block', c);
+      },
+    }),
+    // In a server: before locations are searched, a `return` (the context `server_if`).
+    define({
+      contexts: ['server'],
+      args: [1, Infinity],
+      block: true,
+      multiple: true,
+      apply(d, server, c) {
+        const condition = ifCondition(d, c);
+        const block: ServerIfLevel = { kind: 'server_if', seen: new Set(), origin: d.origin, ...(condition ? { condition } : {}) };
+        server.ifs.push(block);
+        c.walk(d.block ?? [], block);
+      },
+    }),
+  ],
+
   api: define({
-    contexts: ['location'],
+    contexts: ['location', 'if'],
     args: [1, 1],
     admin: true,
     apply(d, location, c) {

@@ -1,9 +1,10 @@
 // What each block of the configuration says by itself, before inheritance: the directive
 // table fills these in, resolve.ts merges them into the model.
-import type { AccessRule, BalancingMethod, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
+import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
 import type { ResolverLevel } from '../resolver/config.js';
 import type { ProbeLevel } from '../probes/config.js';
+import type { LimitLevel } from '../limits/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -42,6 +43,8 @@ export interface InheritableLevel extends Level {
   proxySslSessionReuse?: boolean;
   /** `resolver` and `resolver_timeout` written in this block (resolver/config.ts). */
   resolver?: ResolverLevel;
+  /** What the limits module's directives say here (src/server/limits/). */
+  limits?: LimitLevel;
 }
 
 export interface MainLevel extends Level {
@@ -98,6 +101,20 @@ export interface ServerLevel extends InheritableLevel {
   sslHandshakeTimeout?: number;
   return?: At<ReturnConfig>;
   readonly locations: LocationLevel[];
+  /** `if` blocks, in order. */
+  readonly ifs: ServerIfLevel[];
+  /** How many `if` blocks came before `return`. */
+  ifsBeforeReturn?: number;
+}
+
+/** An `if` block in a server (the context `server_if`): nginx runs it before any location
+ * is searched, and all it can do there is answer, with `return`. */
+export interface ServerIfLevel extends Level {
+  readonly kind: 'server_if';
+  readonly origin: Origin;
+  /** Undefined after an error in it. */
+  readonly condition?: IfCondition;
+  return?: At<ReturnConfig>;
 }
 
 export interface LocationLevel extends InheritableLevel {
@@ -115,9 +132,33 @@ export interface LocationLevel extends InheritableLevel {
   /** `upstream_probe` of this location (probes/config.ts). */
   probes?: ProbeLevel[];
   readonly locations: LocationLevel[];
+  /** `if` blocks, in order. */
+  readonly ifs: IfLevel[];
+  /** How many `if` blocks came before `return`. */
+  ifsBeforeReturn?: number;
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | UpstreamLevel;
+/**
+ * An `if` block in a location: the context `if` of a directive's entry. A directive is
+ * allowed in `if` blocks by naming `'if'` among its contexts (nginx's NGX_HTTP_LIF_CONF);
+ * its `apply` then gets this level, which has the fields of a location's settings.
+ */
+export interface IfLevel extends InheritableLevel {
+  readonly kind: 'if';
+  readonly origin: Origin;
+  /** Its location's path and modifier, for `proxy_pass`'s checks. */
+  readonly modifier: LocationLevel['modifier'];
+  readonly path: string;
+  /** Undefined after an error in it. */
+  readonly condition?: IfCondition;
+  statusZone?: string | false;
+  return?: At<ReturnConfig>;
+  api?: At<string>;
+  apiConfigFiles?: boolean;
+  proxyPass?: ProxyPass;
+}
+
+export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | ServerIfLevel | UpstreamLevel;
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 

@@ -4,6 +4,7 @@
 // and status zone, inherited from its enclosing location, server and http block.
 import type { ResolverConfig } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
+import type { LimitsConfig, LimitZone } from '../limits/config.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -164,6 +165,38 @@ export interface UpstreamBlockConfig {
   readonly origin: Origin;
 }
 
+/** The condition of an `if` block, as nginx's rewrite module reads it. Values may hold
+ * variables (`$uri`, `$http_x`, captures `$1`..`$9`); `variable` is one, as written. */
+export type IfCondition =
+  /** `($var)`: false when the value is empty or "0". */
+  | { readonly kind: 'variable'; readonly variable: string }
+  /** `($var = value)`, `($var != value)`. */
+  | { readonly kind: 'equal'; readonly variable: string; readonly value: string; readonly negate: boolean }
+  /** `($var ~ regex)`, `~*`, `!~`, `!~*`: a match sets the captures. */
+  | { readonly kind: 'regex'; readonly variable: string; readonly regex: RegExp; readonly negate: boolean }
+  /** `(-f path)`, `-d`, `-e`, `-x`, each with `!`: a file, a directory, either, executable. */
+  | { readonly kind: 'file'; readonly test: 'f' | 'd' | 'e' | 'x'; readonly path: string; readonly negate: boolean };
+
+/**
+ * An `if` block of a location: nginx's implicit nested location. It holds every setting of
+ * the location it is in, and its own: when its condition holds, the request goes on with
+ * them (the last true `if` wins). Content (`api`, `proxy_pass`, files) it does not set
+ * itself is the location's; a `return` in it answers at once.
+ */
+export interface IfConfig extends Inherited {
+  readonly condition: IfCondition;
+  /** Its own `status_zone`, else the location's (absent under `status_zone off`). */
+  readonly statusZone?: string;
+  readonly return?: ReturnConfig;
+  readonly api?: string;
+  /** Its own `proxy_pass`, with the location's `proxy_*` settings. */
+  readonly proxy?: ProxyConfig;
+  /** Its own `limit_req`/`limit_conn`, else the location's (inherited as nginx merges). */
+  readonly limits?: LimitsConfig;
+  readonly apiConfigFiles: boolean;
+  readonly origin: Origin;
+}
+
 export interface LocationConfig extends Inherited {
   /** `''` prefix, `=` exact, `^~` prefix that stops the regex search, `~` and `~*` regexes. */
   readonly modifier: '' | '=' | '^~' | '~' | '~*';
@@ -176,11 +209,18 @@ export interface LocationConfig extends Inherited {
   readonly statusZone?: string;
   /** Not inherited, as in nginx: a `return` answers only in its own location. */
   readonly return?: ReturnConfig;
+  /** `if` blocks in the order written, not inherited by nested locations. */
+  readonly ifs?: readonly IfConfig[];
+  /** With `return` and `ifs`: how many `if` blocks come before the `return`, which nginx
+   * runs in the order written (the `return` answers unless an `if` before it did). */
+  readonly ifsBeforeReturn?: number;
   /** `api <path>`: the API element path, with variables. Not inherited. */
   readonly api?: string;
   /** `proxy_pass`: not inherited (as nginx), its `proxy_*` settings are. */
   readonly proxy?: ProxyConfig;
   readonly apiConfigFiles: boolean;
+  /** `limit_req` and `limit_conn` in force here (inherited as nginx); absent: none. */
+  readonly limits?: LimitsConfig;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }
@@ -198,6 +238,13 @@ export interface VirtualServerConfig extends Inherited {
   readonly admin: boolean;
   /** A server-level `return`: answers every request before locations are searched. */
   readonly return?: ReturnConfig;
+  /** `if` blocks of the server, in order: the first true one with a `return` answers
+   * before locations are searched. */
+  readonly ifs?: ReadonlyArray<{ readonly condition: IfCondition; readonly return?: ReturnConfig; readonly origin: Origin }>;
+  /** With `return` and `ifs`: how many `if` blocks come before the `return`. */
+  readonly ifsBeforeReturn?: number;
+  /** The limits of requests no location matches. */
+  readonly limits?: LimitsConfig;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }
@@ -206,6 +253,8 @@ export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
   /** Every `resolver` with a `status_zone`: the zones /status/resolvers shows. */
   readonly resolverZones?: readonly string[];
+  /** `limit_req_zone` and `limit_conn_zone`, in order. */
+  readonly limitZones: readonly LimitZone[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

@@ -1,10 +1,11 @@
 // From what each block says to what each location means: nginx's merge of the inherited
 // settings down http -> server -> location -> nested location, into the model; and the
 // upstreams `proxy_pass` names, found once the whole http block is read.
-import type { At, Checker, HttpLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
+import type { At, Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
 import type {
   AccessRule,
   HttpBlockConfig,
+  IfConfig,
   Inherited,
   LocationConfig,
   NextUpstreamCondition,
@@ -16,6 +17,7 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
+import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -65,6 +67,7 @@ interface Merged {
   readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl'>;
   /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
   readonly ssl: SslLevel;
+  readonly limits: MergedLimits;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -74,6 +77,7 @@ const TOP: Merged = {
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
   ssl: {},
+  limits: TOP_LIMITS,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -101,6 +105,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       proxySslTrustedCertificate: level.proxySslTrustedCertificate ?? outer.ssl.proxySslTrustedCertificate,
       proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
     },
+    limits: mergeLimits(outer.limits, level),
   };
 }
 
@@ -131,6 +136,10 @@ class Resolver {
   private readonly unpaired = new Set<At<string | false>>();
   /** `proxy_ssl_verify on` without a CA, reported once each. */
   private readonly noTrusted = new Set<At<boolean>>();
+
+  /** The http block's limit zones, and the limits already reported for an unknown one. */
+  private zones: readonly LimitZone[] = [];
+  private readonly unknownZones = new Set<object>();
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
@@ -223,13 +232,22 @@ class Resolver {
     return out;
   }
 
+  private limits(m: Merged) {
+    const limits = resolveLimits(m.limits, this.zones, this.c, this.unknownZones);
+    return limits ? { limits } : {};
+  }
+
   http(http: HttpLevel): HttpBlockConfig {
     const top = merge(TOP, http);
+    // The names of the upstreams' zones: a limit zone cannot take one.
+    const upstreamZones = new Map(this.upstreams.map((u) => [u.zone?.name ?? u.name, `upstream "${u.name}"`]));
+    this.zones = limitZones(http, upstreamZones, this.c);
     const servers = http.servers.map((s) => this.server(s, top));
     const implicit = [...this.implicit.values()].map((u) => (this.probes.has(u.name) ? { ...u, probes: this.probes.get(u.name) } : u));
     const zones = resolverZones(http);
     return {
       servers,
+      limitZones: this.zones,
       upstreams: [...this.upstreams.map((u) => upstreamConfig(u, http, this.probes.get(u.name))), ...implicit],
       ...(zones.length ? { resolverZones: zones } : {}),
     };
@@ -249,6 +267,8 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
+      ...serverIfs(s),
+      ...this.limits(merged),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
     };
@@ -277,6 +297,7 @@ class Resolver {
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
     if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
     if (l.probes && proxy) this.addProbes(l.probes, proxy);
+    const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),
       modifier: l.modifier,
@@ -284,13 +305,43 @@ class Resolver {
       ...(l.regex ? { regex: l.regex } : {}),
       ...(statusZone !== undefined ? { statusZone } : {}),
       ...(l.return ? { return: l.return.value } : {}),
+      ...(ifs.length ? { ifs } : {}),
+      ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       apiConfigFiles: configFiles,
+      ...this.limits(merged),
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),
       origin: l.origin,
     };
   }
+
+  /** An `if` block: nginx merges the location's settings into it as into a nested
+   * location, so it has all of them but those it sets itself. Undefined after an error. */
+  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): IfConfig | undefined {
+    if (!i.condition) return undefined;
+    const merged = merge(outer, i);
+    const statusZone = i.statusZone === false ? undefined : i.statusZone ?? zone;
+    const proxy = i.proxyPass && this.proxy(i.proxyPass, merged);
+    return {
+      ...this.settle(merged),
+      condition: i.condition,
+      ...(statusZone !== undefined ? { statusZone } : {}),
+      ...(i.return ? { return: i.return.value } : {}),
+      ...(i.api ? { api: i.api.value } : {}),
+      ...(proxy ? { proxy } : {}),
+      ...this.limits(merged),
+      apiConfigFiles: i.apiConfigFiles ?? apiConfigFiles,
+      origin: i.origin,
+    };
+  }
+}
+
+/** A server's `if` blocks: only those that answer do anything. */
+function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs' | 'ifsBeforeReturn'> {
+  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, ...(i.return ? { return: i.return.value } : {}), origin: i.origin }] : []));
+  if (!ifs.length) return {};
+  return { ifs, ...(s.return ? { ifsBeforeReturn: s.ifsBeforeReturn ?? 0 } : {}) };
 }
 
 export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

@@ -87,8 +87,9 @@ export function parse(text: string, file: string): Parsed {
       if (j >= text.length) return fail(`unterminated quoted string, opened with ${ch}`, start);
       words.push({ value: unescape(text.slice(i + 1, j)), line: start });
       i = j + 1;
-      // As nginx: `"a"b` is not two words run together but a mistake.
-      if (i < text.length && !isSpace(text[i]) && text[i] !== ';' && text[i] !== '{') return fail(`unexpected "${text[i]}"`);
+      // As nginx: `"a"b` is not two words run together but a mistake; a `)` may follow,
+      // as the next word, for an `if` condition that ends with a quoted string.
+      if (i < text.length && !isSpace(text[i]) && text[i] !== ';' && text[i] !== '{' && text[i] !== ')') return fail(`unexpected "${text[i]}"`);
     } else {
       const start = line;
       let j = i;

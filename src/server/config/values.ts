@@ -139,14 +139,18 @@ export const defaultPeer = (server: string, address: UpstreamAddress, origin: Or
 export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean }> {
   const scheme = /^(https?):\/\//i.exec(arg);
   if (!scheme) return fail(`invalid URL prefix in "${arg}"`);
-  // Variables would make the upstream a request's choice, which zonal does not resolve.
-  if (arg.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
   const ssl = scheme[1].toLowerCase() === 'https';
   const rest = arg.slice(scheme[0].length);
   const slash = rest.indexOf('/');
   const target = slash < 0 ? rest : rest.slice(0, slash);
+  // Variables in the host would make the upstream a request's choice, which zonal does
+  // not resolve; in the URI they make the whole URI sent (captures of an `if`, say).
+  if (target.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
-  return ok(slash < 0 ? { target, ssl } : { target, uri: rest.slice(slash), ssl });
+  if (slash < 0) return ok({ target, ssl });
+  const uri = rest.slice(slash);
+  const error = checkVariables(uri, (name) => /^[1-9]$/.test(name) || requestVariable(name));
+  return error ? fail(error) : ok({ target, uri, ssl });
 }
 
 /** nginx's sizes: bytes, or `k` / `m` with either case. */

@@ -12,7 +12,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
-import { apiListener, type ApiListener } from '../../transport/http.js';
+import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
@@ -22,7 +22,8 @@ import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage } from './pages.js';
 import { ServerNames } from './server-names.js';
-import { Site, type Place } from './site.js';
+import type { ConditionContext } from './conditions.js';
+import { runIfs, Site, type Place } from './site.js';
 import { serveStatic } from './static.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
@@ -67,7 +68,7 @@ export class HttpPlane {
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly upstreams = new Map<string, UpstreamRuntime>();
-  private readonly apis = new WeakMap<Place, ApiListener>();
+  private readonly apis = new WeakMap<ApiHandler, ApiListener>();
   private draining = false;
   /** Responses that take their time (proxied, API, files), until they close: a drain
    * makes those whose head is not written yet say `Connection: close`. */
@@ -209,12 +210,22 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, undefined);
       return;
     }
-    const place = site.find(uri);
+    // The server's `if` blocks may answer before any location is searched.
+    const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
+    const routed = answered ?? site.route(uri);
+    let place = routed.place;
+    let captures: readonly string[] | undefined = routed.captures;
+    // The location's `if` blocks choose the settings the request goes on with.
+    if (place.ifs && !answered) {
+      const c: ConditionContext = { req, uri, ...(captures ? { captures } : {}) };
+      place = runIfs(place, c);
+      captures = c.captures;
+    }
     const location = place.zone;
     location?.requestStarted();
     // A `return` in an open place is answered now, in full: counted now, with no listener.
     if (place.return && place.guard.open) {
-      place.return.send(res, head);
+      place.return.send(res, head, place.return.variables ? { req, uri, ...(captures ? { captures } : {}) } : undefined);
       this.answered(socket, conn, res, zone, location);
       return;
     }
@@ -223,18 +234,33 @@ export class HttpPlane {
       this.pending.delete(res);
       this.closed(socket, conn, res, zone, location);
     });
-    if (place.guard.open) this.content(req, res, uri, place);
+    // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
+    // they come before access checks.
+    if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place, captures));
+    else this.access(req, res, uri, place, captures);
+  }
+
+  private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+    const socket = req.socket;
+    if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
       const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
-      if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place);
-      else verdict.then((v) => this.guarded(v, req, res, uri, place), () => this.guarded(403, req, res, uri, place));
+      if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
+      else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
   }
 
-  private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place): void {
+  /** The place of the server's `if` block (or `return`) that answers, if one does. */
+  private serverIfs(server: Place, req: IncomingMessage, uri: string): { place: Place; captures?: readonly string[] } | undefined {
+    const c: ConditionContext = { req, uri };
+    const place = runIfs(server, c);
+    return place.return ? { place, ...(c.captures ? { captures: c.captures } : {}) } : undefined;
+  }
+
+  private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
     if (res.destroyed) return;
     if (verdict === 0) {
-      this.content(req, res, uri, place);
+      this.content(req, res, uri, place, captures);
       return;
     }
     const head = req.method === 'HEAD';
@@ -246,14 +272,16 @@ export class HttpPlane {
     } else sendPage(res, verdict, head, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
   }
 
-  private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place): void {
-    if (place.return) place.return.send(res, req.method === 'HEAD');
+  /** `captures`: the request's `$1`..`$9` (its regex location's, or an `if`'s). */
+  private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+    if (place.return) place.return.send(res, req.method === 'HEAD', { req, uri, ...(captures ? { captures } : {}) });
     else if (place.api) {
-      let listener = this.apis.get(place);
-      if (!listener) this.apis.set(place, (listener = apiListener(place.api)));
-      listener(req, res);
+      let listener = this.apis.get(place.api);
+      if (!listener) this.apis.set(place.api, (listener = apiListener(place.api)));
+      // The mount would find its own location's captures, not an `if`'s or an outer one's.
+      listener(req, res, undefined, captures);
     } else if (place.proxy) {
-      place.proxy.handle(req, res, uri);
+      place.proxy.handle(req, res, uri, captures);
     } else if (place.root) {
       serveStatic(place.root, uri, req, res).catch(() => {
         if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');

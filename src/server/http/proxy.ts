@@ -56,6 +56,8 @@ export class Proxy {
    * those proxy_set_header replaces. */
   private readonly dropped: HeaderNames;
   private readonly prefix?: string;
+  /** A URI part with variables. */
+  private readonly uriValue?: (c: VariableContext) => string;
   readonly next: ReadonlySet<NextUpstreamCondition>;
   /** proxy_read_timeout of this location's requests. */
   readonly readDeadlines: Deadlines;
@@ -75,15 +77,18 @@ export class Proxy {
       .filter((h) => h.name.toLowerCase() !== 'connection')
       .map((h) => ({ name: h.name, value: compileValue(h.value) }));
     this.dropped = new HeaderNames([...HOP_NAMES, ...OWN_REQUEST, ...this.setHeaders.map((h) => h.name)]);
-    // With a URI part, the location's prefix is what it replaces (exact locations: all).
-    if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
+    // With a URI part, the location's prefix is what it replaces (exact locations: all);
+    // with variables in it, it is the whole URI, as nginx sends it.
+    if (config.uri?.includes('$')) this.uriValue = compileValue(config.uri);
+    else if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
     if (config.ssl) this.tls = tlsProfile(config.ssl);
   }
 
-  handle(req: IncomingMessage, res: ServerResponse, uri: string): void {
-    new Exchange(this, req, res, uri).start();
+  /** `captures`: the request's `$1`..`$9`, when an `if` condition set them. */
+  handle(req: IncomingMessage, res: ServerResponse, uri: string, captures?: readonly string[]): void {
+    new Exchange(this, req, res, uri, captures).start();
   }
 
   /** The worker's connections to the chosen peer. */
@@ -97,9 +102,12 @@ export class Proxy {
   }
 
   /** The peer's request target. */
-  target(req: IncomingMessage, uri: string): string {
+  target(c: VariableContext): string {
+    const { req, uri } = c;
     const url = req.url ?? '/';
     if (this.config.uri === undefined) return url;
+    // What a variable holds was decoded: what a request line cannot carry is encoded again.
+    if (this.uriValue) return this.uriValue(c).replace(/[^\x21-\x7e]/g, (ch) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
     const q = url.indexOf('?');
     const rest = this.prefix === '' ? '' : uri.slice(this.prefix!.length);
     return this.config.uri + escapeUri(rest) + (q < 0 ? '' : url.slice(q));
@@ -205,9 +213,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     readonly uri: string,
+    readonly captures?: readonly string[],
   ) {
     this.hasBody = hasBody(req.rawHeaders);
-    this.path = proxy.target(req, uri);
+    this.path = proxy.target(this);
     this.head = proxy.headers(this);
     (res as Proxied)[EXCHANGE] = this;
     res.on('close', responseClosed);

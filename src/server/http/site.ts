@@ -5,14 +5,16 @@ import { createApi, type ApiHandler, type ConfigChange } from '../../api/index.j
 import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
-import type { LocationConfig, VirtualServerConfig } from '../config/model.js';
+import type { IfConfig, LocationConfig, VirtualServerConfig } from '../config/model.js';
 import { apiHostRule } from './api-hosts.js';
 import { parseAuthorization } from './auth.js';
+import { compileCondition, type Condition, type ConditionContext } from './conditions.js';
 import { Guard } from './guard.js';
 import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
+import { PlaceLimits } from '../limits/runtime.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -23,6 +25,41 @@ export interface Place {
   /** Static files. */
   readonly root?: string;
   readonly proxy?: Proxy;
+  /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
+  readonly limits?: PlaceLimits;
+  /** The location's `if` blocks, run before anything else answers. */
+  readonly ifs?: IfScript;
+}
+
+/** A location's `if` blocks and its `return`, in the order nginx runs them. */
+export interface IfScript {
+  readonly branches: ReadonlyArray<{ readonly condition: Condition; readonly place: Place }>;
+  /** The index of the branch the location's own `return` comes before; absent: none. */
+  readonly returnAt?: number;
+}
+
+/**
+ * Runs a location's `if` blocks as nginx's rewrite phase does: in order, each true one
+ * switching the request to its block (the last true one wins), one with `return`
+ * answering at once, and the location's own `return` answering where it is written,
+ * with the settings (the zone) of the block the request is in by then. Returns the place
+ * the request goes on with; a regex that matched left its groups in `c.captures`.
+ */
+export function runIfs(place: Place, c: ConditionContext): Place {
+  const script = place.ifs!;
+  let routed: Place = place;
+  let matched = false;
+  const { branches, returnAt } = script;
+  for (let i = 0; i < branches.length; i++) {
+    if (i === returnAt) break;
+    const branch = branches[i];
+    if (!branch.condition(c)) continue;
+    routed = branch.place;
+    matched = true;
+    if (routed.return) return routed;
+  }
+  if (returnAt !== undefined && place.return) return matched ? { ...routed, return: place.return } : place;
+  return routed;
 }
 
 export interface SiteOptions {
@@ -56,29 +93,64 @@ export class Site {
       return r;
     };
     this.zone = record('server', config.statusZone);
-    this.place = { guard: new Guard(config), ...(config.return ? { return: new Return(config.return) } : {}), ...(config.root ? { root: config.root } : {}) };
+    const serverName = config.names[0] ?? '';
+    const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
+      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
+    const guard = new Guard(config);
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config) };
+    const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
+    // The server's `if` blocks answer with their `return`, before locations are searched.
+    const ifs: IfScript | undefined = config.ifs?.length
+      ? {
+          branches: config.ifs.map((i) => ({ condition: compileCondition(i.condition), place: i.return ? { ...bare, return: new Return(i.return) } : bare })),
+          ...(config.ifsBeforeReturn !== undefined ? { returnAt: config.ifsBeforeReturn } : {}),
+        }
+      : undefined;
+    this.place = ifs ? { ...server, ifs } : server;
     this.index = new LocationIndex(config.locations);
     const acceptHost = apiHostRule(config);
     const audit = options.audit;
-    const api = (l: LocationConfig) =>
+    // `block`: the location, or an `if` block in it, whose settings the API takes.
+    const api = (l: LocationConfig, block: LocationConfig | IfConfig) =>
       createApi({
         status: options.status,
-        mounts: [mountOf(l)],
+        mounts: [mountOf(l, block)],
         acceptHost,
-        origins: l.apiOrigins,
+        origins: block.apiOrigins,
         // The user is the one basic auth let through; without auth_basic there is none.
-        ...(audit ? { onConfigChange: (change, request) => audit(change, l.authBasic ? { ...request, user: parseAuthorization(request.authorization)?.user } : request) } : {}),
+        ...(audit ? { onConfigChange: (change, request) => audit(change, block.authBasic ? { ...request, user: parseAuthorization(request.authorization)?.user } : request) } : {}),
       });
     const visit = (locations: readonly LocationConfig[]) => {
       for (const l of locations) {
-        this.places.set(l, {
+        const place: Place = {
           zone: record('location', l.statusZone),
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
-          ...(l.api ? { api: api(l) } : {}),
+          ...(l.api ? { api: api(l, l) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream)) } : {}),
           ...(l.root ? { root: l.root } : {}),
-        });
+          ...limits(l),
+        };
+        const ifBlock = (i: IfConfig): Place => {
+          // What answers is the block's own, or else the location's: nginx keeps the
+          // location's content handler, and merges its `proxy_pass` into the block.
+          const own = i.return !== undefined || i.api !== undefined || i.proxy !== undefined;
+          return {
+            zone: record('location', i.statusZone),
+            guard: new Guard(i),
+            ...(i.return ? { return: new Return(i.return) } : {}),
+            ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
+            ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream)) } : !own && place.proxy ? { proxy: place.proxy } : {}),
+            ...(i.root ? { root: i.root } : {}),
+            // An `if` block is a location nested in its own: its limits are its own or,
+            // when it sets none, the location's (merged when the configuration was read).
+            ...limits(i),
+          };
+        };
+        const ifs: IfScript | undefined = l.ifs?.length
+          ? { branches: l.ifs.map((i) => ({ condition: compileCondition(i.condition), place: ifBlock(i) })), ...(l.ifsBeforeReturn !== undefined ? { returnAt: l.ifsBeforeReturn } : {}) }
+          : undefined;
+        this.places.set(l, ifs ? { ...place, ifs } : place);
         visit(l.locations);
       }
     };
@@ -87,9 +159,14 @@ export class Site {
 
   /** The place that answers `uri`: a location's, or the server's own when none matches. */
   find(uri: string): Place {
-    if (this.place.return) return this.place;
+    return this.route(uri).place;
+  }
+
+  /** find(), with the groups of the regex location that matched ($1 is `captures[0]`). */
+  route(uri: string): { readonly place: Place; readonly captures?: string[] } {
+    if (this.place.return) return this;
     const match = this.index.match(uri);
-    return match ? this.places.get(match.location)! : this.place;
+    return match ? { place: this.places.get(match.location)!, captures: match.captures } : this;
   }
 }
 
@@ -101,11 +178,11 @@ function upstreamOf(options: SiteOptions, name: string): UpstreamRuntime {
 
 /** The API mount of an `api` location: the location itself, so that the API maps the
  * URI as nginx would replace the location's part of it. */
-function mountOf(l: LocationConfig): ApiMount {
+function mountOf(l: LocationConfig, block: LocationConfig | IfConfig): ApiMount {
   return {
     location: l.regex ?? l.path,
     ...(l.modifier === '=' ? { exact: true } : {}),
-    api: l.api!,
-    ...(l.apiConfigFiles ? { configFiles: true } : {}),
+    api: block.api!,
+    ...(block.apiConfigFiles ? { configFiles: true } : {}),
   };
 }

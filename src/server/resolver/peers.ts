@@ -289,8 +289,9 @@ export class NameFollower {
     const entry = catalogEntry(this.status, u);
     if (!entry) return;
     const result = changePeers(this.status, entry, (peers) => reconcile(peers, server, found) ?? { error: 'unchanged' as const });
-    if (!result.ok && result.error === 'no-room')
-      this.log('error', `the zone of upstream "${u.name}" has no room for the peers of "${server.server}"`);
+    if (result.ok || result.error === 'unchanged') return;
+    const why = 'description' in result ? result.description : 'its zone has no room for them';
+    this.log('error', `the peers of "${server.server}" in upstream "${u.name}" were not changed: ${why}`);
   }
 }
 
