@@ -197,9 +197,10 @@ export function httpCheck(probe: ProbeConfig): ProbeCheck {
         req.destroy();
         resolve(ok);
       };
-      // The probe may take its location's connect and read time-outs, and no longer
-      // than its interval: the next round would find it still running.
-      const timer = setTimeout(() => done(false), Math.min(probe.interval, probe.proxy.connectTimeout + probe.proxy.readTimeout));
+      // The probe may take its location's connect and read time-outs, and no longer than
+      // its interval (the next round skips a peer whose probe still runs), or 1 s when the
+      // interval is shorter: a loaded machine is no failing peer.
+      const timer = setTimeout(() => done(false), Math.min(Math.max(probe.interval, 1000), probe.proxy.connectTimeout + probe.proxy.readTimeout));
       const options: https.RequestOptions = {
         host,
         port,
