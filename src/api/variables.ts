@@ -28,6 +28,9 @@ export interface VariableContext {
   readonly captures?: readonly string[];
   /** The query, when it is parsed already ($arg_<name>). */
   readonly args?: URLSearchParams;
+  /** The peer's response, where one is judged (`test=` of upstream_probe):
+   * $upstream_status and $upstream_http_<name>. */
+  readonly upstream?: { readonly status: number; readonly headers: Readonly<Record<string, string | string[] | undefined>> };
 }
 
 type Variable = (c: VariableContext) => string;
@@ -86,6 +89,8 @@ function cookie(req: VariableRequest, name: string): string {
 /** A variable by name, or undefined for one zonal does not know. */
 export function variable(name: string): Variable | undefined {
   switch (name) {
+    case 'upstream_status':
+      return (c) => (c.upstream ? String(c.upstream.status) : '');
     case 'host':
       return (c) => hostOf(c.req);
     case 'remote_addr':
@@ -116,6 +121,13 @@ export function variable(name: string): Variable | undefined {
   if (/^[1-9]$/.test(name)) {
     const i = Number(name) - 1;
     return (c) => c.captures?.[i] ?? '';
+  }
+  if (name.startsWith('upstream_http_')) {
+    const header = name.slice('upstream_http_'.length).replace(/_/g, '-').toLowerCase();
+    return (c) => {
+      const v = c.upstream?.headers[header];
+      return Array.isArray(v) ? v.join(', ') : (v ?? '');
+    };
   }
   if (name.startsWith('http_')) {
     const header = name.slice(5).replace(/_/g, '-').toLowerCase();

@@ -4,8 +4,10 @@
 // `if`: `<text> = <text>`, `!=`, `~ <regex>`, `!~` (`test=$upstream_status=200` needs
 // quotes around it in the file when written with spaces: "test=$upstream_status = 200").
 //
-// Variables: $upstream_status, $upstream_http_<header> of the response, and the request
-// variables that make sense without a client ($proxy_host, ...) evaluate to nothing else.
+// Variables go through the server's one evaluator (src/api/variables.ts): the response's
+// $upstream_status and $upstream_http_<name>; a probe has no client, so the request's
+// variables are refused.
+import { compileValue, variable, type VariableContext } from '../../api/variables.js';
 
 /** What a probe's response gives its test. */
 export interface ProbeResponse {
@@ -15,40 +17,20 @@ export interface ProbeResponse {
 
 export type ProbeTest = (r: ProbeResponse) => boolean;
 
-type Part = string | ((r: ProbeResponse) => string);
 type Template = (r: ProbeResponse) => string;
 
 const VARIABLE = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
-
-function variable(name: string): ((r: ProbeResponse) => string) | undefined {
-  if (name === 'upstream_status') return (r) => String(r.status);
-  if (name.startsWith('upstream_http_')) {
-    const header = name.slice('upstream_http_'.length).replace(/_/g, '-').toLowerCase();
-    return (r) => {
-      const v = r.headers[header];
-      return Array.isArray(v) ? v.join(', ') : (v ?? '');
-    };
-  }
-  return undefined;
-}
+const PROBE_VARIABLES = (name: string) => name === 'upstream_status' || name.startsWith('upstream_http_');
 
 function template(text: string): { value: Template } | { error: string } {
-  const parts: Part[] = [];
-  let last = 0;
   for (const m of text.matchAll(VARIABLE)) {
-    if (m.index > last) parts.push(text.slice(last, m.index));
     const name = m[1] ?? m[2];
-    const v = variable(name);
-    if (!v) return { error: `unknown "${name}" variable: a probe's test knows $upstream_status and $upstream_http_<name>` };
-    parts.push(v);
-    last = m.index + m[0].length;
+    if (!PROBE_VARIABLES(name) || !variable(name))
+      return { error: `unknown "${name}" variable: a probe's test knows $upstream_status and $upstream_http_<name>` };
   }
-  if (last < text.length) parts.push(text.slice(last));
-  if (parts.every((p) => typeof p === 'string')) {
-    const fixed = parts.join('');
-    return { value: () => fixed };
-  }
-  return { value: (r) => parts.map((p) => (typeof p === 'string' ? p : p(r))).join('') };
+  const value = compileValue(text);
+  const request = { headers: {} };
+  return { value: (r) => value({ req: request, uri: '/', upstream: r } satisfies VariableContext) };
 }
 
 export function compileTest(text: string): { value: ProbeTest; error?: undefined } | { error: string } {

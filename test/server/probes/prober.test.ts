@@ -165,3 +165,23 @@ t.test('stream checks: TCP connect, send and answer; UDP answer', async (t) => {
   t.equal(await udp('127.0.0.1', udpEcho.address().port), true, 'UDP answered: passes');
   t.equal(await udp('127.0.0.1', udpMute.address().port), false, 'UDP unanswered within the time-out: fails');
 });
+
+t.test('test=: conditions on the response, through the variable evaluator', async (t) => {
+  const { compileTest } = await import('../../../src/server/probes/test.js');
+  const ok = (text: string, status: number, headers: Record<string, string> = {}) => {
+    const c = compileTest(text);
+    if (c.error !== undefined) throw new Error(c.error);
+    return c.value({ status, headers });
+  };
+  t.equal(ok('$upstream_status = 200', 200), true);
+  t.equal(ok('$upstream_status = 200', 503), false);
+  t.equal(ok('$upstream_status != 200', 503), true);
+  t.equal(ok('$upstream_status ~ ^2', 204), true);
+  t.equal(ok('$upstream_status !~ ^5', 502), false);
+  t.equal(ok('$upstream_http_x_ready', 200, { 'x-ready': '1' }), true, 'a bare text: passes unless empty or "0"');
+  t.equal(ok('$upstream_http_x_ready', 200, { 'x-ready': '0' }), false);
+  t.equal(ok('$upstream_http_x_ready', 200), false, 'an absent header is empty');
+  t.equal(ok('${upstream_status}-ok = 200-ok', 200), true, 'text around variables');
+  t.match(compileTest('$remote_addr = 1'), { error: /unknown "remote_addr" variable/ }, 'no client in a probe');
+  t.match(compileTest('$upstream_status ~ ('), { error: /invalid regular expression/ });
+});
