@@ -52,3 +52,46 @@ t.test('no module of src/metrics imports status.ts', async (t) => {
     .filter((f) => importsOf(f).some((s) => s === './status.js'));
   t.same(up.map((f) => relative(root, f)), []);
 });
+
+t.test('no import circles anywhere in src/, type imports included', async (t) => {
+  const sources = files(src);
+  const graph = new Map<string, string[]>();
+  for (const file of sources) {
+    const targets = importsOf(file)
+      .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, '.ts'))
+      .filter((target) => graph.has(target) || sources.includes(target));
+    graph.set(file, targets);
+  }
+  // Tarjan's strongly connected components: a component of more than one file is a circle.
+  let index = 0;
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (v: string) => {
+    order.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!order.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, order.get(w)!));
+    }
+    if (low.get(v) === order.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(relative(root, w));
+      } while (w !== v);
+      if (component.length > 1) circles.push(component.sort());
+    }
+  };
+  for (const file of sources) if (!order.has(file)) visit(file);
+  t.ok(graph.size > 50, `${graph.size} files`);
+  t.same(circles, [], 'every import graph of src/ is a tree of layers, without circles');
+});

@@ -104,6 +104,15 @@ export function streamZone(status: StatusStore, name: string): StreamZone {
   return new StreamZone(block(status, name));
 }
 
+/** After the worker in `slot` died: the sessions it had open are no longer processed.
+ * The primary calls it before another worker takes the slot. */
+export function repairStreamZones(status: StatusStore, slot: number): void {
+  for (const z of status.catalog().stream?.serverZones ?? []) {
+    const b = block(status, z.name);
+    for (const g of layout.gauges) b.setShard(slot, g, 0);
+  }
+}
+
 export function streamZonesNode(status: StatusStore): StatusNode {
   return zoneCollection(
     () => status.catalog().stream?.serverZones ?? [],

@@ -217,12 +217,13 @@ export class Peer {
     this.sample(this.l.responseTime, responseMs);
   }
 
-  /** Stream: the session's bytes and timings (ms). */
-  sessionEnded(received: number, sent: number, connectMs: number, firstByteMs: number, lastByteMs: number): void {
+  /** Stream: the session's bytes and timings (ms). `firstByteMs` undefined: the peer
+   * sent nothing, and its first byte time is left as it was (nginx's `-`). */
+  sessionEnded(received: number, sent: number, connectMs: number, firstByteMs: number | undefined, lastByteMs: number): void {
     this.block.add(this.l.received.index, received);
     this.block.add(this.l.sent.index, sent);
     this.sample(this.l.connectTime, connectMs);
-    this.sample(this.l.firstByteTime, firstByteMs);
+    if (firstByteMs !== undefined) this.sample(this.l.firstByteTime, firstByteMs);
     this.sample(this.l.lastByteTime, lastByteMs);
   }
 

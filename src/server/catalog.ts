@@ -1,7 +1,7 @@
 // What the status tree lists for a configuration: the server zones of `status_zone` in
 // servers and the location zones of `status_zone` in locations, in order of appearance,
-// and every upstream with its peers. Admin servers have no zones: their traffic is not
-// counted.
+// and every upstream with its peers; the same for the stream block. Admin servers have
+// no zones: their traffic is not counted.
 import type { PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
 import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
 
@@ -67,6 +67,10 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
   }
   const zones = config.http?.limitZones ?? [];
   const limit = (z: (typeof zones)[number]) => ({ name: z.name, zoneSize: z.size, ...(z.rate !== undefined ? { rate: z.rate } : {}) });
+  // Stream servers may share a zone too, and show `ssl` the same way.
+  const streamZones = new Map<string, boolean>();
+  for (const s of config.stream?.servers ?? [])
+    if (s.statusZone) streamZones.set(s.statusZone, (streamZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
   return {
     http: {
       serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
@@ -76,5 +80,14 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
     ...(config.http?.resolverZones ? { resolvers: [...config.http.resolverZones] } : {}),
+    ...(config.stream
+      ? {
+          stream: {
+            serverZones: [...streamZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
+            upstreams: config.stream.upstreams.map(upstreamConfig),
+            ...(config.stream.limitZones.length ? { limitConns: config.stream.limitZones.map((z) => ({ name: z.name, zoneSize: z.size })) } : {}),
+          },
+        }
+      : {}),
   };
 }

@@ -15,6 +15,7 @@ import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { repairLimitSlot } from '../metrics/limits.js';
+import { repairStreamZones } from '../metrics/stream-zones.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
@@ -126,6 +127,7 @@ export class Primary {
           repairSlot(this.status, slot);
           // ...and the connection limit counts it held, which would otherwise stay taken.
           repairLimitSlot(this.status, slot);
+          repairStreamZones(this.status, slot);
         } catch (e) {
           this.log('error', `repairing worker slot ${slot} failed: ${(e as Error).message}`);
         }

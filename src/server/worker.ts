@@ -7,11 +7,13 @@ import { loadConfig, formatConfigError } from './config/load.js';
 import { HttpPlane } from './http/plane.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
+import { StreamPlane } from './stream/plane.js';
 
 // A quarter of the CPU per request otherwise, once an idle GC has run (see next-tick.ts).
 keepNextTickFast();
 
 let plane: HttpPlane | undefined;
+let stream: StreamPlane | undefined;
 let draining = false;
 
 function send(message: ToPrimary): void {
@@ -22,8 +24,11 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   const { config, errors } = loadConfig(message.file, { files: message.files });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
   const status = Status.attach();
-  plane = new HttpPlane(config, { status, ticketKeys: Buffer.from(message.ticketKeys, 'base64') });
+  const ticketKeys = Buffer.from(message.ticketKeys, 'base64');
+  plane = new HttpPlane(config, { status, ticketKeys });
+  if (config.stream) stream = new StreamPlane(config, { status, ticketKeys });
   await plane.listen();
+  await stream?.listen();
 }
 
 function drain(): void {
@@ -31,7 +36,7 @@ function drain(): void {
   draining = true;
   const done = () => process.exit(0);
   if (!plane) done();
-  else void plane.drain().then(done, done);
+  else void Promise.all([plane.drain(), stream?.drain()]).then(done, done);
 }
 
 process.on('message', (message: FromPrimary) => {

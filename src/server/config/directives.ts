@@ -5,17 +5,22 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, Context, AnyLevel, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { Checker, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
 import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
-import { parseTime, readStateFile, slowStartRefused, StateFileError } from '../../metrics/peers.js';
+import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { limitDirectives } from '../limits/config.js';
+import { streamDirectives } from '../stream/config.js';
 import { compileRegex } from './regex.js';
 import { checkResolvers, parseResolvedServer, resolverDirectives } from '../resolver/config.js';
 import { probeDirectives } from '../probes/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
+import { define, type DirectiveSpec } from './spec.js';
+import { checkUpstreamBlock } from './upstream-check.js';
 import { eachDirective, type Directive } from './syntax.js';
+
+export type { DirectiveSpec } from './spec.js';
 import {
   checkAccessAddress,
   checkApiPath,
@@ -33,26 +38,6 @@ import {
   requestVariable,
   type UpstreamAddress,
 } from './values.js';
-
-export interface DirectiveSpec<L extends AnyLevel = AnyLevel> {
-  readonly contexts: readonly L['kind'][];
-  /** Least and most arguments. */
-  readonly args: readonly [number, number];
-  /** Takes a `{ ... }` block instead of ending with `;`. */
-  readonly block?: boolean;
-  /** May appear more than once in a block; otherwise a second one `is duplicate`. */
-  readonly multiple?: boolean;
-  /** May appear in an admin server and its locations. */
-  readonly admin?: boolean;
-  /** Called once the generic checks passed: the arguments' count is right. */
-  apply(d: Directive, level: L, c: Checker): void;
-}
-
-type LevelOf<K extends Context> = Extract<AnyLevel, { kind: K }>;
-
-/** Types an entry by its contexts, so `apply` gets the blocks it can be in. */
-const define = <const K extends Context>(spec: DirectiveSpec<LevelOf<K>> & { contexts: readonly K[] }) =>
-  spec as unknown as DirectiveSpec;
 
 const inheritable = ['http', 'server', 'location'] as const;
 
@@ -200,15 +185,15 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
   });
 }
 
+/** The modules that declare their directives beside their code. */
+const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives, resolverDirectives, probeDirectives];
+
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
-  // The modules that declare their directives beside their code.
-  if (Object.hasOwn(resolverDirectives, name)) return [resolverDirectives[name]];
-  if (Object.hasOwn(probeDirectives, name)) return [probeDirectives[name]];
-  if (Object.hasOwn(limitDirectives, name)) return [limitDirectives[name]];
-  if (!Object.hasOwn(directives, name)) return [];
+  const own = modules.filter((m) => Object.hasOwn(m, name)).map((m) => m[name]);
+  if (!Object.hasOwn(directives, name)) return own;
   const entry: DirectiveSpec | readonly DirectiveSpec[] = directives[name];
-  return isList(entry) ? entry : [entry];
+  return [...(isList(entry) ? entry : [entry]), ...own];
 }
 
 const isList = (entry: DirectiveSpec | readonly DirectiveSpec[]): entry is readonly DirectiveSpec[] => Array.isArray(entry);
@@ -264,28 +249,6 @@ const SERVER_PARAMETERS: Readonly<Record<string, (value: string | undefined, pee
   resolve: (v, p) => put(v === undefined ? true : undefined, (b) => (p.resolve = b)),
   service: (v, p) => put(v !== undefined && /^[A-Za-z0-9_.-]{1,63}$/.test(v) ? v : undefined, (name) => (p.service = name)),
 };
-
-/** Methods whose balancers pick no backup: nginx refuses `backup` with them. */
-const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']);
-
-/** A zone is the upstream's own: its peer set is one record keyed by the zone. */
-const zoneOf = (u: UpstreamLevel) => u.zone?.name ?? u.name;
-
-/** What nginx checks once an upstream block is read, and what zonal adds: its zone is no
- * other upstream's. */
-function checkUpstream(u: UpstreamLevel, http: HttpLevel, c: Checker): void {
-  if (!u.serverWritten) c.error(u.origin, 'no servers are inside upstream');
-  // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
-  if (u.method && NO_BACKUP.has(u.method.kind))
-    for (const p of u.servers) if (p.backup) c.error(p.origin, 'balancing method does not support parameter "backup"');
-  // The same check and message as /config's (metrics/peers.ts), after the block for the same reason.
-  for (const p of u.servers) {
-    const refused = slowStartRefused(u.method?.kind, p.slowStart / 1000);
-    if (refused) c.error(p.origin, refused);
-  }
-  const other = http.upstreams.find((o) => zoneOf(o) === zoneOf(u));
-  if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
-}
 
 /** A balancing method: one per upstream, whichever it is. */
 function balancing(args: readonly [number, number], parse: (d: Directive, c: Checker) => BalancingMethod | undefined) {
@@ -422,7 +385,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
       c.walk(d.block ?? [], upstream);
       if (duplicate) return;
-      checkUpstream(upstream, http, c);
+      checkUpstreamBlock(upstream, http.upstreams, c);
       http.upstreams.push(upstream);
     },
   }),

@@ -4,7 +4,6 @@ import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationCo
 import type { Directive } from './syntax.js';
 import type { ResolverLevel } from '../resolver/config.js';
 import type { ProbeLevel } from '../probes/config.js';
-import type { LimitLevel } from '../limits/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -43,8 +42,6 @@ export interface InheritableLevel extends Level {
   proxySslSessionReuse?: boolean;
   /** `resolver` and `resolver_timeout` written in this block (resolver/config.ts). */
   resolver?: ResolverLevel;
-  /** What the limits module's directives say here (src/server/limits/). */
-  limits?: LimitLevel;
 }
 
 export interface MainLevel extends Level {
@@ -158,7 +155,19 @@ export interface IfLevel extends InheritableLevel {
   proxyPass?: ProxyPass;
 }
 
-export type AnyLevel = MainLevel | HttpLevel | ServerLevel | LocationLevel | IfLevel | ServerIfLevel | UpstreamLevel;
+/** Every kind of block, by its context's name. A module with blocks of its own (stream)
+ * adds them by augmenting this interface, so that the loader's types name no module. */
+export interface LevelKinds {
+  main: MainLevel;
+  http: HttpLevel;
+  server: ServerLevel;
+  server_if: ServerIfLevel;
+  location: LocationLevel;
+  if: IfLevel;
+  upstream: UpstreamLevel;
+}
+
+export type AnyLevel = LevelKinds[keyof LevelKinds];
 /** nginx's contexts: where a directive may be written. */
 export type Context = AnyLevel['kind'];
 

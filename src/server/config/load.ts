@@ -7,6 +7,7 @@ import type { Checker, MainLevel } from './levels.js';
 import type { ConfigError, ServerConfig } from './model.js';
 import { resolveHttp } from './resolve.js';
 import { walk } from './walk.js';
+import { resolveStream } from '../stream/config.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -35,9 +36,16 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   const level: MainLevel = { kind: 'main', seen: new Set() };
   walk(directives, level, checker);
   const http = level.http && resolveHttp(level.http, checker);
+  // The http block's shared zones, which no stream zone may take: their names, and what they are.
+  const httpZones = new Map<string, string>([
+    ...(http?.upstreams ?? []).map((u): [string, string] => [u.zone?.name ?? u.name, `upstream "${u.name}"`]),
+    ...(http?.limitZones ?? []).map((z): [string, string] => [z.name, `limit_${z.kind}_zone "${z.name}"`]),
+  ]);
+  const httpListens = (http?.servers ?? []).flatMap((s) => s.listens);
+  const stream = level.stream && resolveStream(level.stream, checker, httpListens, httpZones);
   if (errors.length) return { errors };
   return {
-    config: { file: main, workerProcesses: level.workerProcesses ?? 1, ...(http ? { http } : {}), files },
+    config: { file: main, workerProcesses: level.workerProcesses ?? 1, ...(http ? { http } : {}), ...(stream ? { stream } : {}), files },
     errors,
   };
 }

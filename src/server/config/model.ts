@@ -4,7 +4,6 @@
 // and status zone, inherited from its enclosing location, server and http block.
 import type { ResolverConfig } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
-import type { LimitsConfig, LimitZone } from '../limits/config.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -191,8 +190,6 @@ export interface IfConfig extends Inherited {
   readonly api?: string;
   /** Its own `proxy_pass`, with the location's `proxy_*` settings. */
   readonly proxy?: ProxyConfig;
-  /** Its own `limit_req`/`limit_conn`, else the location's (inherited as nginx merges). */
-  readonly limits?: LimitsConfig;
   readonly apiConfigFiles: boolean;
   readonly origin: Origin;
 }
@@ -219,8 +216,6 @@ export interface LocationConfig extends Inherited {
   /** `proxy_pass`: not inherited (as nginx), its `proxy_*` settings are. */
   readonly proxy?: ProxyConfig;
   readonly apiConfigFiles: boolean;
-  /** `limit_req` and `limit_conn` in force here (inherited as nginx); absent: none. */
-  readonly limits?: LimitsConfig;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }
@@ -243,8 +238,6 @@ export interface VirtualServerConfig extends Inherited {
   readonly ifs?: ReadonlyArray<{ readonly condition: IfCondition; readonly return?: ReturnConfig; readonly origin: Origin }>;
   /** With `return` and `ifs`: how many `if` blocks come before the `return`. */
   readonly ifsBeforeReturn?: number;
-  /** The limits of requests no location matches. */
-  readonly limits?: LimitsConfig;
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }
@@ -253,8 +246,6 @@ export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
   /** Every `resolver` with a `status_zone`: the zones /status/resolvers shows. */
   readonly resolverZones?: readonly string[];
-  /** `limit_req_zone` and `limit_conn_zone`, in order. */
-  readonly limitZones: readonly LimitZone[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

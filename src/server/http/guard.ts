@@ -3,7 +3,7 @@
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
-import { accessChecker } from './access.js';
+import { accessChecker } from '../access.js';
 import { BasicAuth } from './auth.js';
 
 export type Verdict = 0 | 401 | 403;

@@ -9,8 +9,8 @@
 //   limit_conn <zone> <N>;                                      http, server, location
 //   limit_conn_status <code>; limit_conn_dry_run on|off; limit_conn_log_level <level>;
 import { addon } from '../../engine/native.js';
-import type { DirectiveSpec } from '../config/directives.js';
-import type { AnyLevel, Checker, Context, InheritableLevel } from '../config/levels.js';
+import { define as defineDirective, type DirectiveSpec } from '../config/spec.js';
+import type { Checker, InheritableLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
 import { checkVariables, isZoneName, parseSize, requestVariable } from '../config/values.js';
@@ -73,6 +73,34 @@ export interface LimitsConfig {
   readonly connLogLevel: LogLevel;
 }
 
+// The loader's levels and model carry the module's settings without knowing the module:
+// it adds its fields to their interfaces here (nginx gives each module a slot of its own in
+// every block's configuration), so that the loader's types never import it.
+declare module '../config/levels.js' {
+  interface InheritableLevel {
+    /** What the limits module's directives say here. */
+    limits?: LimitLevel;
+  }
+}
+declare module '../config/model.js' {
+  interface IfConfig {
+    /** Its own `limit_req`/`limit_conn`, else the location's (inherited as nginx merges). */
+    readonly limits?: LimitsConfig;
+  }
+  interface LocationConfig {
+    /** `limit_req` and `limit_conn` in force here (inherited as nginx); absent: none. */
+    readonly limits?: LimitsConfig;
+  }
+  interface VirtualServerConfig {
+    /** The limits of requests no location matches. */
+    readonly limits?: LimitsConfig;
+  }
+  interface HttpBlockConfig {
+    /** `limit_req_zone` and `limit_conn_zone`, in order. */
+    readonly limitZones: readonly LimitZone[];
+  }
+}
+
 /** A limit key may use the request's variables, the client's address as bytes and the
  * server's name. */
 const keyVariable = (name: string) => name === 'binary_remote_addr' || name === 'server_name' || requestVariable(name);
@@ -82,9 +110,7 @@ const levelOf = (level: InheritableLevel): LimitLevel => (level.limits ??= { zon
 /** nginx refuses zones smaller than 8 pages. */
 export const minZoneSize = (): number => 8 * addon.pageSize;
 
-/** Types an entry by its contexts, as config/directives.ts does. */
-const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
-  spec as unknown as DirectiveSpec;
+const define = defineDirective;
 const inheritable = ['http', 'server', 'location'] as const;
 // An `if` block may limit its requests too: the issue asks for it, where nginx does not
 // allow it (zonal's addition, as `api` in `if` is).

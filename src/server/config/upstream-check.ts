@@ -1,0 +1,27 @@
+// What nginx checks once an upstream block is read, shared by http's and stream's
+// `upstream` (each module's table has its own entry for the block, in its context).
+import { slowStartRefused } from '../../metrics/peers.js';
+import type { Checker, UpstreamLevel } from './levels.js';
+import type { BalancingMethod } from './model.js';
+
+/** Methods whose balancers pick no backup: nginx refuses `backup` with them. */
+const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']);
+
+/** A zone is the upstream's own: its peer set is one record keyed by the zone. */
+const zoneOf = (u: UpstreamLevel) => u.zone?.name ?? u.name;
+
+/** What nginx checks once an upstream block is read, and what zonal adds: its zone is no
+ * other upstream's (of `others`, the upstreams of its block read before it). */
+export function checkUpstreamBlock(u: UpstreamLevel, others: readonly UpstreamLevel[], c: Checker): void {
+  if (!u.serverWritten) c.error(u.origin, 'no servers are inside upstream');
+  // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
+  if (u.method && NO_BACKUP.has(u.method.kind))
+    for (const p of u.servers) if (p.backup) c.error(p.origin, 'balancing method does not support parameter "backup"');
+  // The same check and message as /config's (metrics/peers.ts), after the block for the same reason.
+  for (const p of u.servers) {
+    const refused = slowStartRefused(u.method?.kind, p.slowStart / 1000);
+    if (refused) c.error(p.origin, refused);
+  }
+  const other = others.find((o) => zoneOf(o) === zoneOf(u));
+  if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
+}

@@ -1,0 +1,392 @@
+// A worker's stream data plane (nginx's stream module): a TCP listener per stream listen
+// address, and for each client connection a session through nginx's phases in order:
+// the PROXY protocol header (a bad one ends the session with 400), access rules (403),
+// the TLS handshake on `ssl` listens (a failure discards the connection: no session
+// exists yet), then the proxy: a peer chosen by the upstream's balancer, the next one
+// after a failed connect (proxy_next_upstream), 502 when none could be reached.
+//
+// Bytes go both ways with backpressure: a side's reads pause while the other side's
+// writes are queued, so a bulk transfer holds at most a socket buffer or two in memory.
+// A side's end (FIN) is passed on to the other and the session lasts until both sides
+// have closed, as nginx's `proxy_half_close on`: an echo or a request/response protocol
+// that half-closes keeps its answer. `proxy_timeout` is the longest silence in both
+// directions at once, as nginx's.
+//
+// Counted: the server zone's connections, sessions by code, bytes (after TLS decryption)
+// and handshakes; the peer's selections, bytes, failures and its connect, first byte and
+// last byte times, measured from the start of the connect to the peer as nginx's are.
+import { readFileSync } from 'node:fs';
+import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
+import { connect as connectTls, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { connections, type Connections } from '../../metrics/connections.js';
+import type { Status } from '../../metrics/status.js';
+import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
+import { accessChecker, type AccessChecker } from '../access.js';
+import type { ConnectionLimiter, LimitRelease } from '../../metrics/limits.js';
+import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
+import { Balancer } from '../upstream/balancer.js';
+import type { StreamListen, StreamServerConfig } from './config.js';
+import { listenAddress } from '../config/values.js';
+import { readProxyHeader } from './proxy-protocol.js';
+
+/** Bytes a side may have queued for writing before the other side's reads pause: with
+ * node's 16 KiB default every 64 KiB read would pause and resume the reading side
+ * (two epoll changes a read); a session holds at most about twice this. */
+const QUEUED = 256 * 1024;
+
+export interface StreamPlaneOptions {
+  readonly status: Status;
+  /** TLS session ticket keys shared by all workers, so that a session resumes in any. */
+  readonly ticketKeys?: Buffer;
+}
+
+/** A stream upstream in a worker: its balancer, its hash key, the last TLS session of
+ * each peer (`proxy_ssl`). */
+class StreamUpstream {
+  readonly balancer: Balancer;
+  readonly key?: (client: Socket) => string;
+  readonly sessions = new Map<string, Buffer>();
+
+  constructor(status: Status, config: UpstreamBlockConfig) {
+    const entry = status.catalog().stream?.upstreams?.find((u) => u.name === config.name);
+    if (!entry) throw new Error(`the status has no stream upstream "${config.name}"`);
+    this.balancer = new Balancer(status, entry, config.method, { protocol: 'stream' });
+    const method = config.method;
+    if (method.kind === 'hash') this.key = streamKey(method.key);
+  }
+}
+
+/** A hash key with the connection's variables: $remote_addr, $remote_port, $server_addr,
+ * $server_port; any other is empty, as a stream connection has no request. */
+function streamKey(text: string): (client: Socket) => string {
+  const values: Record<string, (s: Socket) => string> = {
+    remote_addr: (s) => s.remoteAddress ?? '',
+    binary_remote_addr: (s) => s.remoteAddress ?? '',
+    remote_port: (s) => String(s.remotePort ?? ''),
+    server_addr: (s) => s.localAddress ?? '',
+    server_port: (s) => String(s.localPort ?? ''),
+  };
+  const parts: Array<string | ((s: Socket) => string)> = [];
+  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
+  let last = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    if (m.index > last) parts.push(text.slice(last, m.index));
+    parts.push(values[m[1] ?? m[2]] ?? '');
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) parts.push(text.slice(last));
+  return (s) => parts.map((p) => (typeof p === 'string' ? p : p(s))).join('');
+}
+
+/** A stream server in a worker. */
+class StreamSite {
+  readonly zone?: StreamZone;
+  readonly allowed: AccessChecker;
+  /** `limit_conn`: each a limiter over its zone (counts shared by the workers) and its key. */
+  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Socket) => string }>;
+
+  constructor(
+    readonly config: StreamServerConfig,
+    readonly upstream: StreamUpstream,
+    status: Status,
+    zones: Map<string, StreamZone>,
+  ) {
+    const name = config.statusZone;
+    if (name !== undefined) {
+      let z = zones.get(name);
+      if (!z) zones.set(name, (z = streamZone(status, name)));
+      this.zone = z;
+    }
+    this.allowed = accessChecker(config.access);
+    const limits = config.limits;
+    this.limiters = (limits?.conns ?? []).map((c) => ({
+      limiter: status.limitConn(c.zone, { limit: c.limit, dryRun: limits!.dryRun, stream: true }),
+      key: streamKey(c.key),
+    }));
+  }
+}
+
+export class StreamPlane {
+  private readonly status: Status;
+  private readonly conns: Connections;
+  private readonly servers: Server[] = [];
+  private readonly sites: StreamSite[] = [];
+  /** Client sockets of sessions in progress. */
+  private readonly live = new Set<Socket>();
+  private draining = false;
+  private drained: (() => void) | undefined;
+  private readonly ticketKeys: Buffer | undefined;
+
+  constructor(config: ServerConfig, options: StreamPlaneOptions) {
+    this.status = options.status;
+    this.ticketKeys = options.ticketKeys;
+    this.conns = connections(this.status);
+    const upstreams = new Map<string, StreamUpstream>();
+    for (const u of config.stream?.upstreams ?? []) upstreams.set(u.name, new StreamUpstream(this.status, u));
+    const zones = new Map<string, StreamZone>();
+    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream)!, this.status, zones));
+  }
+
+  async listen(): Promise<void> {
+    for (const site of this.sites)
+      for (const listen of site.config.listens) {
+        const server = listen.ssl
+          ? this.tlsServer(site, listen)
+          : createServer({ allowHalfOpen: true, highWaterMark: QUEUED }, (socket) => this.accept(site, listen, socket));
+        this.servers.push(server);
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(listen.port, listen.host, () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+      }
+  }
+
+  /** node's TLS server: it begins the handshake as the connection comes; the access
+   * rules (nginx checks them before the handshake) close the raw socket at once. */
+  private tlsServer(site: StreamSite, listen: StreamListen): Server {
+    const ssl = site.config.ssl!;
+    const server = createTlsServer({
+      cert: readFileSync(ssl.certificate),
+      key: readFileSync(ssl.key),
+      handshakeTimeout: ssl.handshakeTimeout,
+      ...(this.ticketKeys ? { ticketKeys: this.ticketKeys } : {}),
+    });
+    server.on('connection', (raw: Socket) => this.accept(site, listen, raw));
+    server.on('secureConnection', (tls: TLSSocket) => {
+      const session = sessionOf(tls);
+      if (!session || session.code !== undefined) return void tls.destroy();
+      session.handshaked = true;
+      site.zone?.sslHandshaked(tls.isSessionReused());
+      tls.on('error', () => {});
+      session.proxy(tls);
+    });
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, tls: TLSSocket) => {
+      const session = sessionOf(tls);
+      // Refused before the handshake: not a TLS failure.
+      if (!session || session.code !== undefined) return;
+      if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') site.zone?.sslTimedOut();
+      else site.zone?.sslFailed();
+      session.discard();
+    });
+    return server;
+  }
+
+  /** Stops accepting; resolves once every session has ended. */
+  drain(): Promise<void> {
+    this.draining = true;
+    const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    const sessions = new Promise<void>((resolve) => {
+      if (this.live.size === 0) resolve();
+      else this.drained = resolve;
+    });
+    return Promise.all([...closed, sessions]).then(() => {});
+  }
+
+  private accept(site: StreamSite, listen: StreamListen, raw: Socket): void {
+    this.conns.accepted();
+    site.zone?.connectionStarted();
+    if (this.draining) {
+      raw.destroy();
+      this.conns.dropped();
+      site.zone?.connectionDiscarded(0, 0);
+      return;
+    }
+    raw.setNoDelay(true);
+    // A TLS socket reads the raw one itself.
+    if (!listen.ssl) raw.pause();
+    this.live.add(raw);
+    const session = new Session(site, raw, this.conns, () => {
+      this.live.delete(raw);
+      if (this.draining && this.live.size === 0) this.drained?.();
+    });
+    (raw as WithSession)[SESSION] = session;
+    raw.on('error', () => {});
+    raw.once('close', () => {
+      session.clientClosed = true;
+      session.maybeEnd();
+    });
+    if (listen.proxyProtocol)
+      readProxyHeader(raw, (ok, consumed) => {
+        session.received += consumed;
+        if (ok) this.admit(session, listen);
+        else session.refuse(400);
+      });
+    else this.admit(session, listen);
+  }
+
+  private admit(session: Session, listen: StreamListen): void {
+    const { site, raw } = session;
+    // nginx's phases: limit_conn (preaccess) before the access rules.
+    for (const l of site.limiters) {
+      const release = l.limiter.acquire(l.key(raw));
+      if (!release) {
+        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${raw.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
+        return session.refuse(503);
+      }
+      session.held.push(release);
+    }
+    // Without rules the client's address is not asked for (a getpeername each).
+    if (site.config.access.length > 0 && !site.allowed(raw.remoteAddress)) return session.refuse(403);
+    // A TLS listen's session goes on once its handshake is done (secureConnection).
+    if (!listen.ssl) session.proxy(raw);
+  }
+}
+
+const SESSION = Symbol('zonal.session');
+type WithSession = Socket & { [SESSION]?: Session };
+/** The session of a TLS socket: kept on the raw socket under it. */
+const sessionOf = (tls: TLSSocket) => ((tls as TLSSocket & { _parent?: Socket })._parent as WithSession | undefined)?.[SESSION];
+
+/** A plain connection to a peer; node's Socket takes stream options (highWaterMark)
+ * that its connect() types leave out. */
+function plainPeer(host: string, port: number): NetConnectOpts {
+  const options = { host, port, allowHalfOpen: true, noDelay: true, highWaterMark: QUEUED };
+  return options;
+}
+
+class Session {
+  /** Bytes from and to the client (decrypted). */
+  received = 0;
+  sent = 0;
+  code: SessionStatus | undefined;
+  /** What limit_conn took for the session, given back when it ends. */
+  readonly held: LimitRelease[] = [];
+  discarded = false;
+  clientClosed = false;
+  peerClosed = true;
+  handshaked = false;
+  private ended = false;
+  private peerReceived = 0;
+  private peerSent = 0;
+  private start = 0;
+  private connectMs = 0;
+  private firstByteMs: number | undefined;
+  private readonly tried = new Set<number>();
+  private attempts = 0;
+
+  constructor(
+    readonly site: StreamSite,
+    readonly raw: Socket,
+    private readonly conns: Connections,
+    private readonly onEnd: () => void,
+  ) {}
+
+  /** Ends the session before the proxy with `code` (400, 403, 502). */
+  refuse(code: SessionStatus): void {
+    this.code ??= code;
+    this.raw.destroy();
+    // The client may have closed already (while its peer was being reached).
+    this.maybeEnd();
+  }
+
+  /** Ends the connection before a session exists (a failed or timed out handshake). */
+  discard(): void {
+    this.discarded = true;
+    this.raw.destroy();
+  }
+
+  /** Counts the session once the client and the peer connection are both closed. */
+  maybeEnd(): void {
+    if (this.ended || !this.clientClosed || !this.peerClosed) return;
+    this.ended = true;
+    for (const release of this.held) release();
+    this.onEnd();
+    const conns = this.conns;
+    const zone = this.site.zone;
+    if (this.discarded || this.code === undefined) {
+      conns.dropped();
+      zone?.connectionDiscarded(this.received, this.sent);
+      return;
+    }
+    conns.closed(false);
+    zone?.sessionEnded(this.code, this.received, this.sent);
+  }
+
+  /** The client side is ready: connects to a peer. */
+  proxy(client: Socket): void {
+    this.connect(client);
+  }
+
+  private connect(client: Socket): void {
+    const upstream = this.site.upstream;
+    const chosen = upstream.balancer.pick(upstream.key?.(this.raw), this.tried);
+    if (typeof chosen === 'string') return this.refuse(502);
+    this.attempts++;
+    this.peerClosed = false;
+    const proxy = this.site.config.proxy;
+    this.start = performance.now();
+    const session = proxy.ssl ? upstream.sessions.get(chosen.address) : undefined;
+    const peer = proxy.ssl
+      ? connectTls({ host: chosen.host, port: chosen.port, rejectUnauthorized: false, ...(session ? { session } : {}) })
+      : connect(plainPeer(chosen.host, chosen.port));
+    if (proxy.ssl) peer.on('session', (s: Buffer) => upstream.sessions.set(chosen.address, s));
+    let connected = false;
+    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
+    peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      connected = true;
+      this.connectMs = performance.now() - this.start;
+      // The client left while the peer was being reached.
+      if (client.destroyed) peer.destroy();
+      else this.pipe(client, peer);
+    });
+    peer.on('error', () => {});
+    peer.once('close', () => {
+      clearTimeout(timer);
+      if (!connected) {
+        upstream.balancer.release(chosen, true);
+        this.tried.add(chosen.id);
+        this.peerClosed = true;
+        const tries = proxy.nextUpstreamTries;
+        if (proxy.nextUpstream && (tries === 0 || this.attempts < tries) && !client.destroyed) return this.connect(client);
+        return this.refuse(502);
+      }
+      const lastByteMs = performance.now() - this.start;
+      chosen.metrics.sessionEnded(this.peerReceived, this.peerSent, this.connectMs, this.firstByteMs, lastByteMs);
+      upstream.balancer.release(chosen, false);
+      this.peerClosed = true;
+      client.destroy();
+      this.maybeEnd();
+    });
+  }
+
+  private pipe(client: Socket, peer: Socket): void {
+    this.code = 200;
+    const timeout = this.site.config.proxy.timeout;
+    client.on('data', (chunk: Buffer) => {
+      this.received += chunk.length;
+      this.peerSent += chunk.length;
+      if (!peer.write(chunk)) client.pause();
+    });
+    peer.on('drain', () => client.resume());
+    peer.on('data', (chunk: Buffer) => {
+      if (this.firstByteMs === undefined) this.firstByteMs = performance.now() - this.start;
+      this.peerReceived += chunk.length;
+      this.sent += chunk.length;
+      if (!client.write(chunk)) peer.pause();
+    });
+    client.on('drain', () => peer.resume());
+    client.on('end', () => peer.end());
+    peer.on('end', () => client.end());
+    client.on('close', () => peer.destroy());
+    client.on('error', () => peer.destroy());
+    // proxy_timeout: silence both ways. Each side's own idle timer says the side is
+    // silent; the session ends when the other has been silent as long.
+    let last = performance.now();
+    const touch = () => (last = performance.now());
+    client.on('data', touch);
+    peer.on('data', touch);
+    const idle = () => {
+      if (performance.now() - last >= timeout - 1) {
+        peer.destroy();
+        client.destroy();
+      }
+    };
+    client.setTimeout(timeout, idle);
+    peer.setTimeout(timeout, idle);
+    client.resume();
+  }
+}
