@@ -2,8 +2,6 @@
 // table fills these in, resolve.ts merges them into the model.
 import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
 import type { Directive } from './syntax.js';
-import type { ResolverLevel } from '../resolver/config.js';
-import type { ProbeLevel } from '../probes/config.js';
 
 interface Level {
   /** The single-valued directives already seen in this block, for `is duplicate`. */
@@ -40,8 +38,6 @@ export interface InheritableLevel extends Level {
   /** Absolute path. */
   proxySslTrustedCertificate?: string;
   proxySslSessionReuse?: boolean;
-  /** `resolver` and `resolver_timeout` written in this block (resolver/config.ts). */
-  resolver?: ResolverLevel;
 }
 
 export interface MainLevel extends Level {
@@ -71,8 +67,6 @@ export interface UpstreamLevel extends Level {
   responseTimeFactor?: number;
   /** `state <file>`, absolute. */
   state?: string;
-  /** `resolver` and `resolver_timeout` written in the upstream (resolver/config.ts). */
-  resolver?: ResolverLevel;
 }
 
 /** `proxy_pass http://<target>[<uri>]` as written: the target is an upstream's name or an
@@ -126,8 +120,6 @@ export interface LocationLevel extends InheritableLevel {
   api?: At<string>;
   apiConfigFiles?: boolean;
   proxyPass?: ProxyPass;
-  /** `upstream_probe` of this location (probes/config.ts). */
-  probes?: ProbeLevel[];
   readonly locations: LocationLevel[];
   /** `if` blocks, in order. */
   readonly ifs: IfLevel[];

@@ -2,8 +2,6 @@
 // directives.ts) produces and the processes run. Every setting is already resolved the
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
-import type { ResolverConfig } from '../resolver/config.js';
-import type { ProbeConfig } from '../probes/config.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -155,10 +153,6 @@ export interface UpstreamBlockConfig {
   /** `state <file>` (absolute): the peers as `server` lines, rewritten after each /config
    * change and read instead of the configured servers at start and reload (NGINX Plus). */
   readonly state?: string;
-  /** The resolver of the upstream's `resolve` servers: its own, else the http block's. */
-  readonly resolver?: ResolverConfig;
-  /** Active health probes of the locations that proxy to it (`upstream_probe`). */
-  readonly probes?: readonly ProbeConfig[];
   /** Made for a `proxy_pass http://<address>`: no `upstream` block. */
   readonly implicit: boolean;
   readonly origin: Origin;
@@ -244,8 +238,6 @@ export interface VirtualServerConfig extends Inherited {
 
 export interface HttpBlockConfig {
   readonly servers: readonly VirtualServerConfig[];
-  /** Every `resolver` with a `status_zone`: the zones /status/resolvers shows. */
-  readonly resolverZones?: readonly string[];
   /** `upstream` blocks, then the implicit upstreams of `proxy_pass http://<address>`. */
   readonly upstreams: readonly UpstreamBlockConfig[];
 }

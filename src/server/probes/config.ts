@@ -8,7 +8,7 @@
 // A probe belongs to the location it is written in: it checks the peers of the upstream
 // that location's proxy_pass names, with that location's proxy settings (timeouts, the
 // conditions of proxy_next_upstream, TLS), as Angie has it.
-import type { DirectiveSpec } from '../config/directives.js';
+import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Context } from '../config/levels.js';
 import type { Origin, ProxyConfig } from '../config/model.js';
 import { parseSize } from '../config/values.js';
@@ -121,3 +121,16 @@ export const probeDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
 };
+
+declare module '../config/levels.js' {
+  interface LocationLevel {
+    /** `upstream_probe` of this location. */
+    probes?: ProbeLevel[];
+  }
+}
+declare module '../config/model.js' {
+  interface UpstreamBlockConfig {
+    /** Active health probes of the locations that proxy to it (`upstream_probe`). */
+    readonly probes?: readonly ProbeConfig[];
+  }
+}

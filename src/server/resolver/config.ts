@@ -9,7 +9,7 @@
 // with variables), so a resolver written there is checked and its zone shown, and only
 // an upstream or the http block puts one to work.
 import { isIP } from 'node:net';
-import type { DirectiveSpec } from '../config/directives.js';
+import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, HttpLevel, UpstreamLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
@@ -179,4 +179,27 @@ export function parseResolvedServer(server: string, params: readonly string[]): 
   const n = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
   if (n < 1 || n > 65535) return { error: `invalid port in upstream "${server}"` };
   return { value: { host: host.toLowerCase(), port: service ? 0 : n, address: service ? host.toLowerCase() : `${host.toLowerCase()}:${n}` } };
+}
+
+// The resolver's part of the configuration's blocks and model, declared here as the
+// limits module declares its own: the loader's files import no module.
+declare module '../config/levels.js' {
+  interface InheritableLevel {
+    /** `resolver` and `resolver_timeout` written in this block. */
+    resolver?: ResolverLevel;
+  }
+  interface UpstreamLevel {
+    /** `resolver` and `resolver_timeout` written in the upstream. */
+    resolver?: ResolverLevel;
+  }
+}
+declare module '../config/model.js' {
+  interface UpstreamBlockConfig {
+    /** The resolver of the upstream's `resolve` servers: its own, else the http block's. */
+    readonly resolver?: ResolverConfig;
+  }
+  interface HttpBlockConfig {
+    /** Every `resolver` with a `status_zone`: the zones /status/resolvers shows. */
+    readonly resolverZones?: readonly string[];
+  }
 }
