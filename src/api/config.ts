@@ -9,8 +9,8 @@
 // cannot make atomic: those paths are read-only (405).
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
-import { isPeerAddressError, parsePeerAddress, peerName } from '../metrics/catalog.js';
-import { parseTime, PEER_PARAMS, peerSet, slowStartRefused, type PeerEntry } from '../metrics/peers.js';
+import { isPeerAddressError, parsePeerAddress, parsePeerName, peerName, type PeerName } from '../metrics/catalog.js';
+import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
@@ -83,8 +83,16 @@ function paramsOf(protocol: Protocol): readonly Param[] {
 
 // ---- Reading ------------------------------------------------------------------------
 
+/** A peer a resolver made from a `server <name> resolve`: keyed by its address, its
+ * server a name (or an SRV service's). */
+const isResolved = (p: PeerConfig): boolean => p.service !== undefined || (p.name !== undefined && isPeerAddressError(parsePeerAddress(p.server)));
+
+/** What /config shows of a resolved peer and takes back unchanged: where it came from. */
+const ORIGIN_FIELDS = ['server', 'service'] as const;
+
 function peerJson(p: PeerConfig, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
   const out: { [key: string]: Json } = {};
+  if (isResolved(p)) for (const f of ORIGIN_FIELDS) if (p[f] !== undefined) out[f] = p[f]!;
   for (const param of paramsOf(protocol)) {
     const v = p[param.key];
     if (v !== undefined) out[param.name] = v as Json;
@@ -261,7 +269,64 @@ function read(status: Status, t: Target, defaults: boolean): Json | undefined {
     for (const u of upstreamsOf(status, t.protocol)) ups[u.name] = { servers: serversJson(status, u, t.protocol, defaults) };
     return t.depth === 1 ? { upstreams: ups } : ups;
   }
-  return entityOf(t, peerSet(status, t.upstream).peers, defaults);
+  const entity = entityOf(t, peerSet(status, t.upstream).peers, defaults);
+  if (entity !== undefined || t.name === undefined) return entity;
+  // A name /config added: its parameters, as its peers take them.
+  const named = nameOf(t.upstream, t.name);
+  const entry = named && !('error' in named) ? readNames(status, t.upstream).find((e) => sameName(e, named)) : undefined;
+  if (!entry) return undefined;
+  const shown: { [key: string]: Json } = { ...(entry.service !== undefined ? { service: entry.service } : {}), resolve: true, ...peerJson({ ...entry.params, server: entry.server }, t.protocol, defaults) };
+  return t.param ? (shown[t.param.name] ?? t.param.default) : shown;
+}
+
+/** A host name (or `<service>@<name>`) in an upstream with a resolver: a name its
+ * resolver follows (`server <name> resolve` written through /config). Undefined for an
+ * address, or when the upstream has no resolver. */
+function nameOf(u: UpstreamConfig, name: string): PeerName | { error: string } | undefined {
+  if (!u.resolver) return undefined;
+  const address = parsePeerAddress(name);
+  if (!isPeerAddressError(address) || !address.resolver) return undefined;
+  const parsed = parsePeerName(name);
+  return 'error' in parsed ? { error: parsed.error } : parsed;
+}
+
+const sameName = (e: NameEntry, n: PeerName) => e.server === n.server && e.service === n.service;
+
+/** PUT, PATCH or DELETE of a name: the names record (metrics/peers.ts), which the
+ * primary's resolver follows; its peers appear as it resolves, keyed by address. */
+function writeName(status: Status, t: Target, req: ConfigRequest, body: Json | undefined, named: PeerName): ApiResponse {
+  const u = t.upstream!;
+  const merge = req.method === 'PATCH';
+  if ((u.resolve ?? []).some((r) => r.server === named.server && r.service === named.service))
+    return apiError(400, 'FormatError', `The server "${t.name}" is the configuration's ("server ... resolve"): it is changed there.`);
+  const current = readNames(status, u).find((e) => sameName(e, named));
+  if (req.method === 'DELETE') {
+    if (!current || t.param) return pathNotFound(req.path);
+    if (!updateNames(status, u, (names) => names.filter((e) => !sameName(e, named))))
+      return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+    // Its peers go with it now, not at the resolver's next look.
+    changePeers(status, u, (peers) => peers.filter((p) => !(p.name !== undefined && p.server === named.server && p.service === named.service)).map(stripId));
+    return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false);
+  }
+  let params: Params;
+  try {
+    if (t.param) {
+      if (!current) return pathNotFound(req.path);
+      params = { ...current.params };
+      if (merge && body === null) delete params[t.param.key];
+      else setParam(params, t.param, body!, false, u);
+      checkSlowStart(u, params);
+    } else params = applyParams(t.protocol!, u, current && merge ? current.params : {}, body!, merge, undefined);
+  } catch (e) {
+    if (e instanceof FormatError) return apiError(400, 'FormatError', e.description);
+    throw e;
+  }
+  const entry: NameEntry = { server: named.server, ...(named.service !== undefined ? { service: named.service } : {}), params };
+  if (!updateNames(status, u, (names) => [...names.filter((e) => !sameName(e, named)), entry]))
+    return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+  if (!current)
+    return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created: its peers are its addresses, as the resolver finds them.` }, true, false);
+  return jsonResponse(200, { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` }, true, false);
 }
 
 /** The entity an upstream's path names, from a set of its peers. */
@@ -314,6 +379,12 @@ function applyParams(protocol: Protocol, u: UpstreamConfig, base: Params, patch:
   if (!isObject(patch)) throw new FormatError('A server is a JSON object of its parameters.');
   const out: Params = merge ? { ...base } : {};
   for (const [field, value] of Object.entries(patch)) {
+    // A resolved peer's `server` and `service` are its name's: what GET shows may be
+    // written back, and nothing else.
+    const origin = ORIGIN_FIELDS.find((f) => f === field);
+    if (origin && existing && isResolved(existing) && value === (existing[origin] ?? null)) continue;
+    if (origin && existing && isResolved(existing))
+      throw new FormatError(`The "${field}" field of a server from "${existing.server}" is the resolver's: it cannot be changed.`);
     const param = paramsOf(protocol).find((p) => p.name === field);
     if (!param) throw new FormatError(`The "${field}" field is unknown.`);
     setParam(out, param, value, merge, u);
@@ -392,6 +463,9 @@ const isNamed = (p: PeerConfig, t: Target) => peerName(p) === t.key || peerName(
 
 function write(status: Status, t: Target, req: ConfigRequest, body: Json | undefined): ApiResponse {
   const u = t.upstream!;
+  const named = t.name !== undefined ? nameOf(u, t.name) : undefined;
+  if (named && 'error' in named) return apiError(400, 'FormatError', serverNameError(t.name!, named.error));
+  if (named) return writeName(status, t, req, body, named);
   const protocol = t.protocol!;
   const merge = req.method === 'PATCH';
   const del = req.method === 'DELETE';

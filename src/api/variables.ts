@@ -30,6 +30,9 @@ export interface VariableContext {
   readonly args?: URLSearchParams;
   /** `$upstream_cache_status`: HIT, MISS, ... once the proxy cache decided (empty otherwise). */
   readonly upstreamCacheStatus?: string;
+  /** The peer's response, where one is judged (`test=` of upstream_probe):
+   * $upstream_status and $upstream_http_<name>. */
+  readonly upstream?: { readonly status: number; readonly headers: Readonly<Record<string, string | string[] | undefined>> };
 }
 
 type Variable = (c: VariableContext) => string;
@@ -88,6 +91,8 @@ function cookie(req: VariableRequest, name: string): string {
 /** A variable by name, or undefined for one zonal does not know. */
 export function variable(name: string): Variable | undefined {
   switch (name) {
+    case 'upstream_status':
+      return (c) => (c.upstream ? String(c.upstream.status) : '');
     case 'host':
       return (c) => hostOf(c.req);
     case 'remote_addr':
@@ -120,6 +125,13 @@ export function variable(name: string): Variable | undefined {
   if (/^[1-9]$/.test(name)) {
     const i = Number(name) - 1;
     return (c) => c.captures?.[i] ?? '';
+  }
+  if (name.startsWith('upstream_http_')) {
+    const header = name.slice('upstream_http_'.length).replace(/_/g, '-').toLowerCase();
+    return (c) => {
+      const v = c.upstream?.headers[header];
+      return Array.isArray(v) ? v.join(', ') : (v ?? '');
+    };
   }
   if (name.startsWith('http_')) {
     const header = name.slice(5).replace(/_/g, '-').toLowerCase();

@@ -66,6 +66,9 @@ export interface UpstreamConfig {
   queue?: boolean;
   /** Health probes are configured: peers show `health.probes`. */
   probes?: boolean;
+  /** An `essential` probe is configured: a peer starts `checking`, and takes traffic only
+   * once a probe passed. */
+  essential?: boolean;
   /** Smoothing factor, in percent, of header_time and response_time (default 90). */
   responseTimeFactor?: number;
   /** The balancing method (round robin when absent): it decides which peer parameters
@@ -73,6 +76,12 @@ export interface UpstreamConfig {
   method?: 'round_robin' | 'least_conn' | 'least_time' | 'random' | 'hash' | 'ip_hash';
   /** A state file (NGINX Plus's `state`): the peers /config made, kept across restarts. */
   state?: string;
+  /** Servers whose peers a resolver makes (`server <name> resolve`), as `server` and
+   * `service` of the peers it makes: room is kept for their addresses (and for those
+   * they replace while requests to them end), and a reload keeps their peers. */
+  resolve?: Array<{ server: string; service?: string }>;
+  /** The upstream has a resolver: /config takes host names and services too. */
+  resolver?: boolean;
 }
 
 export interface HttpConfig {
@@ -128,9 +137,11 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
 }
 
 /** Room for an upstream's peers, and as many again added at run time: a peer's counter
- * block takes about 1.4 KiB per worker. */
+ * block takes about 1.4 KiB per worker. A name's addresses may change every TTL, and a
+ * peer that went keeps its memory for a minute (metrics/peers.ts RETIRE_MS): 32 peers'
+ * room for each. */
 function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
-  return Math.max(64 * 1024, 2 * u.peers.length * (workers * 1536 + 1024));
+  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 1536 + 1024));
 }
 
 /** The key a peer is known by: its canonical address. */
@@ -158,10 +169,12 @@ export interface PeerAddressError {
  * The one reader of a peer's server name, for the configuration file, the state file and
  * /config alike, so that each takes exactly the forms the others take: an IPv4 address or
  * a bracketed IPv6 address, with a port (80 when absent, as nginx has it), or `localhost`,
- * which is 127.0.0.1 (what nginx's resolution of it gives on a usual /etc/hosts). zonal
- * has no resolver yet, and a name resolved at every connect by the OS would be a peer
- * keyed by name whose addresses nobody counts: any other host name, and the
- * `<service>@` of SRV lookups, are refused with a message saying a resolver is needed.
+ * which is 127.0.0.1 (what nginx's resolution of it gives on a usual /etc/hosts). A name
+ * resolved at every connect by the OS would be a peer keyed by name whose addresses
+ * nobody counts: any other host name, and the `<service>@` of SRV lookups, are refused
+ * with a message saying a resolver is needed. The configuration's `server <name>
+ * resolve` takes them (server/resolver/config.ts): its resolver makes the peers, each
+ * keyed by its address.
  * Messages are nginx's (`invalid port in upstream "..."`).
  */
 export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
@@ -169,7 +182,7 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
   const at = text.indexOf('@');
   if (at >= 0)
     return {
-      error: `the server "${text}" names the service "${text.slice(0, at)}", which needs a resolver to look up its SRV records: zonal has no "resolve" yet, write an IP address and port`,
+      error: `the server "${text}" names the service "${text.slice(0, at)}", which needs a resolver to look up its SRV records: the configuration follows one with "server ${text.slice(at + 1)} service=${text.slice(0, at)} resolve" and a "resolver"; here write an IP address and port`,
       resolver: true,
     };
   let host: string;
@@ -198,7 +211,7 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
       // A colon left in the host is an IPv6 address without its brackets, no name.
       if (host.includes(':')) return { error: `invalid IPv6 address in upstream "${text}": IPv6 addresses are written in brackets` };
       return {
-        error: `the server "${text}" is a host name, which needs a resolver: zonal has no "resolve" yet, write an IP address and port`,
+        error: `the server "${text}" is a host name, which needs a resolver: the configuration follows one with "server ${text} resolve" and a "resolver"; here write an IP address and port`,
         resolver: true,
       };
     }
@@ -207,3 +220,31 @@ export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
 }
 
 export const isPeerAddressError = (a: PeerAddress | PeerAddressError): a is PeerAddressError => 'error' in a;
+
+/** A name a resolver follows, as /config and the state file write one: `host[:port]`
+ * (port 80 when absent) or `<service>@host` (the ports from its SRV records). */
+export interface PeerName {
+  /** As a peer made from it shows it: `app.test:8080`, or `app.test` with a service. */
+  readonly server: string;
+  readonly service?: string;
+  readonly host: string;
+  /** 0 with a service. */
+  readonly port: number;
+}
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+export function parsePeerName(text: string): PeerName | PeerAddressError {
+  const at = text.indexOf('@');
+  const service = at < 0 ? undefined : text.slice(0, at);
+  const rest = at < 0 ? text : text.slice(at + 1);
+  if (service !== undefined && !/^[A-Za-z0-9_.-]{1,63}$/.test(service)) return { error: `invalid service "${service}" in "${text}"` };
+  const colon = rest.lastIndexOf(':');
+  const host = (colon < 0 ? rest : rest.slice(0, colon)).toLowerCase();
+  const port = colon < 0 ? undefined : rest.slice(colon + 1);
+  if (!HOST_NAME.test(host)) return { error: `invalid host name "${host}" in "${text}"` };
+  if (service !== undefined && port !== undefined) return { error: `the server "${text}" has a port and a service: the SRV records give the ports` };
+  const n = port === undefined ? 80 : /^\d{1,5}$/.test(port) ? Number(port) : 0;
+  if (n < 1 || n > 65535) return { error: `invalid port in "${text}"` };
+  return service !== undefined ? { server: host, service, host, port: 0 } : { server: `${host}:${n}`, host, port: n };
+}

@@ -129,7 +129,11 @@ export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: A
     if (!record.writeJSON(set)) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
     return;
   }
-  const result = updatePeers(status, u, () => configured.map((p) => ({ ...p })), { allocate, free });
+  // A reload keeps the peers a resolver made for a name still configured: the resolver
+  // corrects them on its next answer, and their counters go on.
+  const names = [...(u.resolve ?? []), ...readNames(status, u)];
+  const resolved = (p: PeerConfig) => p.name !== undefined && names.some((r) => r.server === p.server && r.service === p.service);
+  const result = updatePeers(status, u, (current) => [...configured.map((p) => ({ ...p })), ...current.filter(resolved).map(({ id: _id, ...p }) => p)], { allocate, free });
   if (!result.ok) throw new Error('description' in result ? result.description : `the zone of upstream "${u.name}" has no room for its peers`);
 }
 
@@ -190,7 +194,9 @@ export function slowStartRefused(method: string | undefined, slowStart: number):
 }
 
 export function stateFileText(peers: readonly PeerConfig[]): string {
-  const lines = peers.map((p) => {
+  // The peers of a `server <name> resolve` come from its name at each start: the file
+  // keeps the peers written by address.
+  const lines = peers.filter((p) => !isResolved(p)).map((p) => {
     const words = [`server ${p.service ? `${p.service}@` : ''}${p.server}`];
     for (const { key, word, kind } of PEER_PARAMS) {
       const v = p[key];
@@ -203,6 +209,9 @@ export function stateFileText(peers: readonly PeerConfig[]): string {
   });
   return lines.join('');
 }
+
+/** A peer a resolver made: its server is a name, it is keyed by an address. */
+const isResolved = (p: PeerConfig): boolean => p.service !== undefined || (p.name !== undefined && isPeerAddressError(parsePeerAddress(p.server)));
 
 const temporaryOf = (path: string) => `${path}.${process.pid}.tmp`;
 
@@ -327,4 +336,40 @@ export function parseTime(text: string, ms: boolean): number | undefined {
     total += Number(digits) * TIME_UNITS[unit];
   }
   return Math.round(total * 1000) / 1000;
+}
+
+// ---- Names /config added ----------------------------------------------------------------
+// `PUT /config/.../servers/<name>` of a host name (or `<service>@<name>`) in an upstream
+// with a resolver: the name and its parameters, which the server's resolver follows as it
+// follows a configured `server <name> resolve`. A record of the upstream's zone beside its
+// peer set, written by compare-and-swap as the set is.
+
+/** A followed name: the peers made from it take `params`. */
+export interface NameEntry {
+  readonly server: string;
+  readonly service?: string;
+  readonly params: Omit<PeerConfig, 'server' | 'service' | 'name'>;
+}
+
+const NAMES_KEY = 'names';
+
+export function readNames(status: StatusStore, u: UpstreamConfig): NameEntry[] {
+  return status.record(zoneOf(u), NAMES_KEY).readJSON<NameEntry[]>() ?? [];
+}
+
+/** One atomic load: whether the names changed since `generation`. */
+export function namesGeneration(status: StatusStore, u: UpstreamConfig): number {
+  return status.record(zoneOf(u), NAMES_KEY).generation;
+}
+
+/** Replaces the names with what `change` makes of them; false when the zone has no room. */
+export function updateNames(status: StatusStore, u: UpstreamConfig, change: (names: readonly NameEntry[]) => NameEntry[]): boolean {
+  const record = status.record(zoneOf(u), NAMES_KEY);
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const generation = record.generation;
+    const written = record.writeIf(Buffer.from(JSON.stringify(change(record.readJSON<NameEntry[]>() ?? []))), generation);
+    if (written === 'written') return true;
+    if (written === 'no-room') return false;
+  }
+  throw new Error(`upstream "${u.name}": ${ATTEMPTS} concurrent updates of its names in a row came first`);
 }

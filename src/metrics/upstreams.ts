@@ -266,6 +266,11 @@ export class Peer {
     return this.cells.load(0);
   }
 
+  /** When the peer was last selected for a request or connection (epoch ms; 0: never). */
+  lastSelected(): number {
+    return this.block.max(this.l.last);
+  }
+
   probed(ok: boolean, now = Date.now()): void {
     this.block.add(this.l.probeCount.index);
     if (!ok) this.block.add(this.l.probeFails.index);
@@ -391,7 +396,11 @@ export function queueCells(status: StatusStore, u: UpstreamConfig): AtomicCells 
 /** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */
 function peerMemory(status: StatusStore, protocol: Protocol) {
   return {
-    allocate: (u: UpstreamConfig, id: number) => void peerStorage(status, protocol, u, id),
+    allocate: (u: UpstreamConfig, id: number) => {
+      const storage = peerStorage(status, protocol, u, id);
+      // Before it is published: no balancer sees the peer before it is `checking`.
+      if (u.essential) storage.cells.store(PeerCell.state, PeerState.checking);
+    },
     free: (u: UpstreamConfig, id: number) => {
       for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`]) status.drop(zoneOf(u), key);
     },

@@ -10,9 +10,10 @@ import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } fr
  * shows with `defaults=on` (src/api/config.ts PARAMS), so that GET /config shows what a
  * peer sets, as for a peer /config made, and the status tree's own defaults fill the
  * rest. Times are seconds there (`slow_start` to the millisecond). */
-function peerConfig(p: PeerParams): PeerConfig {
+export function peerConfig(p: PeerParams): PeerConfig {
   return {
     server: p.server,
+    ...(p.service !== undefined ? { service: p.service } : {}),
     // The key peers go by; /config's own peers need none when the server is the address.
     ...(p.address !== p.server ? { name: p.address } : {}),
     ...(p.weight !== 1 ? { weight: p.weight } : {}),
@@ -33,7 +34,15 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     name: u.name,
     ...(u.zone ? { zone: u.zone.name } : {}),
     ...(u.zone?.size !== undefined ? { zoneSize: u.zone.size } : {}),
-    peers: u.servers.map(peerConfig),
+    // The peers of `resolve` servers are their addresses, which the resolver adds
+    // (resolver/peers.ts).
+    peers: u.servers.filter((p) => !p.resolve).map(peerConfig),
+    ...(u.servers.some((p) => p.resolve)
+      ? { resolve: u.servers.filter((p) => p.resolve).map((p) => ({ server: p.server, ...(p.service !== undefined ? { service: p.service } : {}) })) }
+      : {}),
+    ...(u.resolver ? { resolver: true } : {}),
+    ...(u.probes?.length ? { probes: true } : {}),
+    ...(u.probes?.some((p) => p.essential) ? { essential: true } : {}),
     ...(u.queue ? { queue: true } : {}),
     responseTimeFactor: u.responseTimeFactor,
     method: u.method.kind,
@@ -84,6 +93,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
       ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
+    ...(config.http?.resolverZones ? { resolvers: [...config.http.resolverZones] } : {}),
     ...(config.stream
       ? {
           stream: {

@@ -10,7 +10,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { WORKER_SLOT_ENV } from '../engine/index.js';
+import { setWorkerSlot, WORKER_SLOT_ENV } from '../engine/index.js';
 import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
@@ -23,6 +23,8 @@ import { formatConfigError, loadConfig } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
+import { startProbes, type Prober } from './probes/prober.js';
+import { followNames, Resolvers, type NameFollower } from './resolver/peers.js';
 
 /** How long draining workers may take before they are killed. */
 const DRAIN_MS = 30_000;
@@ -48,6 +50,12 @@ export class Primary {
   private stopping = false;
   private reloading = false;
   private reloadAgain = false;
+  /** The primary's own view of the zones, writing in its own worker slot: the resolver
+   * and the prober run here, one for the whole server (see startDiscovery). */
+  private writer?: Status;
+  private resolvers?: Resolvers;
+  private follower?: NameFollower;
+  private prober?: Prober;
 
   private constructor(
     private readonly file: string,
@@ -55,7 +63,8 @@ export class Primary {
     private readonly status: Status,
     private readonly log: Log,
   ) {
-    this.freeSlots = Array.from({ length: status.zone.workerSlots }, (_, i) => i);
+    // The last slot is the primary's own (the resolver's and the prober's counters).
+    this.freeSlots = Array.from({ length: status.zone.workerSlots - 1 }, (_, i) => i);
     this.admin = new AdminListeners(status, log);
   }
 
@@ -63,7 +72,8 @@ export class Primary {
   static async start(file: string, log: Log = stderrLog): Promise<Primary> {
     const { config, errors } = loadConfig(file);
     if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
-    const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()));
+    // Twice the workers (a reload's new ones start while the old drain), and the primary's.
+    const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()) + 1);
     const status = Status.create(statusConfigOf(config), { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) });
     const primary = new Primary(file, config, status, log);
     // Each worker accepts on the shared listening socket itself: no hand-off through the
@@ -71,6 +81,7 @@ export class Primary {
     cluster.schedulingPolicy = cluster.SCHED_NONE;
     cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
     try {
+      primary.startDiscovery(config, false);
       await primary.admin.apply(config);
       await Promise.all(Array.from({ length: config.workerProcesses }, () => primary.spawn(primary.takeSlot()!, 0)));
     } catch (e) {
@@ -195,6 +206,7 @@ export class Primary {
     }
     this.config = config;
     this.generation++;
+    this.startDiscovery(config, true);
     await this.admin.apply(config);
     const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));
     const failed = started.find((r) => r.status === 'rejected');
@@ -210,6 +222,26 @@ export class Primary {
     return true;
   }
 
+  /**
+   * The resolver of `resolve` servers and the health prober run in the primary: one of
+   * each for the whole server, as the issue asks, with nothing to hand over when a worker
+   * dies or a reload replaces them all, and their results in shared memory where every
+   * worker's balancer reads them. They write their counters in the primary's own slot.
+   */
+  private startDiscovery(config: ServerConfig, reload: boolean): void {
+    this.follower?.stop();
+    this.prober?.stop();
+    const wanted = (config.http?.upstreams ?? []).some((u) => u.probes?.length || u.servers.some((s) => s.resolve)) || (config.http?.resolverZones?.length ?? 0) > 0;
+    if (!wanted && !this.writer) return;
+    if (!this.writer) {
+      setWorkerSlot(this.status.zone.workerSlots - 1);
+      this.writer = Status.attach({ instance: this.status.instance, writer: true });
+    }
+    this.resolvers ??= new Resolvers(this.writer);
+    this.follower = followNames(this.writer, config, this.resolvers, this.log);
+    this.prober = startProbes(this.writer, config, this.log, reload);
+  }
+
   private drain(record: WorkerRecord): void {
     if (record.state === 'draining') return;
     record.state = 'draining';
@@ -223,6 +255,9 @@ export class Primary {
   /** Stops gracefully: workers finish what is in flight; the zones are removed. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.follower?.stop();
+    this.prober?.stop();
+    this.resolvers?.close();
     this.admin.close();
     const exits = [...this.workers].map((r) => new Promise<void>((resolve) => (r.worker.isDead() ? resolve() : r.worker.once('exit', () => resolve()))));
     for (const r of this.workers) this.drain(r);

@@ -14,6 +14,8 @@ import { streamDirectives } from '../stream/config.js';
 import { compileRegex } from './regex.js';
 import { cacheDirectives } from '../cache/config.js';
 import { headerDirectives } from '../headers/config.js';
+import { checkResolvers, parseResolvedServer, resolverDirectives } from '../resolver/config.js';
+import { probeDirectives } from '../probes/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -36,6 +38,7 @@ import {
   parseSize,
   parseUpstreamAddress,
   requestVariable,
+  type UpstreamAddress,
 } from './values.js';
 
 const inheritable = ['http', 'server', 'location'] as const;
@@ -185,7 +188,7 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 }
 
 /** The modules that declare their directives beside their code. */
-const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives, cacheDirectives, headerDirectives];
+const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives, cacheDirectives, headerDirectives, resolverDirectives, probeDirectives];
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
@@ -245,6 +248,8 @@ const SERVER_PARAMETERS: Readonly<Record<string, (value: string | undefined, pee
   sid: (v, p) => put(v !== undefined && /^[\x21-\x7e]{1,255}$/.test(v) ? v : undefined, (sid) => (p.sid = sid)),
   backup: (v, p) => put(v === undefined ? true : undefined, (b) => (p.backup = b)),
   down: (v, p) => put(v === undefined ? true : undefined, (b) => (p.down = b)),
+  resolve: (v, p) => put(v === undefined ? true : undefined, (b) => (p.resolve = b)),
+  service: (v, p) => put(v !== undefined && /^[A-Za-z0-9_.-]{1,63}$/.test(v) ? v : undefined, (name) => (p.service = name)),
 };
 
 /** A balancing method: one per upstream, whichever it is. */
@@ -317,6 +322,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       const http = (main.http = { kind: 'http', seen: new Set(), access: [], proxySetHeaders: [], servers: [], upstreams: [] });
       c.walk(d.block ?? [], http);
       checkServerAddresses(http.servers, c);
+      checkResolvers(http, c);
     },
   }),
 
@@ -342,18 +348,25 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
       apply(d, upstream, c) {
         const [server, ...params] = d.args;
         upstream.serverWritten = true;
-        const address = parseUpstreamAddress(server);
-        if (address.error !== undefined) return c.error(d.origin, address.error);
-        const peer: Peer = { ...defaultPeer(server, address.value, d.origin) };
+        const parsed = parseUpstreamAddress(server);
+        // A name is taken when `resolve` says a resolver follows it (resolver/config.ts).
+        const named = parsed.error !== undefined && parsed.resolver && params.includes('resolve') ? parseResolvedServer(server, params) : undefined;
+        if (named?.error !== undefined) return c.error(d.origin, named.error);
+        if (parsed.error !== undefined && !named) return c.error(d.origin, parsed.error);
+        const address = named ? named.value : (parsed as { value: UpstreamAddress }).value;
+        const peer: Peer = { ...defaultPeer(server, address, d.origin) };
         for (const p of params) {
           const eq = p.indexOf('=');
           const name = eq < 0 ? p : p.slice(0, eq);
           const set = Object.hasOwn(SERVER_PARAMETERS, name) ? SERVER_PARAMETERS[name] : undefined;
           if (!set?.(eq < 0 ? undefined : p.slice(eq + 1), peer)) return c.error(d.origin, `invalid parameter "${p}"`);
         }
+        // An address needs no resolver: `resolve` on one changes nothing.
+        if (!named) delete peer.resolve;
+        if (peer.service !== undefined && !peer.resolve) return c.error(d.origin, `"service" parameter requires "resolve" and a name in upstream "${upstream.name}"`);
         // The API keys peers by address: two servers of one address would be one peer.
-        if (upstream.servers.some((s) => s.address === peer.address))
-          return c.error(d.origin, `a duplicate server ${peer.address} in upstream "${upstream.name}"`);
+        if (upstream.servers.some((s) => s.address === peer.address && s.service === peer.service))
+          return c.error(d.origin, `a duplicate server ${peer.service ? `${peer.service}@` : ''}${peer.address} in upstream "${upstream.name}"`);
         upstream.servers.push(peer);
       },
     }),

@@ -119,6 +119,12 @@ export interface PeerParams {
   /** Milliseconds; 0: none. */
   readonly slowStart: number;
   readonly sid?: string;
+  /** `resolve`: the server is a name whose addresses (or SRV records, with `service`)
+   * are the peers, followed as they change (resolver/peers.ts). `address` is then the
+   * name and its port, no peer's key. */
+  readonly resolve?: boolean;
+  /** `service=`: the SRV service looked up under the name (`_http._tcp`). */
+  readonly service?: string;
   readonly origin: Origin;
 }
 

@@ -17,6 +17,8 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { resolverZones, upstreamResolver } from '../resolver/config.js';
+import type { ProbeConfig } from '../probes/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
@@ -115,9 +117,12 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
   };
 }
 
-function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
+function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly ProbeConfig[] | undefined): UpstreamBlockConfig {
   const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
+  const resolver = upstreamResolver(u, http);
   return {
+    ...(resolver ? { resolver } : {}),
+    ...(probes ? { probes } : {}),
     name: u.name,
     ...(zone ? { zone } : {}),
     servers: u.servers,
@@ -146,6 +151,8 @@ class Resolver {
 
   /** The upstreams `proxy_pass http://<address>` made, by address, in order of appearance. */
   private readonly implicit = new Map<string, UpstreamBlockConfig>();
+  /** The probes of the locations that proxy to each upstream, by its name. */
+  private readonly probes = new Map<string, ProbeConfig[]>();
 
   constructor(
     private readonly c: Checker,
@@ -257,11 +264,14 @@ class Resolver {
       if (taken) this.c.error(z.origin, `keys zone "${z.name}" is the zone of ${taken} already`);
     }
     const servers = http.servers.map((s) => this.server(s, top));
+    const implicit = [...this.implicit.values()].map((u) => (this.probes.has(u.name) ? { ...u, probes: this.probes.get(u.name) } : u));
+    const zones = resolverZones(http);
     return {
       servers,
       ...(this.caches.length > 0 ? { caches: this.caches } : {}),
       limitZones: this.zones,
-      upstreams: [...this.upstreams.map(upstreamConfig), ...this.implicit.values()],
+      upstreams: [...this.upstreams.map((u) => upstreamConfig(u, http, this.probes.get(u.name))), ...implicit],
+      ...(zones.length ? { resolverZones: zones } : {}),
     };
   }
 
@@ -286,12 +296,29 @@ class Resolver {
     };
   }
 
+  /** A location's probes, for the upstream its proxy_pass names; a probe's name is
+   * unique among the upstream's probes, which the peers' state depends on together. */
+  private addProbes(probes: NonNullable<LocationLevel['probes']>, proxy: ProxyConfig): void {
+    const list = this.probes.get(proxy.upstream) ?? [];
+    for (const p of probes) {
+      if (list.some((x) => x.name === p.name)) {
+        this.c.error(p.origin, `duplicate probe "${p.name}" of upstream "${proxy.upstream}"`);
+        continue;
+      }
+      const { connectTimeout, readTimeout, nextUpstream, ssl } = proxy;
+      list.push({ ...p, upstream: proxy.upstream, host: proxy.upstream, proxy: { connectTimeout, readTimeout, nextUpstream, ...(ssl ? { ssl } : {}) } });
+    }
+    this.probes.set(proxy.upstream, list);
+  }
+
   /** `zone`: the enclosing location's zone, already undefined under `status_zone off`. */
   private location(l: LocationLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): LocationConfig {
     const merged = merge(outer, l);
     const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
+    if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
+    if (l.probes && proxy) this.addProbes(l.probes, proxy);
     const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles, l.proxyPass)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),

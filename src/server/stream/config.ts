@@ -248,6 +248,10 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       c.walk(block, upstream);
       // `sid` is the http module's sticky sessions: a stream peer has none.
       for (const p of upstream.servers) if (p.sid !== undefined) c.error(p.origin, `invalid parameter "sid=${p.sid}"`);
+      // The resolver follows the names of HTTP upstreams only so far (resolver/peers.ts
+      // takes stream ones once this block gives them a resolver): refused, not peerless.
+      for (const p of upstream.servers) if (p.resolve) c.error(p.origin, `"resolve" is not supported in stream upstreams yet: write an IP address and port`);
+      if (upstream.resolver) c.error(upstream.resolver.resolver?.origin ?? upstream.origin, `"resolver" is not supported in stream upstreams yet`);
       if (duplicate) return;
       checkUpstreamBlock(upstream, stream.upstreams, c);
       stream.upstreams.push(upstream);
