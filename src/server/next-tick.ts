@@ -14,17 +14,23 @@
 // map before it, so the feedback never loses them.
 import { createHook } from 'node:async_hooks';
 
-let kept: object | undefined;
+let kept: object[] | undefined;
 
-/** Holds one tick object: call once, before the process serves anything. */
+/** Holds tick objects: call once, before the process serves anything. Every tick object
+ * made while the hook is on is kept, one of them made with arguments: ticks with and
+ * without `args` (node:http makes both) then both find their maps held. */
 export function keepNextTickFast(): void {
   if (kept) return;
+  const held: object[] = [];
   const hook = createHook({
     init(_asyncId, type, _triggerAsyncId, resource) {
-      if (type === 'TickObject') kept ??= resource;
+      if (type === 'TickObject') held.push(resource);
     },
   });
   hook.enable();
   process.nextTick(() => {});
+  process.nextTick((_a: unknown) => {}, 0);
+  process.nextTick(() => {});
   hook.disable();
+  kept = held;
 }
