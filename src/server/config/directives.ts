@@ -5,7 +5,7 @@
 // is then a list, and the context picks one.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel, UpstreamLevel } from './levels.js';
+import type { Checker, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel } from './levels.js';
 import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
 import { normaliseOrigin } from '../../api/origin.js';
@@ -19,7 +19,7 @@ import { probeDirectives } from '../probes/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
-import { checkUpstreamBlock } from './upstream-check.js';
+import { checkUpstreamBlock, newUpstreamBlock } from './upstream-check.js';
 import { eachDirective, type Directive } from './syntax.js';
 
 export type { DirectiveSpec } from './spec.js';
@@ -378,13 +378,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     block: true,
     multiple: true,
     apply(d, http, c) {
-      const [name] = d.args;
-      const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
-      // Its name is a key of the /status and /config trees: it stays one path segment.
-      if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
-      // nginx compares upstream names as host names: without case.
-      const duplicate = http.upstreams.some((u) => u.name.toLowerCase() === name.toLowerCase());
-      if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
+      const { upstream, duplicate } = newUpstreamBlock(d, http.upstreams, c);
       c.walk(d.block ?? [], upstream);
       if (duplicate) return;
       checkUpstreamBlock(upstream, http.upstreams, c);

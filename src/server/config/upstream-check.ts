@@ -3,6 +3,21 @@
 import { slowStartRefused } from '../../metrics/peers.js';
 import type { Checker, UpstreamLevel } from './levels.js';
 import type { BalancingMethod } from './model.js';
+import type { Directive } from './syntax.js';
+import { isZoneName } from './values.js';
+
+/** A new `upstream` block among `others` (its http or stream block's): its name checked
+ * as nginx and the API need it; `duplicate` when another upstream already has it. */
+export function newUpstreamBlock(d: Directive, others: readonly UpstreamLevel[], c: Checker): { upstream: UpstreamLevel; duplicate: boolean } {
+  const [name] = d.args;
+  const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
+  // Its name is a key of the /status and /config trees: it stays one path segment.
+  if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
+  // nginx compares upstream names as host names: without case.
+  const duplicate = others.some((u) => u.name.toLowerCase() === name.toLowerCase());
+  if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
+  return { upstream, duplicate };
+}
 
 /** Methods whose balancers pick no backup: nginx refuses `backup` with them. */
 const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']);

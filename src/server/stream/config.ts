@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
-import { checkUpstreamBlock } from '../config/upstream-check.js';
+import { checkUpstreamBlock, newUpstreamBlock } from '../config/upstream-check.js';
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
@@ -235,11 +235,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, stream, c) {
-      const [name] = d.args;
-      const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
-      if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
-      const duplicate = stream.upstreams.some((u) => u.name.toLowerCase() === name.toLowerCase());
-      if (duplicate) c.error(d.origin, `duplicate upstream "${name}"`);
+      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c);
       const block = (d.block ?? []).filter((x) => {
         if (!HTTP_ONLY.has(x.name)) return true;
         c.error(x.origin, `"${x.name}" directive is not allowed here`);
