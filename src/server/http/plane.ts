@@ -229,23 +229,16 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location);
       return;
     }
-    const listen = () => {
-      this.pending.add(res);
-      res.once('close', () => {
-        this.pending.delete(res);
-        this.closed(socket, conn, res, zone, location);
-      });
-    };
     if (!place.limits && place.guard.open) {
       this.content(req, res, uri, place, captures);
       // Answered in full at once (a proxy cache hit): counted now, as a `return` is, with
       // no listener. 'close' comes after this turn at the earliest, so a response still
       // going gets its listener in time.
       if (res.writableEnded) this.answered(socket, conn, res, zone, location);
-      else listen();
+      else this.counted(socket, conn, res, zone, location);
       return;
     }
-    listen();
+    this.counted(socket, conn, res, zone, location);
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
     if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place, captures));
@@ -310,6 +303,16 @@ export class HttpPlane {
 
   /** A response that took its time ended: written out, or cut short by the connection
    * closing first. */
+  /** A response that takes its time: counted when it closes, and kept among the pending
+   * ones a drain tells to close their connection. */
+  private counted(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
+    this.pending.add(res);
+    res.once('close', () => {
+      this.pending.delete(res);
+      this.closed(socket, conn, res, zone, location);
+    });
+  }
+
   private closed(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined): void {
     const sent = res.writableFinished;
     this.account(socket, conn, res, zone, location, sent, sent && !socket.destroyed && !socket.writableEnded);
