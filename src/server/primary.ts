@@ -108,6 +108,12 @@ export class Primary {
   /** Forks a worker in `slot`; resolves once it listens, rejects when it cannot. */
   private spawn(slot: number, generation: number): Promise<WorkerRecord> {
     const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(slot) });
+    // A message sent to a worker that is already going (Ctrl-C reaches the workers too, and
+    // a killed one may not have closed its channel yet) fails with EPIPE as an 'error'
+    // event: unhandled, it would take the primary down. The worker's end is its 'exit'.
+    worker.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_IPC_CHANNEL_CLOSED') this.log('warn', `worker ${worker.process.pid}: ${e.message}`);
+    });
     // One worker of each configuration runs the cache loader and manager: the first one
     // started, and whichever replaces it when it dies.
     const cacheKeeper = ![...this.workers].some((r) => r.cacheKeeper && r.generation === generation && r.state !== 'draining');
