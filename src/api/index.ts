@@ -8,7 +8,7 @@ import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
 import { configJson, handleConfig, type ConfigChange } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
-import { mapRequest } from './mapping.js';
+import { mapRequest, type Mapped } from './mapping.js';
 import { literalOrLocalhost, normaliseOrigin, originAllowed } from './origin.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
@@ -47,6 +47,13 @@ const WRITES = new Set(['PUT', 'PATCH', 'DELETE', 'POST']);
 const AUDIT_VALUE_CHARS = 200;
 
 const READ_METHODS = 'GET, HEAD';
+/** Paths whose mapping is kept (createApi's routes): more than a dashboard polls. */
+const ROUTES_MAX = 1024;
+
+interface Route {
+  readonly mapped: Mapped;
+  readonly segments: readonly string[];
+}
 const NO_QUERY: URLSearchParams = new URLSearchParams();
 
 /** Walks the tree from `root` along `segments`; undefined when a step does not exist. */
@@ -95,14 +102,28 @@ export function createApi(options: ApiOptions): ApiHandler {
   ];
   const root = new ObjectNode(() => trees);
 
+  // Where a path leads through a mount without variables depends on the path alone: the
+  // mapping and its segments are kept per raw path (a client polls the same few), which
+  // saves decoding, matching and splitting it again.
+  const routes = new Map<string, Route>();
+
   return (request) => {
     // Most requests have no query: they share one empty, never written, set of parameters.
     const bare = request.query === '';
     const query = bare ? NO_QUERY : new URLSearchParams(request.query);
-    const mapped = mapRequest(mounts, { path: request.path, query, host: request.host, ...(request.captures ? { captures: request.captures } : {}) });
-    if (!mapped) return undefined;
+    let route = request.captures ? undefined : routes.get(request.path);
+    if (route === undefined) {
+      const found = mapRequest(mounts, { path: request.path, query, host: request.host, ...(request.captures ? { captures: request.captures } : {}) });
+      if (!found) return undefined;
+      if ('error' in found) return apiError(400, found.error, found.description, request.method === 'HEAD');
+      route = { mapped: found, segments: found.path.split('/').filter(Boolean) };
+      if (!request.captures && !found.mount.api.includes('$')) {
+        if (routes.size >= ROUTES_MAX) routes.clear();
+        routes.set(request.path, route);
+      }
+    }
+    const { mapped, segments } = route;
     const head = request.method === 'HEAD';
-    if ('error' in mapped) return apiError(400, mapped.error, mapped.description, head);
 
     const ctx: RenderContext = {
       dateEpoch: !bare && query.get('date') === 'epoch',
@@ -110,7 +131,6 @@ export function createApi(options: ApiOptions): ApiHandler {
       configFiles: !!mapped.mount.configFiles,
       now: Date.now(),
     };
-    const segments = mapped.path.split('/').filter(Boolean);
     const write = WRITES.has(request.method);
     const refused = refusal(request, write, hostAccepted, origins);
     if (refused) {
@@ -151,7 +171,7 @@ export function createApi(options: ApiOptions): ApiHandler {
     }
     const w = new JsonWriter(bare || query.get('pretty') !== 'off');
     target.write(w, 0, ctx);
-    w.text('\n');
+    w.newline();
     const response: { -readonly [K in keyof ApiResponse]: ApiResponse[K] } = textResponse(200, 'application/json', w.result(), head);
     response.release = w.recycle();
     return response;

@@ -139,6 +139,12 @@ export class JsonWriter {
     buf[--p] = 48 + x;
   }
 
+  /** The newline that ends a document: a byte store rather than a call to encode text. */
+  newline(): void {
+    this.room(1);
+    this.buf[this.pos++] = 0x0a;
+  }
+
   /** Text already in JSON form (a quoted string, a large or fractional number). */
   text(s: string): void {
     this.room(s.length * 3);
