@@ -22,7 +22,7 @@
 //   the connection, and no JavaScript sees it. HTTP/1.0 clients are served by node:http
 //   (apiListener, mountApi; the zonal server's `api` locations).
 // - A response written during the handler's own call needs no cork and no onAborted:
-//   reads without a body are answered there.
+//   reads are answered there.
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
 import type { ApiRequest } from '../api/types.js';
@@ -76,10 +76,11 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     // HttpRequest lives only during this call: what is kept is read now.
     const path = req.getUrl();
     const query = req.getQuery() ?? '';
-    // A read without a body is answered here and now: no onData, no onAborted, no
-    // closure kept, which is most of what a small answer costs uWS (a response may be
-    // written in the handler's own call without a cork, and cannot be aborted before it).
-    if (hasBody(req)) return onAny(res, req, method, path, query);
+    // A read is answered here and now: no onData, no onAborted, no closure kept, which is
+    // most of what a small answer costs uWS (a response may be written in the handler's
+    // own call without a cork, and cannot be aborted before it). The API reads no body
+    // of a GET or HEAD, so none is waited for: uWS reads one that comes and drops it,
+    // and the connection goes on (transport.test.ts sends both kinds).
     const request = new ReadRequest(method, path, query, address, localOf, req.getHeader('host'), req, res);
     const wire = answerLater(handler, request, onError);
     if (!(wire instanceof Promise)) {
@@ -258,12 +259,6 @@ class ReadRequest implements ApiRequest {
 
 /** uWS's lower-case methods as the API spells them, without a new string each time. */
 const METHODS: Record<string, string> = { get: 'GET', head: 'HEAD', put: 'PUT', patch: 'PATCH', delete: 'DELETE', post: 'POST', options: 'OPTIONS' };
-
-/** Whether a request carries a body: a length above zero, or chunks. */
-function hasBody(req: UWS.HttpRequest): boolean {
-  const length = req.getHeader('content-length');
-  return (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-}
 
 // uWS writes a header as `name: value` and CRLF, as given: the headers after the first
 // go out as the rest of the first one's value, in one call instead of one each. toWire
