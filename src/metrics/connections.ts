@@ -4,7 +4,7 @@
 import type { GaugeBlock } from '../engine/index.js';
 import { group, Layout, type Counted } from './shape.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
-import { FieldNode, type StatusNode } from './tree.js';
+import { LiveNode, type StatusNode } from './tree.js';
 
 const layout = new Layout<Counted>();
 const fields = {
@@ -54,5 +54,5 @@ export function connections(status: StatusStore): Connections {
 }
 
 export function connectionsNode(status: StatusStore): StatusNode {
-  return new FieldNode(connectionFields, { sums: status.gauges(STATUS_ZONE, KEY, layout.size).sums() }, true);
+  return new LiveNode(connectionFields, () => ({ sums: status.gauges(STATUS_ZONE, KEY, layout.size).sums() }), true);
 }

@@ -17,6 +17,8 @@ import { ObjectNode, type StatusNode } from './tree.js';
 export interface Branch {
   readonly path: readonly string[];
   present(catalog: Catalog): boolean;
+  /** The family's node: it reads the figures when it is walked, never when it is made,
+   * since it is made once for each catalog and serves every answer until the next. */
   node(status: StatusStore): StatusNode;
 }
 
@@ -43,13 +45,32 @@ export const branches: Branch[] = [
 function objectAt(status: StatusStore, prefix: readonly string[]): StatusNode {
   const below = branches.filter((b) => prefix.every((p, i) => b.path[i] === p) && b.path.length > prefix.length);
   const inner = new Map<string, StatusNode>();
+  // Families' nodes and the list of members, as made for the catalog of `generation`:
+  // making them again for every answer was most of the garbage a render left.
+  let generation = -1;
+  let families = new Map<Branch, StatusNode>();
+  let listed: Array<[string, StatusNode]> | undefined;
+  const current = () => {
+    const g = status.generation;
+    if (g !== generation) {
+      generation = g;
+      families = new Map();
+      listed = undefined;
+    }
+  };
   const nodeOf = (b: Branch, name: string): StatusNode => {
-    if (b.path.length === prefix.length + 1) return b.node(status);
+    if (b.path.length === prefix.length + 1) {
+      let family = families.get(b);
+      if (!family) families.set(b, (family = b.node(status)));
+      return family;
+    }
     let node = inner.get(name);
     if (!node) inner.set(name, (node = objectAt(status, [...prefix, name])));
     return node;
   };
   const list = (): Array<[string, StatusNode]> => {
+    current();
+    if (listed) return listed;
     const catalog = status.catalog();
     const out: Array<[string, StatusNode]> = [];
     for (const b of below) {
@@ -57,9 +78,10 @@ function objectAt(status: StatusStore, prefix: readonly string[]): StatusNode {
       if (out.some(([n]) => n === name) || !b.present(catalog)) continue;
       out.push([name, nodeOf(b, name)]);
     }
-    return out;
+    return (listed = out);
   };
   const find = (name: string): StatusNode | undefined => {
+    current();
     const catalog = status.catalog();
     const b = below.find((x) => x.path[prefix.length] === name && x.present(catalog));
     return b && nodeOf(b, name);

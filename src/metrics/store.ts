@@ -14,6 +14,8 @@ export interface StatusStore {
   readonly zone: Zone;
   /** What exists, as last published. */
   catalog(): Catalog;
+  /** Catalog changes so far: what a node made from the catalog is kept until. */
+  readonly generation: number;
   /** Absolute path -> content of the configuration files (`api_config_files on`). */
   configFiles(): Record<string, string>;
   /** A zone of the instance by name (`~status` or a configured one), attached once. */

@@ -155,6 +155,38 @@ export class FieldNode<S> implements StatusNode {
   }
 }
 
+/** A declared field of a source read again whenever the node is used: a node kept from
+ * one answer to the next (the families' nodes are) must not keep the figures it was made
+ * with. */
+export class LiveNode<S> implements StatusNode {
+  readonly kind: 'object' | 'leaf';
+  constructor(
+    private readonly field: Field<S>,
+    private readonly source: () => S,
+    readonly flat?: boolean,
+  ) {
+    this.kind = field.kind === 'leaf' ? 'leaf' : 'object';
+  }
+  private now(): FieldNode<S> {
+    return new FieldNode(this.field, this.source(), this.flat);
+  }
+  members(ctx: RenderContext): Array<[string, StatusNode]> {
+    return this.now().members(ctx);
+  }
+  child(name: string, ctx: RenderContext): StatusNode | undefined {
+    return this.now().child(name, ctx);
+  }
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    this.now().visit(ctx, fn);
+  }
+  json(ctx: RenderContext): Json | undefined {
+    return fieldJson(this.field, this.source(), ctx);
+  }
+  write(w: JsonWriter, depth: number, ctx: RenderContext): boolean {
+    return writeField(this.field, this.source(), w, depth, ctx);
+  }
+}
+
 /** A bare value: an entry of an `entries` field, or a value a branch computes. */
 export class ValueNode implements StatusNode {
   readonly kind = 'leaf';
@@ -280,8 +312,16 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
     `if (f) {\n${store(prefix(name, depth + 1, true, pretty))}} else {\n${store(prefix(name, depth + 1, false, pretty))}}\n`;
   const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; d = w.view; p = w.pos;`;
   let code = `let b = w.buf, d = w.view, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
+  // Counters are read in place, and a whole number is written digit by digit here: a
+  // number that went through value() and scalar() would be boxed on the heap, once per
+  // leaf of every answer.
+  if (field.fields.some((c) => c.kind === 'leaf' && c.sum !== undefined)) code += `const S = s.sums;\n`;
+  const digits = arg(putUint);
   field.fields.forEach((child, i) => {
-    if (child.kind === 'leaf' && child.encoded) {
+    if (child.kind === 'leaf' && child.sum !== undefined && !child.time && !child.encoded) {
+      code += `const v${i} = S[${child.sum}];\n${key(child.name)}`;
+      code += `if (v${i} >= 0 && v${i} < 2147483648 && v${i} === Math.floor(v${i})) { if (p + 10 > b.length) { w.pos = p; w.room(10); b = w.buf; d = w.view; } p = ${digits}(b, p, v${i} | 0); } else { ${sync(`w.scalar(v${i})`)} }\nf = false;\n`;
+    } else if (child.kind === 'leaf' && child.encoded) {
       code += `const e${i} = ${arg(child.encoded)}(s);\nconst v${i} = e${i} === undefined ? ${arg(child.value)}(s, c) : undefined;\n`;
       code += `if (e${i} !== undefined || v${i} !== undefined) {\n${key(child.name)}${sync(`if (e${i} !== undefined) w.bytes(e${i}); else w.scalar(v${i})`)}\nf = false;\n}\n`;
     } else if (child.kind === 'leaf') {
@@ -298,6 +338,24 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
   code += `if (f) {\n${store(Buffer.from('}'))}} else {\n${store(end)}}\nw.pos = p;`;
   const make = new Function('a', `${consts}return function write(s, w, c) {\n${code}\n};`);
   return make(args) as Writer<S>;
+}
+
+/** Writes `x` (0 <= x < 2^31) in decimal at `p` of `b`, which has room for ten digits;
+ * returns the position after it. */
+function putUint(b: Uint8Array, p: number, x: number): number {
+  if (x < 10) {
+    b[p] = 48 + x;
+    return p + 1;
+  }
+  const n = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
+  let at = p + n;
+  while (x >= 10) {
+    const q = (x / 10) | 0;
+    b[--at] = 48 + x - q * 10;
+    x = q;
+  }
+  b[--at] = 48 + x;
+  return p + n;
 }
 
 /** The JSON of a field straight from its declaration, without making nodes: what
