@@ -357,8 +357,11 @@ class Session {
   private pipe(client: Socket, peer: Socket): void {
     this.code = 200;
     const timeout = this.site.config.proxy.timeout;
-    // proxy_timeout: silence both ways. Each side's own idle timer says the side is
-    // silent; the session ends when the other has been silent as long.
+    // proxy_timeout: silence both ways. A socket's idle timer runs from its last read
+    // (the fast path's writes do not reach node's timer), and when it fires the session
+    // ends if nothing came either way for as long. The socket read last is the one whose
+    // timer fires once all is silent; an earlier one fires while the other side is busy
+    // and must leave its listener for later (setTimeout's own callback is a `once`).
     let last = performance.now();
     relay(client, peer, (n) => {
       this.received += n;
@@ -381,7 +384,9 @@ class Session {
         client.destroy();
       }
     };
-    client.setTimeout(timeout, idle);
-    peer.setTimeout(timeout, idle);
+    client.setTimeout(timeout);
+    peer.setTimeout(timeout);
+    client.on('timeout', idle);
+    peer.on('timeout', idle);
   }
 }
