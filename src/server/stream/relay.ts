@@ -10,8 +10,8 @@
 // shared buffer is free again when a read's callback returns, whichever socket is read
 // next, and an idle session holds no buffer. node's own path allocates a 64 KiB buffer
 // per read, emits it as 'data' through the stream machinery and writes it through a
-// write request: about a third of a bulk transfer's CPU in the worker, and the fresh
-// buffer of every read makes the kernel's copies into it and out of it miss the cache.
+// write request: the worker spent about 1.6 times nginx's CPU per MB that way, mostly
+// in the kernel's copies into a fresh buffer every time, and about nginx's this way.
 //
 // A TLS socket on either side takes the general path ('data' events, node's writes):
 // its bytes must go through node's TLS.
