@@ -206,6 +206,9 @@ interface Round {
   /** Bytes or connections done. */
   done: number;
   serverCpuPct: number;
+  /** The server's CPU µs per MB moved or per connection: the figure a busy machine
+   * leaves steadier than the rates. */
+  serverCpuUs: number;
   clientCpuPct: number;
 }
 
@@ -244,6 +247,7 @@ export async function streamRows(dir: string, nginx: string, rows: readonly Stre
         rate: mode === 'bulk' ? done / 1048576 / secs : done / secs,
         done,
         serverCpuPct: (server / secs) * 100,
+        serverCpuUs: (server * 1e6) / (mode === 'bulk' ? done / 1048576 : done),
         clientCpuPct: (r.cpu / r.wall) * 100,
       };
     };
@@ -254,8 +258,15 @@ export async function streamRows(dir: string, nginx: string, rows: readonly Stre
     const unit = mode === 'bulk' ? 'MB/s' : 'connections/s';
     table(
       `${row}: ${mode === 'bulk' ? `bulk upload, ${BULK_CONNECTIONS} connections writing ${BUFFER / 1024} KiB buffers` : `connect, 1 byte each way, close; ${CONNECT_CONCURRENCY} at a time`}; ${rounds} round(s) of ${seconds} s a side after 1 s of warm-up, medians`,
-      ['side', unit, 'zonal / side', 'server CPU % (1 core = 100)', 'client CPU %'],
-      sides.map((s) => [s.name, round2(med(s.key, (r) => r.rate)), round2(med('zonal', (r) => r.rate) / med(s.key, (r) => r.rate)), Math.round(med(s.key, (r) => r.serverCpuPct)), Math.round(med(s.key, (r) => r.clientCpuPct))]),
+      ['side', unit, 'zonal / side', 'server CPU % (1 core = 100)', `server CPU µs per ${mode === 'bulk' ? 'MB' : 'connection'}`, 'client CPU %'],
+      sides.map((s) => [
+        s.name,
+        round2(med(s.key, (r) => r.rate)),
+        round2(med('zonal', (r) => r.rate) / med(s.key, (r) => r.rate)),
+        Math.round(med(s.key, (r) => r.serverCpuPct)),
+        Math.round(med(s.key, (r) => r.serverCpuUs)),
+        Math.round(med(s.key, (r) => r.clientCpuPct)),
+      ]),
     );
     const ratio = Math.round((med('zonal', (r) => r.rate) / med('nginx', (r) => r.rate)) * 1000) / 1000;
     json[row] = {
@@ -264,6 +275,10 @@ export async function streamRows(dir: string, nginx: string, rows: readonly Stre
       ratio_nginx: ratio,
       target: mode === 'bulk' ? 0.7 : 0.4,
       server_cpu_pct: { zonal: Math.round(med('zonal', (r) => r.serverCpuPct)), nginx: Math.round(med('nginx', (r) => r.serverCpuPct)) },
+      [mode === 'bulk' ? 'server_cpu_us_per_mb' : 'server_cpu_us_per_connection']: {
+        zonal: Math.round(med('zonal', (r) => r.serverCpuUs)),
+        nginx: Math.round(med('nginx', (r) => r.serverCpuUs)),
+      },
       client_cpu_pct: { zonal: Math.round(med('zonal', (r) => r.clientCpuPct)), nginx: Math.round(med('nginx', (r) => r.clientCpuPct)) },
     };
   }

@@ -28,6 +28,7 @@ import { Balancer } from '../upstream/balancer.js';
 import type { StreamListen, StreamServerConfig } from './config.js';
 import { listenAddress } from '../config/values.js';
 import { readProxyHeader } from './proxy-protocol.js';
+import { relay } from './relay.js';
 
 /** Bytes a side may have queued for writing before the other side's reads pause: with
  * node's 16 KiB default every 64 KiB read would pause and resume the reading side
@@ -356,37 +357,36 @@ class Session {
   private pipe(client: Socket, peer: Socket): void {
     this.code = 200;
     const timeout = this.site.config.proxy.timeout;
-    client.on('data', (chunk: Buffer) => {
-      this.received += chunk.length;
-      this.peerSent += chunk.length;
-      if (!peer.write(chunk)) client.pause();
+    // proxy_timeout: silence both ways. A socket's idle timer runs from its last read
+    // (the fast path's writes do not reach node's timer), and when it fires the session
+    // ends if nothing came either way for as long. The socket read last is the one whose
+    // timer fires once all is silent; an earlier one fires while the other side is busy
+    // and must leave its listener for later (setTimeout's own callback is a `once`).
+    let last = performance.now();
+    relay(client, peer, (n) => {
+      this.received += n;
+      this.peerSent += n;
+      last = performance.now();
     });
-    peer.on('drain', () => client.resume());
-    peer.on('data', (chunk: Buffer) => {
-      if (this.firstByteMs === undefined) this.firstByteMs = performance.now() - this.start;
-      this.peerReceived += chunk.length;
-      this.sent += chunk.length;
-      if (!client.write(chunk)) peer.pause();
+    relay(peer, client, (n) => {
+      last = performance.now();
+      if (this.firstByteMs === undefined) this.firstByteMs = last - this.start;
+      this.peerReceived += n;
+      this.sent += n;
     });
-    client.on('drain', () => peer.resume());
     client.on('end', () => peer.end());
     peer.on('end', () => client.end());
     client.on('close', () => peer.destroy());
     client.on('error', () => peer.destroy());
-    // proxy_timeout: silence both ways. Each side's own idle timer says the side is
-    // silent; the session ends when the other has been silent as long.
-    let last = performance.now();
-    const touch = () => (last = performance.now());
-    client.on('data', touch);
-    peer.on('data', touch);
     const idle = () => {
       if (performance.now() - last >= timeout - 1) {
         peer.destroy();
         client.destroy();
       }
     };
-    client.setTimeout(timeout, idle);
-    peer.setTimeout(timeout, idle);
-    client.resume();
+    client.setTimeout(timeout);
+    peer.setTimeout(timeout);
+    client.on('timeout', idle);
+    peer.on('timeout', idle);
   }
 }
