@@ -7,6 +7,7 @@ import t from 'tap';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Status } from '../../../src/metrics/status.js';
 import { freePorts, getJson, Zonal } from '../zonal.js';
 
 const [port, port6, admin] = await freePorts(3);
@@ -16,6 +17,8 @@ const conf = `worker_processes 2;
 http {
   limit_req_zone $binary_remote_addr zone=fast:64k rate=1r/m;
   limit_req_zone $binary_remote_addr zone=general:64k rate=1r/m;
+  limit_req_zone $remote_addr zone=fast_text:64k rate=1r/m;
+  limit_req_zone $remote_addr zone=general_text:64k rate=1r/m;
   limit_req_zone $http_x_key zone=fast_header:64k rate=1r/m;
   limit_req_zone $http_x_key zone=general_header:64k rate=1r/m;
   limit_conn_zone $binary_remote_addr zone=roomy:64k;
@@ -25,6 +28,8 @@ http {
     root .;
     location /fast/ { limit_req zone=fast burst=3 nodelay; }
     location /general/ { limit_req zone=general burst=3 nodelay; limit_conn roomy 1000; }
+    location /fast_text/ { limit_req zone=fast_text burst=3 nodelay; }
+    location /general_text/ { limit_req zone=general_text burst=3 nodelay; limit_conn roomy 1000; }
     location /fast_header/ { limit_req zone=fast_header burst=3 nodelay; limit_req_status 429; }
     location /general_header/ { limit_req zone=general_header burst=3 nodelay; limit_req_status 429; limit_conn roomy 1000; }
   }
@@ -35,7 +40,7 @@ http {
 }
 `;
 const zonal = await Zonal.start({ 'zonal.conf': conf });
-for (const dir of ['fast', 'general', 'fast_header', 'general_header']) {
+for (const dir of ['fast', 'general', 'fast_text', 'general_text', 'fast_header', 'general_header']) {
   mkdirSync(join(zonal.dir, dir));
   writeFileSync(join(zonal.dir, dir, 'f'), 'hello\n');
 }
@@ -116,6 +121,29 @@ t.test('$binary_remote_addr: the fast path answers and counts as the general one
   t.same(await limitReqs('general'), counts, 'as the general path did');
 });
 
+t.test('$remote_addr, kept on the socket as bytes: the same answers and counts, and the key its text is', async (t) => {
+  const fast = await traffic('fast_text');
+  const general = await traffic('general_text');
+  const expected = [200, 200, 200, 200, 503, 503, 503];
+  t.same(
+    fast.map((a) => a.status),
+    [...expected, ...expected, ...expected],
+  );
+  t.same(fast.map(comparable), general.map(comparable));
+  const counts = { passed: 12, skipped: 0, delayed: 0, rejected: 9, exhausted: 0 };
+  t.same(await limitReqs('fast_text'), counts);
+  t.same(await limitReqs('general_text'), counts);
+  // The embedding API's string keys count by their UTF-8 bytes: the server's kept bytes
+  // must be the very key the text '127.0.0.1' is, for both paths.
+  const reader = Status.attach({ instance: `p${zonal.child.pid}`, writer: false });
+  t.teardown(() => reader.zone.detach());
+  for (const zone of ['fast_text', 'general_text']) {
+    const table = reader.zoneNamed(zone).limitReqTable('http/limit_reqs/keys');
+    for (const address of ['127.0.0.1', '127.0.0.2', '::1']) t.ok(table.peek(address) > 0, `${zone}: the bucket of "${address}" is the one its text names`);
+    t.equal(table.size, 3, `${zone}: one bucket per client address`);
+  }
+});
+
 t.test('a key of the request ($http_x_key): the one limit_req of a place, decided without the general path, answers and counts the same', async (t) => {
   const fast = await traffic('fast_header', 'k');
   const general = await traffic('general_header', 'k');
@@ -129,5 +157,5 @@ t.test('a key of the request ($http_x_key): the one limit_req of a place, decide
   t.same(await limitReqs('fast_header'), counts);
   t.same(await limitReqs('general_header'), counts);
   const conns = (await getJson(`http://127.0.0.1:${admin}/status/http/limit_conns/roomy`)).body;
-  t.same(conns, { passed: 24, skipped: 0, rejected: 0, exhausted: 0 }, 'the general path took its limit_conn for each request limit_req passed');
+  t.same(conns, { passed: 36, skipped: 0, rejected: 0, exhausted: 0 }, 'the general path took its limit_conn for each request limit_req passed');
 });
