@@ -286,6 +286,13 @@ export type LimitRelease = () => void;
 
 const NOTHING_HELD: LimitRelease = () => {};
 
+/** ConnectionLimiter.hold(): a count was taken. */
+export const HOLD_TAKEN = 1;
+/** ConnectionLimiter.hold(): passed, holding nothing. */
+export const HOLD_NONE = 0;
+/** ConnectionLimiter.hold(): refused. */
+export const HOLD_REFUSED = -1;
+
 /**
  * nginx's limit_conn over one zone, exact across every process of the instance: a count
  * per key of what is in progress, in shared memory, with what each worker slot holds of
@@ -319,23 +326,41 @@ export class ConnectionLimiter {
    * limit or the zone has no room for it. An empty key, or one over 255 bytes, is not
    * limited (`skipped`). In dry run, what would be refused passes, held by nothing. */
   acquire(key: LimitKey): LimitRelease | null {
-    if (limitKeySkipped(key as Buffer | string, LIMIT_CONN_KEY_MAX)) {
-      this.recorder.skipped();
-      return NOTHING_HELD;
-    }
-    const r = this.table.acquire(key, this.limit, this.slot);
-    if (r === 1) {
-      this.recorder.passed();
+    const r = this.hold(key);
+    if (r === HOLD_TAKEN) {
       let held = true;
       return () => {
         if (!held) return;
         held = false;
-        this.table.release(key, this.slot);
+        this.release(key);
       };
+    }
+    return r === HOLD_REFUSED ? null : NOTHING_HELD;
+  }
+
+  /** acquire() for a caller that keeps the key and gives the count back itself, with no
+   * function made per call (the server's requests): HOLD_TAKEN when a count of `key` was
+   * taken, for one release(key); HOLD_NONE when it passes holding nothing (a key not
+   * limited, a dry run's refusal); HOLD_REFUSED when it is refused. Counted as acquire()
+   * counts. */
+  hold(key: LimitKey): number {
+    if (limitKeySkipped(key as Buffer | string, LIMIT_CONN_KEY_MAX)) {
+      this.recorder.skipped();
+      return HOLD_NONE;
+    }
+    const r = this.table.acquire(key, this.limit, this.slot);
+    if (r === 1) {
+      this.recorder.passed();
+      return HOLD_TAKEN;
     }
     if (r === 0) this.recorder.rejected();
     else this.recorder.exhausted();
-    return this.dryRun ? NOTHING_HELD : null;
+    return this.dryRun ? HOLD_NONE : HOLD_REFUSED;
+  }
+
+  /** Gives back one count that hold() took for `key` (only once per HOLD_TAKEN). */
+  release(key: LimitKey): void {
+    this.table.release(key, this.slot);
   }
 }
 

@@ -1,7 +1,8 @@
 // The embedding API of the limits: status.limitReq(zone).take(key) and
-// status.limitConn(zone).acquire(key), nginx's semantics, counted in the limit families.
+// status.limitConn(zone).acquire(key) (or hold(key) and release(key)), nginx's semantics,
+// counted in the limit families.
 import t, { type Test } from 'tap';
-import { limitRequest, repairLimitSlot } from '../../src/metrics/limits.js';
+import { HOLD_NONE, HOLD_REFUSED, HOLD_TAKEN, limitRequest, repairLimitSlot } from '../../src/metrics/limits.js';
 import { Status } from '../../src/metrics/status.js';
 import { uniqueName } from '../helpers.js';
 import { apiOf } from './api.js';
@@ -116,4 +117,27 @@ t.test('limitConn: acquire and release, rejected at the limit, skipped, dry run,
   t.equal(exhausted, 1);
   t.equal(api.get('/status/http/limit_conns/conns/exhausted').body, 1);
   t.ok(api.get('/status/slabs/conns').body.pages.free <= 1, 'the zone is full, as /status/slabs shows');
+});
+
+t.test('limitConn: hold() and release(key), acquire() without its function, decide and count alike', async (t) => {
+  const { status, api } = instance(t);
+  const c = status.limitConn('conns', { limit: 2 });
+  const key = Buffer.from([127, 0, 0, 1]);
+  t.equal(c.hold(key), HOLD_TAKEN);
+  t.equal(c.hold('\x7f\x00\x00\x01'), HOLD_TAKEN, 'a string key of the same bytes is the same key');
+  t.equal(c.hold(key), HOLD_REFUSED, 'a third while two are held');
+  t.equal(c.table.peek(key), 2);
+  c.release(key);
+  t.equal(c.table.peek(key), 1, 'release(key) gives back one');
+  t.equal(c.hold(key), HOLD_TAKEN, 'and the key may take it again');
+  t.equal(c.hold(''), HOLD_NONE, 'an empty key passes holding nothing');
+  t.equal(c.hold('x'.repeat(256)), HOLD_NONE, 'so does a key over 255 bytes');
+  const dry = status.limitConn('conns', { limit: 1, dryRun: true });
+  t.equal(dry.hold(key), HOLD_NONE, 'dry run: over the limit, passed holding nothing');
+  t.equal(c.table.peek(key), 2, 'a dry run refusal takes nothing');
+  c.release(key);
+  c.release(key);
+  t.equal(c.table.peek(key), 0, 'both given back');
+  // Each call counted as acquire() counts it: 3 passed, 2 skipped, 2 rejected (one dry).
+  t.same(api.get('/status/http/limit_conns/conns').body, { passed: 3, skipped: 2, rejected: 2, exhausted: 0 });
 });

@@ -27,6 +27,7 @@ import { runIfs, Site, type Place } from './site.js';
 import { serveStatic } from './static.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
+import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -241,8 +242,12 @@ export class HttpPlane {
     this.counted(socket, conn, res, zone, location);
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
-    if (place.limits && !place.return) place.limits.admit(req, res, uri, () => this.access(req, res, uri, place, captures));
-    else this.access(req, res, uri, place, captures);
+    // A request let through at once makes no closure: only a delayed one waits for one.
+    if (place.limits && !place.return) {
+      const admission = place.limits.admit(req, res, uri);
+      if (admission === ADMITTED) this.access(req, res, uri, place, captures);
+      else if (admission !== ANSWERED) place.limits.hold(req, res, uri, admission, () => this.access(req, res, uri, place, captures));
+    } else this.access(req, res, uri, place, captures);
   }
 
   private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {

@@ -2,14 +2,20 @@
 // hold the request back by a timer), then limit_conn, whose counts are given back when
 // the response ends, however it ends (written out, client abort, upstream error).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ConnectionLimiter, limitRequest, RequestLimiter, type LimitRelease, type RequestLimit } from '../../metrics/limits.js';
+import { ConnectionLimiter, HOLD_REFUSED, HOLD_TAKEN, limitRequest, RequestLimiter, type LimitReqDecision, type RequestLimit } from '../../metrics/limits.js';
+import type { LimitKey } from '../../engine/index.js';
 import type { Status } from '../../metrics/status.js';
 import { clientAddress } from '../../api/variables.js';
 import { sendPage } from '../http/pages.js';
-import { compileKey, type VariableContext } from '../http/variables.js';
+import { compileKey, connectionKey, type VariableContext } from '../http/variables.js';
 import type { LimitsConfig, LogLevel } from './config.js';
 
 type Key = (c: VariableContext) => string | Buffer;
+
+/** admit(): the request goes on now. */
+export const ADMITTED = 0;
+/** admit(): the request was refused and answered. (A number above 0 is a delay.) */
+export const ANSWERED = -1;
 
 /** zonal's log shows notice and above (nginx's `info` is below it). */
 const SHOWN: Record<LogLevel, boolean> = { info: false, notice: true, warn: true, error: true };
@@ -23,7 +29,16 @@ function log(level: LogLevel, message: string, req: IncomingMessage): void {
 
 export class PlaceLimits {
   private readonly reqs: Array<{ readonly limiter: RequestLimiter; readonly key: Key }>;
-  private readonly conns: Array<{ readonly limiter: ConnectionLimiter; readonly key: Key }>;
+  /** `own`: the key when it is the connection's (kept on the socket). */
+  private readonly conns: Array<{ readonly limiter: ConnectionLimiter; readonly key: Key; readonly own: ((req: IncomingMessage) => LimitKey) | undefined }>;
+  /** The one limit_req of a place with no limit_conn: decided without the arrays and the
+   * context the general case builds, since every request of such a place pays for them. */
+  private readonly only: RequestLimiter | undefined;
+  /** `only`'s key when it is the connection's own ($binary_remote_addr, $remote_addr):
+   * kept on the socket, so that a request evaluates nothing. */
+  private readonly onlyKey: ((req: IncomingMessage) => LimitKey) | undefined;
+  /** The limit_req zones as the log names them. */
+  private readonly names: string;
 
   constructor(
     private readonly config: LimitsConfig,
@@ -37,60 +52,123 @@ export class PlaceLimits {
     this.conns = config.conns.map((c) => ({
       limiter: status.limitConn(c.zone, { limit: c.limit, dryRun: config.connDryRun }),
       key: compileKey(c.key),
+      own: connectionKey(c.key),
     }));
+    const one = this.reqs.length === 1 && this.conns.length === 0;
+    this.only = one ? this.reqs[0].limiter : undefined;
+    this.onlyKey = one ? connectionKey(config.reqs[0].key) : undefined;
+    this.names = this.reqs.map((r) => `"${r.limiter.zone}"`).join(', ');
   }
 
-  /** Runs the limits for a request: `next` when it may go on (at once, or after its
-   * delay); otherwise it is answered here with the configured status. */
-  admit(req: IncomingMessage, res: ServerResponse, uri: string, next: () => void): void {
-    const ctx: VariableContext = { req, uri, serverName: this.serverName };
-    if (this.reqs.length === 0) return this.connections(ctx, res, next);
-    const limits: RequestLimit[] = this.reqs.map((r) => ({ limiter: r.limiter, key: r.key(ctx) }));
-    const decision = limitRequest(limits);
-    const names = () => this.reqs.map((r) => `"${r.limiter.zone}"`).join(', ');
-    if (decision.result === 'rejected' || decision.result === 'exhausted') {
-      log(this.config.reqLogLevel, `limiting requests${decision.result === 'exhausted' ? ', no room for the key,' : ''} by zone ${names()}`, req);
-      return sendPage(res, this.config.reqStatus, req.method === 'HEAD');
+  /** Runs the limits for a request: ADMITTED when it may go on now; ANSWERED when it was
+   * refused and answered here with the configured status; otherwise the milliseconds it
+   * is held back, after which hold() lets it go on. Nothing is allocated for a request
+   * that passes the one limit_req of a place keyed by its connection. */
+  admit(req: IncomingMessage, res: ServerResponse, uri: string): number {
+    const only = this.only;
+    if (only !== undefined) {
+      const decision = only.take(this.onlyKey !== undefined ? this.onlyKey(req) : this.reqs[0].key({ req, uri, serverName: this.serverName }));
+      return decision.result === 'passed' || decision.result === 'skipped' ? ADMITTED : this.refusedOrDelayed(decision, req, res);
     }
-    if (decision.result !== 'delayed') return this.connections(ctx, res, next);
-    log(BELOW[this.config.reqLogLevel], `delaying request ${decision.delay} ms by zone ${names()}`, req);
-    // A timer, never a wait: the worker serves others meanwhile. A client gone by then
-    // is not served.
+    if (this.reqs.length > 0) {
+      const ctx: VariableContext = { req, uri, serverName: this.serverName };
+      const limits: RequestLimit[] = this.reqs.map((r) => ({ limiter: r.limiter, key: r.key(ctx) }));
+      const decision = limitRequest(limits);
+      if (decision.result !== 'passed' && decision.result !== 'skipped') return this.refusedOrDelayed(decision, req, res);
+    }
+    return this.connections(req, res, uri) ? ADMITTED : ANSWERED;
+  }
+
+  /** Holds a request admit() delayed for `delay` ms on a timer, never a wait: the worker
+   * serves others meanwhile. Then its limit_conn counts are taken and `next` is called,
+   * unless one refused it (answered then) or the client is gone (not served). */
+  hold(req: IncomingMessage, res: ServerResponse, uri: string, delay: number, next: () => void): void {
     const timer = setTimeout(() => {
       res.off('close', cancel);
-      if (!res.destroyed) this.connections(ctx, res, next);
-    }, decision.delay);
+      if (!res.destroyed && this.connections(req, res, uri)) next();
+    }, delay);
     const cancel = () => clearTimeout(timer);
     res.once('close', cancel);
   }
 
-  private connections(ctx: VariableContext, res: ServerResponse, next: () => void): void {
-    if (this.conns.length === 0) return next();
-    const held: LimitRelease[] = [];
-    for (const c of this.conns) {
-      const release = c.limiter.acquire(c.key(ctx));
-      if (release) {
-        held.push(release);
+  private refusedOrDelayed(decision: LimitReqDecision, req: IncomingMessage, res: ServerResponse): number {
+    if (decision.result === 'rejected' || decision.result === 'exhausted') {
+      log(this.config.reqLogLevel, `limiting requests${decision.result === 'exhausted' ? ', no room for the key,' : ''} by zone ${this.names}`, req);
+      sendPage(res, this.config.reqStatus, req.method === 'HEAD');
+      return ANSWERED;
+    }
+    log(BELOW[this.config.reqLogLevel], `delaying request ${decision.delay} ms by zone ${this.names}`, req);
+    return decision.delay;
+  }
+
+  /** Takes the request's limit_conn counts: false when one refused it (answered then). */
+  private connections(req: IncomingMessage, res: ServerResponse, uri: string): boolean {
+    const conns = this.conns;
+    if (conns.length === 0) return true;
+    let ctx: VariableContext | undefined;
+    let holding: Holding | undefined;
+    for (let i = 0; i < conns.length; i++) {
+      const c = conns[i];
+      const key = c.own !== undefined ? c.own(req) : c.key((ctx ??= { req, uri, serverName: this.serverName }));
+      const r = c.limiter.hold(key);
+      if (r === HOLD_TAKEN) {
+        (holding ??= new Holding(conns, res.end)).keys[i] = key;
         continue;
       }
-      for (const r of held) r();
-      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, ctx.req);
-      return sendPage(res, this.config.connStatus, ctx.req.method === 'HEAD');
+      if (r !== HOLD_REFUSED) continue;
+      holding?.giveBack();
+      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, req);
+      sendPage(res, this.config.connStatus, req.method === 'HEAD');
+      return false;
     }
+    if (holding === undefined) return true;
     // Given back when the response is ended, as nginx gives it back when it finalizes
     // the request, in the same step as the last write: 'finish' or 'close' come later,
     // after the client may have its answer and sent its next request to another worker,
     // which would find the count still taken. 'close' covers the responses never ended
-    // (client abort, a worker's drain).
-    const release = () => {
-      for (const r of held.splice(0)) r();
-    };
-    const end = res.end;
-    res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
-      release();
-      return end.apply(this, args);
-    } as ServerResponse['end'];
-    res.once('close', release);
-    next();
+    // (client abort, a worker's drain). Both are functions made once, finding what to
+    // give back on the response.
+    const holder = res as Holder;
+    holder[HOLDING] = holding;
+    holder.end = endGivingBack;
+    holder.on('close', closeGivingBack);
+    return true;
   }
+}
+
+const HOLDING = Symbol('zonal.limit_conn.holding');
+type Holder = ServerResponse & { [HOLDING]?: Holding };
+
+/** The limit_conn counts a request holds, each given back once. */
+class Holding {
+  /** By limit_conn of the place: the key a count was taken for, undefined once given back
+   * (or never taken). */
+  readonly keys: Array<LimitKey | undefined>;
+
+  constructor(
+    private readonly conns: ReadonlyArray<{ readonly limiter: ConnectionLimiter }>,
+    /** The response's end() before endGivingBack took its place. */
+    readonly end: ServerResponse['end'],
+  ) {
+    this.keys = new Array<LimitKey | undefined>(conns.length).fill(undefined);
+  }
+
+  giveBack(): void {
+    for (let i = 0; i < this.keys.length; i++) {
+      const key = this.keys[i];
+      if (key === undefined) continue;
+      this.keys[i] = undefined;
+      this.conns[i].limiter.release(key);
+    }
+  }
+}
+
+function endGivingBack(this: Holder): ServerResponse {
+  const holding = this[HOLDING]!;
+  holding.giveBack();
+  return (holding.end as (...args: unknown[]) => ServerResponse).apply(this, arguments as unknown as unknown[]);
+}
+
+function closeGivingBack(this: Holder): void {
+  this[HOLDING]?.giveBack();
 }

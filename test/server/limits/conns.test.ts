@@ -28,10 +28,10 @@ const tally = new Map<string, number>();
 const seen = (location: string, code: number) => tally.get(`${location} ${code}`) ?? 0;
 
 /** A request whose answer is awaited separately; abort() ends it from the client side. */
-function send(path: string): { answer: Promise<number>; abort(): void; req: ClientRequest } {
+function send(path: string, headers: Record<string, string> = {}): { answer: Promise<number>; abort(): void; req: ClientRequest } {
   let req!: ClientRequest;
   const answer = new Promise<number>((resolve) => {
-    req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+    req = request({ host: '127.0.0.1', port, path, agent: false, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', () => resolve(-1));
@@ -52,11 +52,14 @@ async function start(workers: number): Promise<Zonal> {
 http {
   limit_conn_zone $remote_addr zone=held:32k;
   limit_conn_zone $remote_addr zone=failing:32k;
+  limit_conn_zone $binary_remote_addr zone=first:32k;
+  limit_conn_zone $http_x_pair zone=second:32k;
   server {
     listen 127.0.0.1:${port};
     root .;
     location /hold/ { limit_conn held 2; proxy_pass http://127.0.0.1:${backendPort}; }
     location /probe/ { limit_conn held 2; }
+    location /pair/ { limit_conn first 5; limit_conn second 1; proxy_pass http://127.0.0.1:${backendPort}; }
     location /down/ { limit_conn failing 1; proxy_pass http://127.0.0.1:${closedPort}; }
   }
   server {
@@ -110,6 +113,31 @@ t.test('released when the response ends, when the client aborts, on an upstream 
   // The probes until the abort reached the worker were refused too: the first, and maybe more.
   t.ok(seen('probe', 503) >= 1, `refused probes: ${seen('probe', 503)}`);
   t.same(await status('failing'), { passed: 4, skipped: 0, rejected: 0, exhausted: 0 });
+});
+
+t.test('two limit_conn, the second refusing: the first gives back what it took; both given back at the end', async (t) => {
+  const zonal = await start(1);
+  t.teardown(() => zonal.stop());
+  arrived = 0;
+  held.length = 0;
+  const a = send('/pair/a', { 'X-Pair': 'p' });
+  t.ok(await until(() => arrived === 1), 'one request holds a count of each zone');
+  t.equal(await send('/pair/b', { 'X-Pair': 'p' }).answer, 503, 'the second zone refuses another of its key');
+  const reader = Status.attach({ instance: `p${zonal.child.pid}`, writer: false });
+  t.teardown(() => reader.zone.detach());
+  const first = reader.zoneNamed('first').limitConnTable('http/limit_conns/keys');
+  const second = reader.zoneNamed('second').limitConnTable('http/limit_conns/keys');
+  const address = Buffer.from([127, 0, 0, 1]);
+  t.equal(first.peek(address), 1, 'the refused request gave back the count the first zone had given it');
+  t.equal(second.peek('p'), 1);
+  const c = send('/pair/c', { 'X-Pair': 'q' });
+  t.ok(await until(() => arrived === 2), 'another key of the second zone passes both');
+  t.equal(first.peek(address), 2);
+  answerAll();
+  t.same([await a.answer, await c.answer], [200, 200]);
+  t.ok(await eventually(async () => first.peek(address) <= 0 && second.peek('p') <= 0 && second.peek('q') <= 0, 5000), 'every count given back once the responses ended');
+  t.same(await status('first'), { passed: 3, skipped: 0, rejected: 0, exhausted: 0 });
+  t.same(await status('second'), { passed: 2, skipped: 0, rejected: 1, exhausted: 0 });
 });
 
 t.test('a worker SIGKILLed while it holds a count: the primary gives it back', async (t) => {
