@@ -56,14 +56,26 @@ export class ObjectNode implements StatusNode {
     }
     w.open();
     let first = true;
-    const visit = (name: string, node: StatusNode) => {
-      if (node instanceof FieldNode && !node.present(ctx)) return;
-      w.key(name, depth + 1, first);
-      node.write(w, depth + 1, ctx);
-      first = false;
-    };
-    if (this.each) this.each(ctx, visit);
-    else for (const [name, node] of this.list(ctx)) visit(name, node);
+    if (this.each) {
+      this.each(ctx, (name, node) => {
+        if (node instanceof FieldNode && !node.present(ctx)) return;
+        w.key(name, depth + 1, first);
+        node.write(w, depth + 1, ctx);
+        first = false;
+      });
+    } else {
+      // A member's key is written before knowing whether it is present, and taken back
+      // if it is not: write() writes nothing and says false for an absent member, and
+      // asking first would read its value twice.
+      const list = this.list(ctx);
+      for (let i = 0; i < list.length; i++) {
+        const member = list[i];
+        const mark = w.pos;
+        w.key(member[0], depth + 1, first);
+        if (member[1].write(w, depth + 1, ctx)) first = false;
+        else w.pos = mark;
+      }
+    }
     w.close(depth, first);
     return true;
   }
