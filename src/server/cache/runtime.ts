@@ -401,13 +401,11 @@ class CachedRequest implements VariableContext, ProxyTap {
     const now = Date.now();
     const shard = rt.shardOf(this.md5);
     // An expired entry is flagged while one request updates it whatever proxy_cache_lock
-    // says: use_stale updating and background updates need to know.
-    const l = rt.keys.lookup(this.md5, now, use.minUses, lockMs > 0 ? lockMs : use.lockAge);
+    // says (use_stale updating and background updates need to know); a new key only
+    // with proxy_cache_lock.
+    const l = rt.keys.lookup(this.md5, now, use.minUses, lockMs > 0 ? lockMs : use.lockAge, lockMs > 0);
     rt.removed(l.evicted);
-    // Without proxy_cache_lock a new key takes no flag: give back what the lookup took.
-    const tookFlag = l.store && (l.state === S.Miss || l.state === S.Expired);
-    if (tookFlag && l.state === S.Miss && lockMs === 0) rt.keys.release(this.md5);
-    else this.holds = tookFlag;
+    this.holds = l.store && (l.state === S.Expired || (l.state === S.Miss && lockMs > 0));
     switch (l.state) {
       case S.Hit: {
         const file = rt.read(this.md5, this.id, this.cacheKey, l.version, shard);
