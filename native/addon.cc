@@ -415,7 +415,10 @@ class Zone : public Napi::ObjectWrap<Zone> {
     return Napi::Number::New(env, static_cast<double>(Guarded(env, [&] { return CacheTableEnsure(s, key); })));
   }
 
-  // [state, store (1|0), version, size, valid until, evicted]
+  // (table, key, now, min uses, lock ms, lock misses, out) -> evicted | null; `out`, a
+  // Float64Array of 5: state, store (1|0), version, size, valid until. Written into the
+  // caller's array rather than a new one: it is every cached request's call, and the
+  // array's five Sets cost as much as the lookup under the mutex.
   Napi::Value CacheLookupOf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
@@ -424,16 +427,19 @@ class Zone : public Napi::ObjectWrap<Zone> {
     const int64_t now = TimeArg(info, 2, "now");
     const uint32_t min_uses = static_cast<uint32_t>(NumberArg(info, 3, "min uses"));
     const int64_t lock_ms = TimeArg(info, 4, "lock time");
+    if (info.Length() < 7 || !info[5].IsBoolean() || !info[6].IsTypedArray() ||
+        info[6].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array || info[6].As<Napi::Float64Array>().ElementLength() < 5)
+      throw Napi::TypeError::New(env, "cacheLookup needs lock misses (a boolean) and a Float64Array of 5");
+    const bool lock_misses = info[5].As<Napi::Boolean>().Value();
+    double* out = info[6].As<Napi::Float64Array>().Data();
     std::vector<CacheEvicted> evicted;
-    const CacheLookupResult r = Guarded(env, [&] { return CacheLookup(s, table, key, now, min_uses, lock_ms, &evicted); });
-    Napi::Array out = Napi::Array::New(env, 6);
-    out.Set(0u, Napi::Number::New(env, static_cast<int32_t>(r.state)));
-    out.Set(1u, Napi::Number::New(env, r.store ? 1 : 0));
-    out.Set(2u, Napi::Number::New(env, static_cast<double>(r.version)));
-    out.Set(3u, Napi::Number::New(env, static_cast<double>(r.size)));
-    out.Set(4u, Napi::Number::New(env, static_cast<double>(r.valid_until)));
-    out.Set(5u, evicted.empty() ? env.Null() : EvictedArray(env, evicted));
-    return out;
+    const CacheLookupResult r = Guarded(env, [&] { return CacheLookup(s, table, key, now, min_uses, lock_ms, lock_misses, &evicted); });
+    out[0] = static_cast<double>(r.state);
+    out[1] = r.store ? 1 : 0;
+    out[2] = static_cast<double>(r.version);
+    out[3] = static_cast<double>(r.size);
+    out[4] = static_cast<double>(r.valid_until);
+    return evicted.empty() ? env.Null() : EvictedArray(env, evicted);
   }
 
   // [size delta, version, evicted]

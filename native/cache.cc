@@ -93,7 +93,7 @@ CacheTable* CacheTableAt(Segment& s, uint64_t table) {
 }
 
 CacheLookupResult CacheLookup(Segment& s, uint64_t table, const uint8_t* key, int64_t now, uint32_t min_uses, int64_t lock_ms,
-                              std::vector<CacheEvicted>* evicted) {
+                              bool lock_misses, std::vector<CacheEvicted>* evicted) {
   Guard lock(s);
   Table tb = Open(s, table);
   CacheLookupResult r{CacheState::Miss, false, 0, 0, 0};
@@ -125,7 +125,7 @@ CacheLookupResult CacheLookup(Segment& s, uint64_t table, const uint8_t* key, in
   }
   if (busy) return r;
   r.store = n->uses >= min_uses;
-  if (r.store && lock_ms > 0) s.Put(n->updating, now + lock_ms);
+  if (r.store && lock_ms > 0 && (n->exists || lock_misses)) s.Put(n->updating, now + lock_ms);
   return r;
 }
 

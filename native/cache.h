@@ -74,9 +74,10 @@ uint64_t CacheTableEnsure(Segment& s, const std::string& key);
 CacheTable* CacheTableAt(Segment& s, uint64_t table);
 
 // nginx's ngx_http_file_cache_exists: counts a use, and says what the request does.
-// `lock_ms` > 0 takes the updating flag for that long when this request is to fetch.
+// `lock_ms` > 0 takes the updating flag for that long when this request is to fetch an
+// expired entry, and a new one too when `lock_misses` (proxy_cache_lock).
 CacheLookupResult CacheLookup(Segment& s, uint64_t table, const uint8_t* key, int64_t now, uint32_t min_uses, int64_t lock_ms,
-                              std::vector<CacheEvicted>* evicted);
+                              bool lock_misses, std::vector<CacheEvicted>* evicted);
 // A response was written to the key's file: the node exists with this size and validity,
 // its updating flag cleared. Returns the change of the cache's size in bytes.
 int64_t CacheStore(Segment& s, uint64_t table, const uint8_t* key, int64_t now, int64_t valid_until, uint64_t size,

@@ -40,11 +40,16 @@ export class CacheKeys {
   ) {}
 
   /** Counts a use of `key` (16 bytes) at `now` (ms since the epoch) and says what the
-   * request does; `lockMs` > 0 takes the updating flag for that long when it is to fetch. */
-  lookup(key: Uint8Array, now: number, minUses: number, lockMs: number): CacheLookup {
-    const [state, store, version, size, validUntil, evicted] = this.native.cacheLookup(this.table, key, now, minUses, lockMs);
-    return { state: state as CacheLookupState, store: store === 1, version, size, validUntil, evicted: evictedOf(evicted) };
+   * request does; `lockMs` > 0 takes the updating flag for that long when it is to fetch
+   * an expired entry, and a new one too when `lockMisses`. */
+  lookup(key: Uint8Array, now: number, minUses: number, lockMs: number, lockMisses = true): CacheLookup {
+    const out = this.out;
+    const evicted = this.native.cacheLookup(this.table, key, now, minUses, lockMs, lockMisses, out);
+    return { state: out[0] as CacheLookupState, store: out[1] === 1, version: out[2], size: out[3], validUntil: out[4], evicted: evictedOf(evicted) };
   }
+
+  /** What lookup() reads the native answer from: one array for every call. */
+  private readonly out = new Float64Array(5);
 
   /** The key's file was written: returns the change of the cache's size, and the version. */
   store(key: Uint8Array, now: number, validUntil: number, size: number, shard: number): { delta: number; version: number; evicted: CacheEvicted[] } {

@@ -54,7 +54,8 @@ export interface NativeZone {
   stallAfter(writes: number): void;
   /** The proxy cache's keys (native/cache.h); 0 when the zone has no room for the table. */
   cacheTable(key: string): number;
-  cacheLookup(table: number, key: Uint8Array, now: number, minUses: number, lockMs: number): [number, number, number, number, number, Array<[Buffer, number, number, boolean]> | null];
+  /** Writes state, store (1|0), version, size and valid-until into `out`; returns the evicted. */
+  cacheLookup(table: number, key: Uint8Array, now: number, minUses: number, lockMs: number, lockMisses: boolean, out: Float64Array): Array<[Buffer, number, number, boolean]> | null;
   cacheStore(table: number, key: Uint8Array, now: number, validUntil: number, size: number, shard: number): [number, number, Array<[Buffer, number, number, boolean]> | null];
   cacheRelease(table: number, key: Uint8Array): void;
   cacheRefresh(table: number, key: Uint8Array, validUntil: number): boolean;

@@ -31,6 +31,19 @@ t.test('miss, store, hit, expiry with the updating flag, refresh and forget', as
   zone.remove();
 });
 
+t.test('without proxy_cache_lock a new key takes no updating flag; an expired entry still does', async (t) => {
+  const zone = Zone.create(uniqueName('ckeys'), { size: 64 * 4096, workers: 1 });
+  const keys = zone.cacheKeys('cache/keys');
+  const k = md5('/unlocked');
+  t.same([keys.lookup(k, 1000, 1, 5000, false).state, keys.lookup(k, 1000, 1, 5000, false).state], [S.Miss, S.Miss], 'two misses fetch alike');
+  t.same(keys.lookup(k, 1001, 1, 5000, false).store, true, 'each may store');
+  keys.store(k, 1002, 2000, 10, 0);
+  t.equal(keys.lookup(k, 3000, 1, 5000, false).state, S.Expired, 'expired: this request updates it');
+  t.equal(keys.lookup(k, 3001, 1, 5000, false).state, S.Updating, 'and the next one knows');
+  t.equal(keys.check(), '');
+  zone.remove();
+});
+
 t.test('min_uses: stored only from the Nth use; release lets the next request fetch', async (t) => {
   const zone = Zone.create(uniqueName('ckeys'), { size: 64 * 4096, workers: 1 });
   const keys = zone.cacheKeys('cache/keys');

@@ -15,6 +15,7 @@ import { compileValue, type VariableContext } from '../http/variables.js';
 import type { CacheUse, CacheZone, StaleCondition } from './config.js';
 import { encode, fileOf, md5, readCached, TEMP_DIR, type CachedFile, type CachedHead } from './files.js';
 import { headerOf, sameVariant, validFor, validUntil, varyOf } from './policy.js';
+import { PrebuiltAnswer, reusable, reusableHeaders } from './prebuilt.js';
 
 /** The keys' table in the cache's zone. */
 export const KEYS = 'cache/keys';
@@ -26,13 +27,49 @@ const MAX_CACHED_BODY = 64 * 1024 * 1024;
 const MEMO_BYTES = 32 * 1024 * 1024;
 /** How long a worker trusts its copy of a file without looking at the file. */
 const FILE_CHECK_MS = 1000;
-/** Headers a cached response does not keep: the peer's hop (already gone) and its cookies. */
+/** Keys whose MD5 a worker remembers, in each of its two generations. */
+const HASHED_KEYS = 4096;
+/** A hit's prebuilt bytes are kept for bodies up to this size (they are a second copy). */
+const PREBUILT_BODY = 1024 * 1024;
+/** The client's conditional headers: not sent to the peer, whose answer must be whole. */
 const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', 'if-unmodified-since', 'if-range']);
+
+/** A cache key's MD5, and the memo's id of it (its bytes as a string, cheaper than hex). */
+interface KeyHash {
+  readonly md5: Buffer;
+  readonly id: string;
+}
+
+/** The MD5s of recent keys: node:crypto's createHash cost a hit more than its lookup in
+ * the shared keys. Two generations: a key found in the older one moves to the newer;
+ * when the newer is full it becomes the older and the older goes. Keys in use stay, the
+ * memory is bounded, and a hit reorders nothing. */
+class KeyHashes {
+  private current = new Map<string, KeyHash>();
+  private previous = new Map<string, KeyHash>();
+
+  of(key: string): KeyHash {
+    let h = this.current.get(key);
+    if (h !== undefined) return h;
+    h = this.previous.get(key);
+    if (h === undefined) {
+      const digest = md5(key);
+      h = { md5: digest, id: digest.toString('latin1') };
+    }
+    if (this.current.size >= HASHED_KEYS) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
+    this.current.set(key, h);
+    return h;
+  }
+}
 
 /** One cache (keys zone) in this worker: its keys, files, recorder and memo. */
 export class CacheRuntime {
   readonly keys: CacheKeys;
   readonly recorder: Cache;
+  readonly hashes = new KeyHashes();
   private readonly memo = new Map<string, { version: number; stamp: string; checked: number; file: CachedFile }>();
   private memoBytes = 0;
   private readonly madeDirs = new Set<string>();
@@ -73,9 +110,7 @@ export class CacheRuntime {
 
   /** The key's file at `version`, from the memo or the disk; undefined when it is missing
    * or broken (then its key is forgotten). */
-  read(key: Buffer, cacheKey: string, version: number, shard: number): CachedFile | undefined {
-    // The memo is keyed by the MD5's bytes as a string (cheaper than hex).
-    const id = key.toString('latin1');
+  read(key: Buffer, id: string, cacheKey: string, version: number, shard: number): CachedFile | undefined {
     const m = this.memo.get(id);
     const now = Date.now();
     // The version moves at every store by any worker; the file itself is looked at again
@@ -233,6 +268,9 @@ export class LocationCache {
   private readonly methods: ReadonlySet<string>;
   private readonly stale: ReadonlySet<StaleCondition>;
   readonly runtime: CacheRuntime;
+  /** Hits' bytes by the file (the worker's copy) they answer from, with this location's
+   * add_header. */
+  readonly prebuilt = new WeakMap<CachedFile, PrebuiltAnswer>();
 
   constructor(
     readonly use: CacheUse,
@@ -287,6 +325,8 @@ class CachedRequest implements VariableContext, ProxyTap {
   private status: CacheStatus = 'miss';
   private cacheKey = '';
   private md5!: Buffer;
+  /** The memo's id of the key. */
+  private id = '';
   /** The entry as found (expired or updating): what a stale or revalidated answer sends. */
   private found: CachedFile | undefined;
   private foundVersion = 0;
@@ -331,7 +371,9 @@ class CachedRequest implements VariableContext, ProxyTap {
   start(): void {
     const use = this.location.use;
     this.cacheKey = this.location.keyOf(this);
-    this.md5 = md5(this.cacheKey);
+    const hash = this.runtime.hashes.of(this.cacheKey);
+    this.md5 = hash.md5;
+    this.id = hash.id;
     this.store = !this.location.notCached(this);
     if (this.location.bypassed(this)) {
       this.as('bypass');
@@ -359,17 +401,15 @@ class CachedRequest implements VariableContext, ProxyTap {
     const now = Date.now();
     const shard = rt.shardOf(this.md5);
     // An expired entry is flagged while one request updates it whatever proxy_cache_lock
-    // says: use_stale updating and background updates need to know.
-    const l = rt.keys.lookup(this.md5, now, use.minUses, lockMs > 0 ? lockMs : use.lockAge);
+    // says (use_stale updating and background updates need to know); a new key only
+    // with proxy_cache_lock.
+    const l = rt.keys.lookup(this.md5, now, use.minUses, lockMs > 0 ? lockMs : use.lockAge, lockMs > 0);
     rt.removed(l.evicted);
-    // Without proxy_cache_lock a new key takes no flag: give back what the lookup took.
-    const tookFlag = l.store && (l.state === S.Miss || l.state === S.Expired);
-    if (tookFlag && l.state === S.Miss && lockMs === 0) rt.keys.release(this.md5);
-    else this.holds = tookFlag;
+    this.holds = l.store && (l.state === S.Expired || (l.state === S.Miss && lockMs > 0));
     switch (l.state) {
       case S.Hit: {
-        const file = rt.read(this.md5, this.cacheKey, l.version, shard);
-        if (file && sameVariant(file.head.vary, this.req.headers)) {
+        const file = rt.read(this.md5, this.id, this.cacheKey, l.version, shard);
+        if (file && this.variantOf(file)) {
           this.as('hit');
           return this.serve(file);
         }
@@ -390,8 +430,8 @@ class CachedRequest implements VariableContext, ProxyTap {
         return this.fetch();
       case S.Expired:
       case S.Updating: {
-        const file = rt.read(this.md5, this.cacheKey, l.version, shard);
-        if (file && sameVariant(file.head.vary, this.req.headers)) {
+        const file = rt.read(this.md5, this.id, this.cacheKey, l.version, shard);
+        if (file && this.variantOf(file)) {
           this.found = file;
           this.foundVersion = l.version;
         }
@@ -412,6 +452,7 @@ class CachedRequest implements VariableContext, ProxyTap {
           update.background = true;
           update.cacheKey = this.cacheKey;
           update.md5 = this.md5;
+          update.id = this.id;
           update.store = this.store;
           update.holds = this.holds;
           update.found = this.found;
@@ -436,6 +477,12 @@ class CachedRequest implements VariableContext, ProxyTap {
     }
   }
 
+  /** Whether the request asks for the variant the file holds (req.headers, which node:http
+   * builds when first read, only when the file has a Vary). */
+  private variantOf(file: CachedFile): boolean {
+    return file.head.vary === undefined || sameVariant(file.head.vary, this.req.headers);
+  }
+
   private fetch(): void {
     this.location.proxyTo.pass(this.req, this.res, this.uri, this.captures, this);
   }
@@ -447,11 +494,24 @@ class CachedRequest implements VariableContext, ProxyTap {
     const bytes = file.body.length;
     this.runtime.recorder.served(this.status, bytes);
     if (res.destroyed || res.headersSent) return;
+    const head = this.req.method === 'HEAD';
     const add = this.location.proxyTo.addHeaders;
+    // A hit is answered with the bytes of an earlier one (prebuilt.ts) when nothing but
+    // the second can have changed them.
+    const reuse = this.status === 'hit' && (add === undefined || add.constant) && reusable(res);
+    const now = reuse ? Date.now() : 0;
+    if (reuse) {
+      const prebuilt = this.location.prebuilt.get(file);
+      if (prebuilt !== undefined && prebuilt.fits(res, now)) return prebuilt.send(res, head);
+    }
     const headers = add ? [...file.head.headers] : (file.head.headers as string[]);
     add?.addTo(headers, file.head.status, this);
     res.writeHead(file.head.status, file.head.statusText, headers);
-    res.end(this.req.method === 'HEAD' ? undefined : file.body);
+    if (reuse && bytes <= PREBUILT_BODY && reusableHeaders(headers)) {
+      const prebuilt = PrebuiltAnswer.capture(res, file.body, now);
+      if (prebuilt) this.location.prebuilt.set(file, prebuilt);
+    }
+    res.end(head ? undefined : file.body);
   }
 
   // ProxyTap
