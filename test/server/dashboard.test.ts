@@ -186,3 +186,64 @@ t.test('dashboard in Chromium: live peers, an edit through /config, a 412 confli
   t.same(problems, ['console error: Failed to load resource: the server responded with a status of 412 (Precondition Failed)'], 'no other console error than the conflict\'s own 412');
   t.same(external, [], 'no request leaves the admin listener');
 });
+
+// What the page shows of what this server may not have configured, or of what another
+// branch adds (`histograms`): fed a snapshot over a WebSocket the browser routes to the
+// test, as the API would push it.
+t.test('dashboard in Chromium: percentiles from histograms, stream peers, caches, limits and resolvers', { skip: absent }, async (t) => {
+  const [admin] = await freePorts(1);
+  const z = await Zonal.start({ 'zonal.conf': `http { server { listen 127.0.0.1:${admin} admin; location /dashboard/ { dashboard; } } }` });
+  t.teardown(() => z.stop());
+  const histogram = (p50: number | null, p90: number | null, p99: number | null, count: number) => ({ bounds: [1, 10, 100], buckets: [count, 0, 0, 0], count, sum: count, p50, p90, p99 });
+  const peer = (server: string, extra: object) => ({ server, backup: false, weight: 1, state: 'up', selected: { current: 0, total: 4 }, data: { sent: 1, received: 1 }, health: { fails: 0, unavailable: 0, downtime: 0 }, ...extra });
+  const snapshot = (total: number) => ({
+    server: { version: '0.1.0', address: '127.0.0.1', generation: 0, load_time: '2026-01-01T00:00:00Z' },
+    connections: { accepted: total, dropped: 0, active: 1, idle: 0 },
+    http: {
+      server_zones: { site: { requests: { total, processing: 0, discarded: 0 }, responses: { 200: total }, data: { received: 1, sent: 1 }, histograms: { response_time: histogram(2.5, 9, 42, total) } } },
+      upstreams: { u: { peers: { '127.0.0.1:9001': peer('127.0.0.1:9001', { responses: { 200: 4 }, histograms: { response_time: histogram(1.5, 3, 7.5, 4) } }), '127.0.0.1:9002': peer('127.0.0.1:9002', { responses: {}, histograms: { response_time: histogram(null, null, null, 0) } }) }, keepalive: 0 } },
+      caches: { pcache: { size: 8192, max_size: 1048576, cold: false, hit: { responses: 3, bytes: 3 }, miss: { responses: 1, bytes: 1 } } },
+      limit_conns: { perip_conn: { passed: 1, skipped: 0, rejected: 2, exhausted: 0 } },
+    },
+    stream: {
+      server_zones: { tcp: { connections: { total: 5, processing: 0, discarded: 0, passed: 0 }, sessions: { success: 5, invalid: 0 }, data: { received: 5, sent: 96 } } },
+      upstreams: { s: { peers: { '127.0.0.1:9101': peer('127.0.0.1:9101', { histograms: { connect_time: histogram(0.5, 1, 2, 5), session_time: histogram(120, 480, 990, 5) } }) } } },
+    },
+    resolvers: { dns: { queries: { name: 2, srv: 0, addr: 0 }, sent: { a: 2, aaaa: 0, srv: 0, ptr: 0 }, responses: { success: 1, timedout: 1, not_found: 0 } } },
+  });
+
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page: Page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  let asked = '';
+  await page.routeWebSocket(/\/status\//, (ws) => {
+    asked = ws.url();
+    ws.send(JSON.stringify(snapshot(10)));
+    ws.send(JSON.stringify(snapshot(20)));
+    ws.send(JSON.stringify({ error: 'PathNotFound', description: 'a pushed error is shown, not rendered' }));
+  });
+  await page.goto(`http://127.0.0.1:${admin}/dashboard/`);
+  const row = (section: string, key: string) => page.locator(`#${section} tr[${key}]`);
+  await row('upstreams', 'data-peer="u/127.0.0.1:9001"').waitFor({ timeout: 10_000 });
+  t.match(asked, new RegExp(`^ws://127\\.0\\.0\\.1:${admin}/status/\\?interval=1000$`), 'the page asks for /status/ every second');
+  const cells = async (section: string, key: string) => (await row(section, key).locator('td').allTextContents()).map((s) => s.trim());
+  await page.locator('#server-zones tr[data-zone="site"] td', { hasText: '9.0 ms' }).waitFor({ timeout: 10_000 });
+  const site = await cells('server-zones', 'data-zone="site"');
+  t.same(site.slice(-3), ['2.5 ms', '9.0 ms', '42 ms'], 'a server zone\'s p50, p90, p99');
+  t.same((await cells('upstreams', 'data-peer="u/127.0.0.1:9001"')).slice(-4, -1), ['1.5 ms', '3.0 ms', '7.5 ms'], 'a peer\'s');
+  t.same((await cells('upstreams', 'data-peer="u/127.0.0.1:9002"')).slice(-4, -1), ['–', '–', '–'], 'no response yet: no percentile');
+  t.same((await cells('stream-upstreams', 'data-peer="s/127.0.0.1:9101"')).slice(-4, -1), ['120 ms', '480 ms', '990 ms'], 'a stream peer\'s session time');
+  t.match((await cells('caches', 'data-cache="pcache"')).join(' '), /pcache 8\.0 KiB 1\.0 MiB no 3 1 .* 75\.0 %/, 'the cache, with its hit ratio');
+  t.match((await cells('limits', 'data-limit="perip_conn"')).join(' '), /perip_conn limit_conn 1 – 2/, 'the limit');
+  t.match((await cells('stream-zones', 'data-zone="tcp"')).join(' '), /tcp .* 5/, 'the stream zone');
+  t.match((await cells('resolvers', 'data-resolver="dns"')).join(' '), /dns 2 2 1 1 0/, 'the resolver');
+  await page.locator('#problem.shown', { hasText: 'PathNotFound: a pushed error is shown' }).waitFor({ timeout: 10_000 });
+  t.pass('a pushed error is shown above the last snapshot');
+  await page.screenshot({ path: join(OUTPUT, 'dashboard-everything.png'), fullPage: true });
+  t.same(problems, [], 'no console error');
+});
