@@ -86,6 +86,7 @@ t.test('dashboard: served with a strict policy, and the API prefix given to it',
     t.match(csp, /frame-ancestors 'none'/);
     const html = await r.text();
     t.match(html, `<meta name="zonal-api" content="${api}">`);
+    t.match(html, `<meta name="zonal-push" content="${port === admin ? 'websocket' : 'poll'}">`, 'live over a WebSocket only where the API pushes');
     t.notMatch(html, /(src|href)="https?:/, 'nothing from another site');
     const head = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'HEAD' });
     t.equal(head.headers.get('content-length'), String(Buffer.byteLength(html)), 'HEAD: the length of the page');
@@ -245,5 +246,47 @@ t.test('dashboard in Chromium: percentiles from histograms, stream peers, caches
   await page.locator('#problem.shown', { hasText: 'PathNotFound: a pushed error is shown' }).waitFor({ timeout: 10_000 });
   t.pass('a pushed error is shown above the last snapshot');
   await page.screenshot({ path: join(OUTPUT, 'dashboard-everything.png'), fullPage: true });
+  t.same(problems, [], 'no console error');
+});
+
+t.test('dashboard in Chromium on a data-plane server: it polls the node:http API and edits through it', { skip: absent }, async (t) => {
+  const [site, one, admin] = await freePorts(3);
+  const z = await Zonal.start({
+    'zonal.conf': `http {
+        upstream backend { zone backend 64k; server 127.0.0.1:${one}; }
+        server {
+            listen 127.0.0.1:${site};
+            location /api/ { api /; }
+            location /board/ { dashboard /api/; }
+            location /app/ { proxy_pass http://backend; }
+        }
+        server { listen 127.0.0.1:${one}; location / { return 200 "one\\n"; } }
+        server { listen 127.0.0.1:${admin} admin; location / { api /; } }
+    }`,
+  });
+  t.teardown(() => z.stop());
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page: Page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  let sockets = 0;
+  page.on('websocket', () => sockets++);
+  await page.goto(`http://127.0.0.1:${site}/board/`);
+  const row = page.locator(`tr[data-peer="backend/127.0.0.1:${one}"]`);
+  await row.waitFor({ timeout: 10_000 });
+  t.equal(await page.locator('#mode').textContent(), 'polling', 'it polls');
+  await row.locator('button.edit').click();
+  await page.locator('#edit-etag', { hasText: 'version' }).waitFor();
+  await page.fill('#edit-weight', '4');
+  await page.click('#edit-save');
+  await page.locator('#edit-message.ok', { hasText: 'Saved' }).waitFor({ timeout: 10_000 });
+  await page.click('#edit-cancel');
+  await page.locator(`tr[data-peer="backend/127.0.0.1:${one}"] td.weight`, { hasText: /^4$/ }).waitFor({ timeout: 10_000 });
+  t.equal((await getJson(`http://127.0.0.1:${admin}/config/http/upstreams/backend/servers/127.0.0.1:${one}`)).body.weight, 4, 'saved through the data plane\'s /api/config/');
+  t.equal(sockets, 0, 'no WebSocket tried where the API does not push');
   t.same(problems, [], 'no console error');
 });

@@ -36,9 +36,11 @@ export class Dashboard {
   private readonly body: Buffer;
   private readonly headers: Record<string, string>;
 
-  /** `api`: the URI prefix of the API's root on this server (`dashboard`'s argument). */
-  constructor(api: string) {
-    const html = page().replace('__ZONAL_API__', api);
+  /** `api`: the URI prefix of the API's root on this server (`dashboard`'s argument);
+   * `push`: the server pushes (an admin listener, on uWebSockets.js), so the page reads
+   * over a WebSocket rather than polling. */
+  constructor(api: string, push: boolean) {
+    const html = page().replace('__ZONAL_API__', api).replace('__ZONAL_PUSH__', push ? 'websocket' : 'poll');
     this.body = Buffer.from(html);
     this.headers = {
       'Content-Type': 'text/html; charset=utf-8',

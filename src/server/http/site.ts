@@ -130,7 +130,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
-          ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard) } : {}),
+          ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
