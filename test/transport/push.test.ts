@@ -129,7 +129,7 @@ t.test('one timer and one render per tick for every subscriber of a stream', asy
   await gone(server);
 });
 
-t.test('a slow client skips ticks and holds at most a frame; the others keep their pace', async (t) => {
+t.test('a slow client (event stream or WebSocket) skips ticks and holds at most a frame; the others keep their pace', async (t) => {
   // A stream of large answers (2 MB each), numbered by tick.
   let tick = 0;
   const big = 'x'.repeat(2 * 1024 * 1024);
@@ -144,6 +144,8 @@ t.test('a slow client skips ticks and holds at most a frame; the others keep the
   const agent = new Agent({ maxSockets: Infinity });
   t.teardown(() => agent.destroy());
   const slow = await EventSourceClient.open(url, { agent, paused: true });
+  const slowSocket = await SocketClient.open(url.replace('http:', 'ws:'));
+  slowSocket.ws.pause();
   const fast = await EventSourceClient.open(url, { agent });
   // The fast one reads 30 ticks while the slow one reads nothing.
   await fast.events.count(30, 20_000);
@@ -156,10 +158,15 @@ t.test('a slow client skips ticks and holds at most a frame; the others keep the
   await until(() => numbers().some((n) => n > ticks), 10_000, 'the slow client catching up with a frame after the pause');
   const during = numbers().filter((n) => n <= ticks);
   t.ok(during.length <= 10, `the slow client got ${during.length} frames of the ${ticks} ticks it did not read`);
+  slowSocket.ws.resume();
+  await until(() => slowSocket.messages.items.some((m: { tick: number }) => m.tick > ticks), 10_000, 'the slow WebSocket catching up');
+  const socketDuring = slowSocket.messages.items.filter((m: { tick: number }) => m.tick <= ticks).length;
+  t.ok(socketDuring <= 10, `the slow WebSocket got ${socketDuring} messages of the ${ticks} ticks it did not read`);
   const fastNumbers = fast.json().map((v) => (v as { tick: number }).tick);
   t.ok(fastNumbers.length >= 30, 'the fast client got every tick meanwhile');
   t.ok(fastNumbers.every((n, i) => i === 0 || n > fastNumbers[i - 1]), 'in order');
   slow.close();
+  slowSocket.close();
   fast.close();
   await gone(server);
 });
