@@ -66,3 +66,19 @@ t.test('admin listener: streams pass its access rules and basic auth', async (t)
   t.ok('generation' in (await socket.next(seen, (m) => 'generation' in m)), 'and moves where it may');
   socket.close();
 });
+
+t.test('stopping the server with streams open: it exits at once, and the clients see the end', async (t) => {
+  const [admin] = await freePorts(1);
+  const z = await Zonal.start({ 'zonal.conf': `http { server { listen 127.0.0.1:${admin} admin; location / { api /; } } }` });
+  t.teardown(() => z.stop());
+  const sse = await EventSourceClient.open(`http://127.0.0.1:${admin}/status/connections?interval=100`);
+  const socket = await SocketClient.open(`ws://127.0.0.1:${admin}/status/connections?interval=100`);
+  await sse.events.count(1);
+  await socket.messages.count(1);
+  const start = Date.now();
+  z.child.kill('SIGTERM');
+  const exit = await z.waitExit(20_000);
+  t.same(exit, { code: 0, signal: null }, `exited with 0 in ${Date.now() - start} ms`);
+  await sse.events.count(Infinity, 10_000).catch((e: Error) => t.match(e.message, /^ended/, 'the event stream ended'));
+  await socket.messages.count(Infinity, 10_000).catch((e: Error) => t.match(e.message, /^ended/, 'the socket closed'));
+});
