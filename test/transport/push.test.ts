@@ -74,6 +74,11 @@ t.test('Server-Sent Events: the default interval is 1000 ms; pretty JSON spans d
   t.ok(first.data.includes('\n'), 'pretty JSON: several lines');
   t.same(Object.keys(JSON.parse(first.data)), ['site', 'other'], 'joined again, it is the JSON');
   client.close();
+  // The text format streams too, a line of it per data line.
+  const text = await EventSourceClient.open(`${base}/status/connections?format=prometheus&interval=100`);
+  const [exposition] = await text.events.count(1);
+  t.match(exposition.data, /^accepted \d+\ndropped \d+\n/, 'format=prometheus: the text, its lines joined again');
+  text.close();
   await gone(server);
 });
 
