@@ -8,12 +8,13 @@ import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
 import { configJson, handleConfig, type ConfigChange } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
+import { liveAnswers } from './live.js';
 import { mapRequest, type Mapped } from './mapping.js';
 import { literalOrLocalhost, normaliseOrigin, originAllowed } from './origin.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
 
-export type { ApiMount, ApiRequest, ApiResponse } from './types.js';
+export type { ApiMount, ApiRequest, ApiResponse, ApiStream } from './types.js';
 export type { ConfigChange } from './config.js';
 export { mapRequest, findMount, decodePath } from './mapping.js';
 
@@ -107,7 +108,7 @@ export function createApi(options: ApiOptions): ApiHandler {
   // saves decoding, matching and splitting it again.
   const routes = new Map<string, Route>();
 
-  return (request) => {
+  const answer: ApiHandler = (request) => {
     // Most requests have no query: they share one empty, never written, set of parameters.
     const bare = request.query === '';
     const query = bare ? NO_QUERY : new URLSearchParams(request.query);
@@ -176,6 +177,8 @@ export function createApi(options: ApiOptions): ApiHandler {
     response.release = w.recycle();
     return response;
   };
+  const live = liveAnswers(answer);
+  return (request) => (request.stream ? live(request) : answer(request));
 }
 
 /** Why a request from a browser page is refused, or undefined. */

@@ -31,6 +31,9 @@ export interface ApiRequest {
   /** `$1`..`$9` of the `api` path, when the server matched a regex the mount does not
    * know (an `if` condition's): they replace the mount's own captures. */
   readonly captures?: readonly string[];
+  /** The client asks for the answer as a live stream (`Accept: text/event-stream`, a
+   * WebSocket upgrade): a read is then answered with `stream` set, or with an error. */
+  readonly stream?: boolean;
 }
 
 export interface ApiResponse {
@@ -42,6 +45,9 @@ export interface ApiResponse {
    * next response (a full tree is megabytes, and fresh memory costs a page fault per 4
    * KiB). Whoever never calls it only forgoes the reuse. */
   release?: () => void;
+  /** Set on the answer to a request with `stream`: how to give it again and when. The
+   * body is the first answer. */
+  stream?: ApiStream;
 }
 
 /** Where the API is mounted, as an `api` directive in a location says. */
@@ -54,4 +60,18 @@ export interface ApiMount {
   readonly api: string;
   /** `api_config_files on` in this location. */
   readonly configFiles?: boolean;
+}
+
+/**
+ * A live answer (issue 18): the same answer again every `interval`, for a transport that
+ * pushes it (Server-Sent Events, WebSocket). Streams of one `key` and one interval give
+ * the same answer at the same moment, so a transport renders it once for all of them.
+ */
+export interface ApiStream {
+  /** Equal for two streams whose answers are equal (same API, path, query, Host, address). */
+  readonly key: string;
+  /** Milliseconds between two answers. */
+  readonly interval: number;
+  /** The answer now: what a GET of the same path and query answers, compact JSON by default. */
+  next(): ApiResponse;
 }

@@ -82,5 +82,6 @@ function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean)
 function content(place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
   if (place.return) return place.return.response(head);
   if (place.api) return place.api(req) ?? pathNotFound(req.path, head);
+  if (place.dashboard) return place.dashboard.response(req.method);
   return pathNotFound(req.path, head);
 }

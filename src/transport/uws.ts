@@ -23,11 +23,21 @@
 //   (apiListener, mountApi; the zonal server's `api` locations).
 // - A response written during the handler's own call needs no cork and no onAborted:
 //   reads are answered there.
+// - A response kept open (Server-Sent Events) is never timed out while no write is
+//   pending. write() returns false when uWS had to buffer part of it; onWritable is then
+//   called when the socket can take more, and while it is registered uWS leaves its
+//   buffer to the application: a write('') drains it, true once it is empty, without
+//   ending the chunked body. A write left buffered for 10 s closes the connection.
+// - A `ws` route on a pattern takes only requests with a WebSocket key and passes others
+//   on to the `get` route of the same pattern.
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
-import type { ApiRequest } from '../api/types.js';
-import { answerLater, BODY_CAP, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
+import { bodyText } from '../api/index.js';
+import { parseInterval } from '../api/live.js';
+import type { ApiRequest, ApiResponse } from '../api/types.js';
+import { answer, answerLater, BODY_CAP, internalError, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
 import { isWildcard, LocalAddresses } from './local-address.js';
+import { Frame, Pusher, type Subscriber } from './push.js';
 
 export type { ApiHandler, TransportHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
@@ -57,6 +67,10 @@ export interface ApiServer {
   readonly port: number;
   /** Stops listening and closes every open connection. Idempotent. */
   close(): void;
+  /** Live streams (Server-Sent Events and WebSockets) being pushed now. */
+  readonly subscribers: number;
+  /** Their timers: one per (path, query, interval) that has subscribers. */
+  readonly timers: number;
 }
 
 export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
@@ -64,6 +78,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   const onError = options.onError ?? reportError;
   const address = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const app = uWS.App();
+  const pusher = new Pusher(onError);
   // Made once the port is known (a port 0 is picked by the kernel).
   let locals: LocalAddresses | undefined;
   const localOf = isWildcard(address) ? (remote: string, host: string | undefined) => (locals ? locals.of(remote, host) : address) : undefined;
@@ -81,6 +96,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     // own call without a cork, and cannot be aborted before it). The API reads no body
     // of a GET or HEAD, so none is waited for: uWS reads one that comes and drops it,
     // and the connection goes on (transport.test.ts sends both kinds).
+    if (method === 'GET' && req.getHeader('accept').includes('text/event-stream')) return onEventStream(res, req, path, query);
     const request = new ReadRequest(method, path, query, address, localOf, req.getHeader('host'), req, res);
     const wire = answerLater(handler, request, onError);
     if (!(wire instanceof Promise)) {
@@ -99,12 +115,154 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       if (!aborted) res.cork(() => send(res, request, w));
     });
   };
+  // Before the `get` route: it takes only WebSocket upgrades, and passes other GETs on.
+  app.ws<Socket>('/*', {
+    compression: uWS.DISABLED,
+    // A client sends only small requests to change its stream.
+    maxPayloadLength: 16 * 1024,
+    upgrade: (res, req, context) => {
+      const secKey = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      const request = streamRequest(res, req, req.getUrl(), req.getQuery() ?? '');
+      ask(res, request, (response) => {
+        const stream = response?.stream;
+        if (!stream) return send(res, request, answer(() => response, request, onError));
+        const socket: Socket = { request, first: response, interval: stream.interval, subscriber: undefined, asked: 0, closed: false };
+        res.upgrade(socket, secKey, protocol, extensions, context);
+      });
+    },
+    open: (ws) => {
+      const socket = ws.getUserData();
+      const first = socket.first!;
+      socket.first = undefined;
+      socket.subscriber = new WebSocketSubscriber(ws);
+      socket.subscriber.send(Frame.of(first));
+      first.release?.();
+      pusher.subscribe(socket.subscriber, first.stream!);
+    },
+    message: (ws, message) => onMessage(ws, Buffer.from(message).toString('utf8')),
+    close: (ws) => {
+      const socket = ws.getUserData();
+      socket.closed = true;
+      if (socket.subscriber) pusher.unsubscribe(socket.subscriber);
+    },
+  });
   app.get('/*', onRead('GET'));
   app.head('/*', onRead('HEAD'));
   app.any('/*', (res, req) => {
     const lower = req.getMethod();
     onAny(res, req, METHODS[lower] ?? lower.toUpperCase(), req.getUrl(), req.getQuery() ?? '');
   });
+
+  /** The request of a stream: what a read asks with, and what the access rules in front
+   * of the API (allow/deny, basic auth) look at, for the upgrade and each change after. */
+  function streamRequest(res: UWS.HttpResponse, req: UWS.HttpRequest, path: string, query: string): ApiRequest {
+    const host = req.getHeader('host');
+    const authorization = req.getHeader('authorization');
+    const remoteAddress = addressText(res);
+    return {
+      method: 'GET',
+      path,
+      query,
+      address: localOf ? localOf(remoteAddress, host || undefined) : address,
+      ...(host ? { host } : {}),
+      ...(authorization ? { authorization } : {}),
+      remoteAddress,
+      stream: true,
+    };
+  }
+
+  /** Asks the handler, and gives its answer to `then` (corked when it came later). */
+  function ask(res: UWS.HttpResponse, request: ApiRequest, then: (response: ApiResponse | undefined) => void): void {
+    const result = call(request);
+    if (!isPromise(result)) return then(result);
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    void result.then((response) => {
+      if (aborted) response?.release?.();
+      else res.cork(() => then(response));
+    });
+  }
+
+  /** The handler's answer to a stream request; a failure is the 500 a read would get. */
+  function call(request: ApiRequest): ApiResponse | undefined | Promise<ApiResponse | undefined> {
+    const failed = (err: unknown) => {
+      onError(err);
+      return internalError('GET');
+    };
+    try {
+      const result = handler(request);
+      if (result === undefined || !isPromise(result)) return result;
+      return Promise.resolve(result).then((r) => r, failed);
+    } catch (err) {
+      return failed(err);
+    }
+  }
+
+  /** `Accept: text/event-stream`: the answer as Server-Sent Events, until the client goes. */
+  function onEventStream(res: UWS.HttpResponse, req: UWS.HttpRequest, path: string, query: string): void {
+    const request = streamRequest(res, req, path, query);
+    let subscriber: EventStreamSubscriber | undefined;
+    let gone = false;
+    res.onAborted(() => {
+      gone = true;
+      if (subscriber) pusher.unsubscribe(subscriber);
+    });
+    const result = call(request);
+    const begin = (response: ApiResponse | undefined) => {
+      if (gone) return void response?.release?.();
+      const stream = response?.stream;
+      if (!stream) return send(res, request, answer(() => response, request, onError));
+      res.writeHeader('Content-Type', 'text/event-stream');
+      res.writeHeader('Cache-Control', 'no-cache');
+      subscriber = new EventStreamSubscriber(res);
+      subscriber.send(Frame.of(response));
+      response.release?.();
+      pusher.subscribe(subscriber, stream);
+    };
+    if (isPromise(result)) void result.then((r) => (gone ? r?.release?.() : res.cork(() => begin(r))));
+    else begin(result);
+  }
+
+  /** A WebSocket's message: `{"path": "/status/...", "interval": 500}`, either or both,
+   * changes what it is pushed. A bad one is answered with an error and changes nothing. */
+  function onMessage(ws: UWS.WebSocket<Socket>, text: string): void {
+    const socket = ws.getUserData();
+    const change = parseChange(text);
+    if (typeof change === 'string') return void ws.send(errorText('BadRequest', change));
+    const base = socket.request;
+    let path = base.path;
+    let query = new URLSearchParams(base.query);
+    if (change.path !== undefined) {
+      const q = change.path.indexOf('?');
+      path = q < 0 ? change.path : change.path.slice(0, q);
+      query = new URLSearchParams(q < 0 ? '' : change.path.slice(q + 1));
+    }
+    // An interval not given now stays what it was.
+    if (change.interval !== undefined || !query.has('interval')) query.set('interval', String(change.interval ?? socket.interval));
+    const request: ApiRequest = { ...base, path, query: query.toString() };
+    // Only the answer to the latest message counts, however the answers come.
+    const asked = ++socket.asked;
+    const apply = (response: ApiResponse | undefined) => {
+      if (socket.closed || asked !== socket.asked) return void response?.release?.();
+      const stream = response?.stream;
+      if (!stream) {
+        ws.send(response ? bodyText(response) : errorText('PathNotFound', `Requested API entity "${path}" doesn't exist.`));
+        return void response?.release?.();
+      }
+      socket.request = request;
+      socket.interval = stream.interval;
+      socket.subscriber!.send(Frame.of(response));
+      response.release?.();
+      pusher.subscribe(socket.subscriber!, stream);
+    };
+    const result = call(request);
+    if (isPromise(result)) void result.then((r) => (socket.closed ? r?.release?.() : ws.cork(() => apply(r))));
+    else apply(result);
+  }
 
   /** Any request with a body (or whose method is not GET or HEAD): answered once its
    * body is read. */
@@ -178,9 +336,16 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       if (localOf) locals = new LocalAddresses(address, listening);
       resolve({
         port: listening,
+        get subscribers() {
+          return pusher.subscribers;
+        },
+        get timers() {
+          return pusher.timers;
+        },
         close() {
           if (closed) return;
           closed = true;
+          pusher.close();
           locals?.close();
           const closeAll = (app as unknown as { close?: () => void }).close;
           if (typeof closeAll === 'function') closeAll.call(app);
@@ -255,6 +420,92 @@ class ReadRequest implements ApiRequest {
     this.req = undefined;
     this.res = undefined;
   }
+}
+
+/** A WebSocket's own state. */
+interface Socket {
+  /** What it asks with: its path and query, and what the access rules look at. */
+  request: ApiRequest;
+  /** The answer to the upgrade, until it is sent on open. */
+  first: ApiResponse | undefined;
+  interval: number;
+  subscriber: WebSocketSubscriber | undefined;
+  /** Changes asked for so far: only the latest one's answer is applied. */
+  asked: number;
+  closed: boolean;
+}
+
+class WebSocketSubscriber implements Subscriber {
+  constructor(private readonly ws: UWS.WebSocket<Socket>) {}
+
+  busy(): boolean {
+    return this.ws.getBufferedAmount() > 0;
+  }
+
+  send(frame: Frame): void {
+    this.ws.send(frame.text);
+  }
+}
+
+class EventStreamSubscriber implements Subscriber {
+  private blocked = false;
+
+  constructor(private readonly res: UWS.HttpResponse) {}
+
+  busy(): boolean {
+    return this.blocked;
+  }
+
+  send(frame: Frame): void {
+    this.res.cork(() => {
+      if (this.res.write(frame.sse)) return;
+      // Part of it waits in uWS's buffer: nothing more until the buffer is empty.
+      this.blocked = true;
+      this.res.onWritable(this.drain);
+    });
+  }
+
+  private readonly drain = (): boolean => {
+    if (this.res.write('')) this.blocked = false;
+    return true;
+  };
+}
+
+const CHANGE_MEMBERS = new Set(['path', 'interval']);
+
+/** A WebSocket message asking for another path or interval, or why it is not one. */
+function parseChange(text: string): { path?: string; interval?: number } | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'The message is not JSON: send {"path": "/status/...", "interval": 1000}, either or both.';
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'The message is not a JSON object: send {"path": "/status/...", "interval": 1000}, either or both.';
+  const change = value as Record<string, unknown>;
+  for (const name of Object.keys(change)) if (!CHANGE_MEMBERS.has(name)) return `The "${name}" member is unknown: a message has "path", "interval", or both.`;
+  if (change.path === undefined && change.interval === undefined) return 'The message changes nothing: give "path", "interval", or both.';
+  const out: { path?: string; interval?: number } = {};
+  if (change.path !== undefined) {
+    const path = change.path;
+    if (typeof path !== 'string' || !path.startsWith('/') || path.length > 4096 || /[\x00-\x20\x7f]/.test(path))
+      return 'The "path" is a request path: a string starting with "/", without spaces or control characters.';
+    out.path = path;
+  }
+  if (change.interval !== undefined) {
+    const interval = typeof change.interval === 'number' && Number.isInteger(change.interval) ? parseInterval([String(change.interval)]) : 'The "interval" is a whole number of milliseconds.';
+    if (typeof interval === 'string') return interval;
+    out.interval = interval;
+  }
+  return out;
+}
+
+function errorText(error: string, description: string): string {
+  return JSON.stringify({ error, description });
+}
+
+function isPromise<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
+  return typeof (v as PromiseLike<T> | undefined)?.then === 'function';
 }
 
 /** uWS's lower-case methods as the API spells them, without a new string each time. */

@@ -319,6 +319,8 @@ class Resolver {
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
     if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
     if (l.probes && proxy) this.addProbes(l.probes, proxy);
+    // A location has one content handler: the page is not an API, nor proxied.
+    if (l.dashboard && (l.api || l.proxyPass)) this.c.error(l.dashboard.origin, `"dashboard" and "${l.api ? 'api' : 'proxy_pass'}" in one location: the dashboard is a location of its own`);
     const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles, l.proxyPass)).filter((i) => i !== undefined);
     return {
       ...this.settle(merged),
@@ -331,6 +333,7 @@ class Resolver {
       ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
+      ...(l.dashboard ? { dashboard: l.dashboard.value } : {}),
       apiConfigFiles: configFiles,
       ...this.limits(merged),
       locations: l.locations.map((n) => this.location(n, merged, statusZone, configFiles)),

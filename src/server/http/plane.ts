@@ -290,6 +290,8 @@ export class HttpPlane {
       if (!listener) this.apis.set(place.api, (listener = apiListener(place.api)));
       // The mount would find its own location's captures, not an `if`'s or an outer one's.
       listener(req, res, undefined, captures);
+    } else if (place.dashboard) {
+      place.dashboard.send(res, req.method ?? 'GET');
     } else if (place.proxy) {
       place.proxy.handle(req, res, uri, captures);
     } else if (place.root) {

@@ -15,6 +15,7 @@ import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
 import { PlaceLimits } from '../limits/runtime.js';
+import { Dashboard } from '../dashboard/page.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -22,6 +23,8 @@ export interface Place {
   readonly guard: Guard;
   readonly return?: Return;
   readonly api?: ApiHandler;
+  /** The dashboard page (`dashboard`). */
+  readonly dashboard?: Dashboard;
   /** Static files. */
   readonly root?: string;
   readonly proxy?: Proxy;
@@ -127,6 +130,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
+          ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
@@ -140,6 +144,7 @@ export class Site {
             guard: new Guard(i),
             ...(i.return ? { return: new Return(i.return) } : {}),
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
+            ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
             ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream), options.record ? options.status : undefined) } : !own && place.proxy ? { proxy: place.proxy } : {}),
             ...(i.root ? { root: i.root } : {}),
             // An `if` block is a location nested in its own: its limits are its own or,
