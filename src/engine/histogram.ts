@@ -1,0 +1,84 @@
+// Histograms as counter blocks: one counter per bucket and one for the sum, sharded like
+// every other counter (each worker adds to its own shard, readers sum the shards), so a
+// histogram is exact across workers, outlives a worker that dies, and costs an
+// observation a bucket search and two plain float adds: no atomics, no IPC.
+//
+// Buckets are non-cumulative: bucket i counts observations v with bounds[i-1] < v <=
+// bounds[i] (Prometheus's `le`), the last one everything above the last bound. The sum
+// is kept in whole microseconds, so that it stays an integer, which a shard's counter
+// keeps exact however long it runs (see counters.ts).
+import type { CounterBlock } from './counters.js';
+
+/** Counters a histogram of these bounds takes in its block. */
+export const histogramLength = (bounds: readonly number[]): number => bounds.length + 2;
+
+export interface HistogramSnapshot {
+  /** Upper bounds in milliseconds, ascending; +Inf is implied after the last. */
+  readonly bounds: readonly number[];
+  /** Non-cumulative counts, bounds.length + 1 of them. */
+  readonly buckets: number[];
+  readonly count: number;
+  /** Sum of the observations, in milliseconds. */
+  readonly sum: number;
+}
+
+export class Histogram {
+  readonly bounds: readonly number[];
+  private readonly limits: Float64Array;
+  private readonly sumIndex: number;
+
+  constructor(
+    readonly block: CounterBlock,
+    bounds: readonly number[],
+  ) {
+    if (block.length !== histogramLength(bounds)) throw new RangeError(`a histogram of ${bounds.length} bounds needs a block of ${histogramLength(bounds)} counters, not ${block.length}`);
+    this.bounds = bounds;
+    this.limits = Float64Array.from(bounds);
+    this.sumIndex = bounds.length + 1;
+  }
+
+  /** Counts one observation of `ms` milliseconds (negative ones as 0). */
+  observe(ms: number): void {
+    const limits = this.limits;
+    const n = limits.length;
+    // Linear: a dozen bounds, and most observations stop in the first few.
+    let i = 0;
+    while (i < n && ms > limits[i]) i++;
+    this.block.add(i);
+    if (ms > 0) this.block.add(this.sumIndex, Math.round(ms * 1000));
+  }
+
+  /** The sums of every worker's shard, read at once (consistent within each shard). */
+  snapshot(): HistogramSnapshot {
+    const v = this.block.sums();
+    const buckets: number[] = new Array(this.bounds.length + 1);
+    let count = 0;
+    for (let i = 0; i <= this.bounds.length; i++) {
+      buckets[i] = v[i];
+      count += v[i];
+    }
+    return { bounds: this.bounds, buckets, count, sum: v[this.sumIndex] / 1000 };
+  }
+}
+
+/**
+ * The q-quantile (0 < q < 1) in milliseconds, by linear interpolation within the bucket
+ * the rank falls in, the first bucket starting at 0: what Prometheus's
+ * histogram_quantile() computes, so the JSON and a PromQL query agree. A rank in the +Inf
+ * bucket gives the last bound (nothing better is known). Undefined when count is 0.
+ */
+export function quantile(s: HistogramSnapshot, q: number): number | undefined {
+  if (s.count === 0) return undefined;
+  const rank = q * s.count;
+  let below = 0;
+  for (let i = 0; i < s.buckets.length; i++) {
+    const n = s.buckets[i];
+    if (below + n >= rank && n > 0) {
+      if (i === s.bounds.length) return s.bounds[i - 1] ?? 0;
+      const low = i === 0 ? 0 : s.bounds[i - 1];
+      return low + (s.bounds[i] - low) * ((rank - below) / n);
+    }
+    below += n;
+  }
+  return s.bounds[s.bounds.length - 1] ?? 0;
+}
