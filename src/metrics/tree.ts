@@ -2,7 +2,8 @@
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
 import { closing, JsonWriter, prefix } from './json.js';
-import { entryList, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import type { HistogramSnapshot } from '../engine/index.js';
+import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -26,6 +27,8 @@ export interface StatusNode {
   readonly metric?: MetricType;
   readonly help?: string;
   numeric?(value: Scalar): number;
+  /** One histogram (zonal's `histograms` extension): the text format exports it whole. */
+  readonly histogram?: HistogramSnapshot;
 }
 
 const NO_MEMBERS: Array<[string, StatusNode]> = [];
@@ -103,7 +106,7 @@ export class FieldNode<S> implements StatusNode {
   ) {
     this.kind = field.kind === 'leaf' ? 'leaf' : 'object';
     if (field.kind === 'entries') this.label = field.label;
-    if (field.kind !== 'group') {
+    if (field.kind === 'leaf' || field.kind === 'entries') {
       this.metric = field.metric;
       this.help = field.help;
     }
@@ -115,6 +118,7 @@ export class FieldNode<S> implements StatusNode {
     if (f.kind === 'leaf') return NO_MEMBERS;
     if (f.kind === 'entries')
       return entryList(f, this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
+    if (f.kind === 'histograms') return (f.list(this.source) ?? []).map(([name, h]) => [name, new HistogramNode(name, h)]);
     const out: Array<[string, StatusNode]> = [];
     for (const child of f.fields) {
       const node = new FieldNode(child, this.source);
@@ -143,6 +147,7 @@ export class FieldNode<S> implements StatusNode {
     const f = this.field;
     if (f.kind === 'leaf') return f.value(this.source, ctx) !== undefined;
     if (f.kind === 'group') return !f.present || f.present(this.source);
+    if (f.kind === 'histograms') return f.list(this.source) !== undefined;
     return true;
   }
 
@@ -179,13 +184,55 @@ export class ValueNode implements StatusNode {
   }
 }
 
+/** One histogram of an instance: an object of its JSON members for paths and JSON, and
+ * the whole histogram for the text format. */
+export class HistogramNode implements StatusNode {
+  readonly kind = 'object';
+  readonly help: string;
+  constructor(
+    name: string,
+    readonly histogram: HistogramSnapshot,
+  ) {
+    this.help = HISTOGRAM_HELP[name] ?? name;
+  }
+  members(): Array<[string, StatusNode]> {
+    return Object.entries(histogramJson(this.histogram)).map(([k, v]) => [k, new JsonNode(() => v)]);
+  }
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    for (const [name, node] of this.members()) fn(name, node);
+  }
+  child(name: string): StatusNode | undefined {
+    return this.members().find(([n]) => n === name)?.[1];
+  }
+  json(): Json {
+    return histogramJson(this.histogram);
+  }
+  write(w: JsonWriter, depth: number): boolean {
+    writeJson(w, histogramJson(this.histogram), depth);
+    return true;
+  }
+}
+
+/** A JSON value as JSON.stringify writes it, indented to `depth` when pretty. */
+function writeJson(w: JsonWriter, value: Json, depth: number): void {
+  w.text(w.pretty ? JSON.stringify(value, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(value));
+}
+
+/** A field's histograms as one JSON object (see shape.ts Histograms). */
+function histogramsJson(list: ReadonlyArray<readonly [string, HistogramSnapshot]>): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {};
+  for (const [name, h] of list) out[name] = histogramJson(h);
+  return out;
+}
+
 /** A value that is JSON already (the /config tree under the API root). */
 export class JsonNode implements StatusNode {
   readonly kind = 'object';
   constructor(private readonly value: () => Json) {}
   members(): Array<[string, StatusNode]> {
     const v = this.value();
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.entries(v).map(([k, x]) => [k, new JsonNode(() => x)]) : NO_MEMBERS;
+    // An array's members are its indices, so that a path reaches any value the JSON shows.
+    return typeof v === 'object' && v !== null ? Object.entries(v).map(([k, x]) => [k, new JsonNode(() => x)]) : NO_MEMBERS;
   }
   visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
     for (const [name, node] of this.members()) fn(name, node);
@@ -197,8 +244,7 @@ export class JsonNode implements StatusNode {
     return this.value();
   }
   write(w: JsonWriter, depth: number): boolean {
-    const text = w.pretty ? JSON.stringify(this.value(), null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(this.value());
-    w.text(text);
+    writeJson(w, this.value(), depth);
     return true;
   }
 }
@@ -212,6 +258,12 @@ export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: 
     return true;
   }
   if (field.kind === 'group' && field.present && !field.present(source)) return false;
+  if (field.kind === 'histograms') {
+    const list = field.list(source);
+    if (list === undefined) return false;
+    writeJson(w, histogramsJson(list), depth);
+    return true;
+  }
   compiled(field, depth, w.pretty)(source, w, ctx);
   return true;
 }
@@ -289,6 +341,8 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
         ? sync(`if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})`)
         : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; d = w.view; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
       code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) {\n${key(child.name)}${value}\nf = false;\n}\n`;
+    } else if (child.kind === 'histograms') {
+      code += `const h${i} = ${arg(child.list)}(s);\nif (h${i} !== undefined) {\n${key(child.name)}${sync(`${arg(writeJson)}(w, ${arg(histogramsJson)}(h${i}), ${depth + 1})`)}\nf = false;\n}\n`;
     } else {
       const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
       code += `if (${present}) {\n${key(child.name)}${sync(`${arg(compiled(child, depth + 1, pretty))}(s, w, c)`)}\nf = false;\n}\n`;
@@ -313,6 +367,10 @@ export function fieldJson<S>(field: Field<S>, source: S, ctx: RenderContext): Js
       const out: { [key: string]: Json } = {};
       field.entries(source, ctx, (key, value) => (out[key] = value));
       return out;
+    }
+    case 'histograms': {
+      const list = field.list(source);
+      return list === undefined ? undefined : histogramsJson(list);
     }
     case 'group': {
       if (field.present && !field.present(source)) return undefined;
