@@ -352,14 +352,17 @@ interface PeerStorage {
   readonly histograms: PeerHistograms;
 }
 
-function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, id: number): PeerStorage {
+/** `histograms` false: the peer's spec counters only, as a new peer's set is published;
+ * its histograms come next (at the first render, which the creator runs at once), so that
+ * in a zone short of room the peers' counters come first and only histograms go without. */
+function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, id: number, histograms = true): PeerStorage {
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
     block: status.gauges(zone, peerKey(id), spec.size),
     cells: status.cells(zone, `${peerKey(id)}/state`, PEER_CELLS),
     claims: protocol === 'http' ? status.cells(zone, `${peerKey(id)}/codes`, CLAIMED) : undefined,
-    histograms: QUANTITIES[protocol].flatMap((q) => {
+    histograms: (histograms ? QUANTITIES[protocol] : []).flatMap((q) => {
       const h = histogramIn(status, zone, peerKey(id), q, u.histogram);
       return h ? [[q, h] as const] : [];
     }),
@@ -427,7 +430,7 @@ export function queueCells(status: StatusStore, u: UpstreamConfig): AtomicCells 
 function peerMemory(status: StatusStore, protocol: Protocol) {
   return {
     allocate: (u: UpstreamConfig, id: number) => {
-      const storage = peerStorage(status, protocol, u, id);
+      const storage = peerStorage(status, protocol, u, id, false);
       // Before it is published: no balancer sees the peer before it is `checking`.
       if (u.essential) storage.cells.store(PeerCell.state, PeerState.checking);
     },
@@ -491,9 +494,12 @@ const storageOf = new WeakMap<PeerSet, UpstreamStorage>();
 function cachedStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, set: PeerSet): UpstreamStorage {
   let s = storageOf.get(set);
   if (!s) {
+    // The upstream's own block before the peers' histograms: a zone short of room goes
+    // without histograms, never without a block of the spec.
+    const block = status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size);
     s = {
       peers: set.peers.map((p) => peerStorage(status, protocol, u, p.id)),
-      block: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size),
+      block,
       servers: set.peers.map((p) => Buffer.from(JSON.stringify(p.server))),
     };
     storageOf.set(set, s);
