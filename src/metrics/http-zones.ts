@@ -117,6 +117,11 @@ export class HttpZone {
     private readonly responseTime: Histogram | undefined,
   ) {}
 
+  /** Whether responseSent() wants the response's time: the zone has a histogram. */
+  get timed(): boolean {
+    return this.responseTime !== undefined;
+  }
+
   requestStarted(): void {
     this.block.add(this.l.total.index);
     if (this.l.processing) this.block.add(this.l.processing.index);
