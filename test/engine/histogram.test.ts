@@ -33,6 +33,29 @@ t.test('observations land in the bucket whose bound is the first not below them 
   t.end();
 });
 
+t.test('whole-millisecond bounds (looked up) and others (searched) place times alike', (t) => {
+  const zone = Zone.create(uniqueName('hist-table'), { size: 1 << 16, workers: 1 });
+  // The same bounds, the second set with a last bound that is not a whole millisecond,
+  // which makes it search: every time up to 100 ms must land in the same bucket.
+  const looked = new Histogram(zone.counters('a', histogramLength([1, 2, 5, 10, 100])), [1, 2, 5, 10, 100]);
+  const searched = new Histogram(zone.counters('b', histogramLength([1, 2, 5, 10, 100.5])), [1, 2, 5, 10, 100.5]);
+  const times = [0, 0.001, 0.999, 1, 1.0001, 1.5, 2, 2.0000001, 4.99, 5, 5.5, 9.9999, 10, 10.001, 57.3, 99.99, 100, -1, Number.NaN];
+  for (let i = 0; i < 2000; i++) times.push((i * 7919) % 10_000 / 100);
+  for (const ms of times) {
+    looked.observe(ms);
+    searched.observe(ms);
+  }
+  t.same(looked.snapshot().buckets.slice(0, 5), searched.snapshot().buckets.slice(0, 5));
+  t.equal(looked.snapshot().buckets[5], 0, 'nothing above 100 ms');
+  t.equal(looked.snapshot().sum, searched.snapshot().sum);
+  looked.observe(Number.POSITIVE_INFINITY);
+  t.equal(looked.snapshot().buckets[5], 1, 'an infinite time is counted in +Inf');
+  t.ok(Number.isFinite(looked.snapshot().sum), 'and leaves the sum finite');
+  zone.remove();
+  zone.detach();
+  t.end();
+});
+
 t.test('quantiles interpolate within the bucket, as histogram_quantile() does', (t) => {
   const snap = (buckets: number[]) => ({ bounds: [10, 20, 50], buckets, count: buckets.reduce((a, b) => a + b, 0), sum: 0 });
   t.equal(quantile(snap([0, 0, 0, 0]), 0.5), undefined, 'no observations: no estimate');
