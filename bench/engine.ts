@@ -323,29 +323,50 @@ function observePromClient(h: client.Histogram.Internal<string>, n: number): voi
   for (let i = 0; i < n; i++) h.observe(responseMs(i) / 1000);
 }
 
-/** The full record and, per request, the response time into each of its three zones. */
-function recordZonalWithHistograms(b: Blocks<CounterBlock>, h: Blocks<Histogram>, n: number): void {
+// The full record as the server makes it, a call per zone (HttpZone.responseSent,
+// Peer.responded), with and without the zone's response time observed. (Written as one
+// function of 12 adds and 3 observations, the loop outgrows what V8 inlines into one
+// function, and the calls it then makes cost several times the observations.)
+function recordOneZone(block: CounterBlock, code: number, rx: number, tx: number): void {
+  block.add(TOTAL);
+  block.add(code);
+  block.add(RECEIVED, rx);
+  block.add(SENT, tx);
+}
+
+function recordOneZoneObserved(block: CounterBlock, h: Histogram, code: number, rx: number, tx: number, ms: number): void {
+  block.add(TOTAL);
+  block.add(code);
+  block.add(RECEIVED, rx);
+  block.add(SENT, tx);
+  h.observe(ms);
+}
+
+function recordZonalByZone(b: Blocks<CounterBlock>, n: number): void {
   const { server, location, upstream } = b;
   for (let i = 0; i < n; i++) {
     const code = indexOfCode(i);
     const rx = receivedBytes(i);
     const tx = sentBytes(i);
+    recordOneZone(server, code, rx, tx);
+    recordOneZone(location, code, rx, tx);
+    recordOneZone(upstream, code, rx, tx);
+  }
+}
+
+function recordZonalWithHistograms(b: Blocks<CounterBlock>, h: Blocks<Histogram>, n: number): void {
+  const { server, location, upstream } = b;
+  const hs = h.server;
+  const hl = h.location;
+  const hu = h.upstream;
+  for (let i = 0; i < n; i++) {
+    const code = indexOfCode(i);
+    const rx = receivedBytes(i);
+    const tx = sentBytes(i);
     const ms = responseMs(i);
-    server.add(TOTAL);
-    server.add(code);
-    server.add(RECEIVED, rx);
-    server.add(SENT, tx);
-    h.server.observe(ms);
-    location.add(TOTAL);
-    location.add(code);
-    location.add(RECEIVED, rx);
-    location.add(SENT, tx);
-    h.location.observe(ms);
-    upstream.add(TOTAL);
-    upstream.add(code);
-    upstream.add(RECEIVED, rx);
-    upstream.add(SENT, tx);
-    h.upstream.observe(ms);
+    recordOneZoneObserved(server, hs, code, rx, tx, ms);
+    recordOneZoneObserved(location, hl, code, rx, tx, ms);
+    recordOneZoneObserved(upstream, hu, code, rx, tx, ms);
   }
 }
 
@@ -380,7 +401,7 @@ async function measureHistograms(zone: Zone): Promise<HistogramCosts> {
   const n = RECORDS.zonal;
   for (let round = 0; round < ROUNDS + WARMUP; round++) {
     const a = nowNs();
-    recordZonal(plainBlocks, n);
+    recordZonalByZone(plainBlocks, n);
     const b = nowNs();
     recordZonalWithHistograms(histBlocks, h, n);
     const c = nowNs();
@@ -567,8 +588,8 @@ async function main(): Promise<void> {
     [
       ['zonal Histogram.observe', histograms.observeZonal, 1],
       ['prom-client 15 Histogram.observe', histograms.observePromClient, histograms.observePromClient / histograms.observeZonal],
-      ['full record without histograms', histograms.recordWithout, histograms.recordWithout / histograms.observeZonal],
-      ['full record + 3 observations', histograms.recordWith, histograms.recordWith / histograms.observeZonal],
+      ['full record, a call per zone', histograms.recordWithout, histograms.recordWithout / histograms.observeZonal],
+      ['the same + 3 observations', histograms.recordWith, histograms.recordWith / histograms.observeZonal],
     ],
   );
   table(

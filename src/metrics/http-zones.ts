@@ -10,6 +10,14 @@ import { entries, group, Layout, type Counted, type Field, type Group } from './
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection } from './tree.js';
 
+// A zone's one-histogram list, made once per histogram.
+const lists = new WeakMap<Histogram, ReadonlyArray<readonly [string, Histogram]>>();
+function listOf(h: Histogram): ReadonlyArray<readonly [string, Histogram]> {
+  let list = lists.get(h);
+  if (!list) lists.set(h, (list = [['response_time', h]]));
+  return list;
+}
+
 export interface HttpZoneSource extends Counted {
   readonly ssl: boolean;
   readonly claims: AtomicCells;
@@ -43,7 +51,7 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     group('requests', processing ? [total, processing, discarded] : [total, discarded]),
     entries('responses', 'code', 'counter', 'Responses by status code.', (s, _ctx, emit) => responseEntries(s.sums, responses, s.claims, emit)),
     group('data', [received, sent]),
-    { kind: 'histograms', name: 'histograms', list: (s) => (s.responseTime ? [['response_time', s.responseTime.snapshot()]] : undefined) },
+    { kind: 'histograms', name: 'histograms', list: (s) => (s.responseTime ? listOf(s.responseTime) : undefined) },
   );
   const declared: Group<HttpZoneSource> = group('', fields);
   // A zone's keys are made once: a render looks both up for every zone it shows.

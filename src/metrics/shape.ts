@@ -2,7 +2,7 @@
 // JSON name, where its value comes from, whether it is present, and its metric type and
 // help. The path walker, the JSON renderer and both text formats derive from these
 // declarations and know nothing of any one family.
-import { quantile, type HistogramSnapshot } from '../engine/index.js';
+import { quantile, type Histogram, type HistogramSnapshot } from '../engine/index.js';
 
 export type Json = number | string | boolean | null | Json[] | { [key: string]: Json };
 
@@ -66,8 +66,8 @@ export interface Group<S> {
 export interface Histograms<S> {
   readonly kind: 'histograms';
   readonly name: string;
-  /** Each quantity's histogram now, in order; undefined when the instance has none. */
-  list(source: S): ReadonlyArray<readonly [string, HistogramSnapshot]> | undefined;
+  /** Each quantity's histogram, in order; undefined when the instance has none. */
+  list(source: S): ReadonlyArray<readonly [string, Histogram]> | undefined;
 }
 
 export type Field<S> = Leaf<S> | Entries<S> | Group<S> | Histograms<S>;
@@ -88,7 +88,7 @@ export function histogramJson(s: HistogramSnapshot): { [key: string]: Json } {
     const v = quantile(s, q);
     return v === undefined ? null : ms(v);
   };
-  return { bounds: [...s.bounds], buckets: s.buckets, count: s.count, sum: ms(s.sum), p50: p(0.5), p90: p(0.9), p99: p(0.99) };
+  return { bounds: [...s.bounds], buckets: Array.from(s.buckets), count: s.count, sum: ms(s.sum), p50: p(0.5), p90: p(0.9), p99: p(0.99) };
 }
 
 export function group<S>(name: string, fields: ReadonlyArray<Field<S>>, present?: (source: S) => boolean): Group<S> {

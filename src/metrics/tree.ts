@@ -2,7 +2,8 @@
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
 import { closing, JsonWriter, prefix } from './json.js';
-import type { HistogramSnapshot } from '../engine/index.js';
+import { quantile } from '../engine/index.js';
+import type { Histogram, HistogramSnapshot } from '../engine/index.js';
 import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
@@ -118,7 +119,7 @@ export class FieldNode<S> implements StatusNode {
     if (f.kind === 'leaf') return NO_MEMBERS;
     if (f.kind === 'entries')
       return entryList(f, this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
-    if (f.kind === 'histograms') return (f.list(this.source) ?? []).map(([name, h]) => [name, new HistogramNode(name, h)]);
+    if (f.kind === 'histograms') return (f.list(this.source) ?? []).map(([name, h]) => [name, new HistogramNode(name, h.snapshot())]);
     const out: Array<[string, StatusNode]> = [];
     for (const child of f.fields) {
       const node = new FieldNode(child, this.source);
@@ -208,7 +209,7 @@ export class HistogramNode implements StatusNode {
     return histogramJson(this.histogram);
   }
   write(w: JsonWriter, depth: number): boolean {
-    writeJson(w, histogramJson(this.histogram), depth);
+    writeHistogram(w, this.histogram, depth);
     return true;
   }
 }
@@ -218,10 +219,81 @@ function writeJson(w: JsonWriter, value: Json, depth: number): void {
   w.text(w.pretty ? JSON.stringify(value, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(value));
 }
 
+/** A field's histograms written as histogramsJson() would be stringified, without
+ * making it: the whole tree has one per zone and peer, ten thousand of them, and the
+ * bounds, the same for most, are encoded once. */
+function writeHistograms(w: JsonWriter, list: ReadonlyArray<readonly [string, Histogram]>, depth: number): void {
+  w.open();
+  for (let i = 0; i < list.length; i++) {
+    w.key(list[i][0], depth + 1, i === 0);
+    writeHistogram(w, list[i][1].current(), depth + 1);
+  }
+  w.close(depth, list.length === 0);
+}
+
+function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): void {
+  const ms = (v: number) => Math.round(v * 1000) / 1000;
+  const k = histogramKeys(depth + 1, w.pretty);
+  w.open();
+  w.bytes(k[0]);
+  w.bytes(encodedBounds(s.bounds, depth + 1, w.pretty));
+  w.bytes(k[1]);
+  writeNumbers(w, s.buckets, depth + 1);
+  w.bytes(k[2]);
+  w.scalar(s.count);
+  w.bytes(k[3]);
+  w.scalar(ms(s.sum));
+  for (let i = 0; i < PERCENTILES.length; i++) {
+    w.bytes(k[4 + i]);
+    const v = quantile(s, PERCENTILES[i]);
+    if (v === undefined) w.bytes(NULL);
+    else w.scalar(ms(v));
+  }
+  w.close(depth, false);
+}
+const PERCENTILES = [0.5, 0.9, 0.99];
+const NULL = Buffer.from('null');
+// A histogram's member keys, encoded once per depth and layout.
+const HISTOGRAM_MEMBERS = ['bounds', 'buckets', 'count', 'sum', 'p50', 'p90', 'p99'];
+const histogramKeyCache: Uint8Array[][] = [];
+function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
+  return (histogramKeyCache[depth * 2 + (pretty ? 1 : 0)] ??= HISTOGRAM_MEMBERS.map((name, i) => prefix(name, depth, i === 0, pretty)));
+}
+
+/** An array of numbers as JSON.stringify(value, null, '\t') lays it out at `depth`. */
+function writeNumbers(w: JsonWriter, values: ArrayLike<number>, depth: number): void {
+  if (values.length === 0) return w.text('[]');
+  const [first, next] = itemPrefixes(depth + 1, w.pretty);
+  for (let i = 0; i < values.length; i++) {
+    w.bytes(i === 0 ? first : next);
+    w.scalar(values[i]);
+  }
+  if (w.pretty) w.bytes(arrayClosing(depth));
+  else w.text(']');
+}
+
+const itemPrefixCache: Array<[Uint8Array, Uint8Array]> = [];
+function itemPrefixes(depth: number, pretty: boolean): [Uint8Array, Uint8Array] {
+  if (!pretty) return (itemPrefixCache[0] ??= [Buffer.from('['), Buffer.from(',')]);
+  const tabs = '\n' + '\t'.repeat(depth);
+  return (itemPrefixCache[depth] ??= [Buffer.from('[' + tabs), Buffer.from(',' + tabs)]);
+}
+const arrayClosings: Uint8Array[] = [];
+const arrayClosing = (depth: number) => (arrayClosings[depth] ??= Buffer.from('\n' + '\t'.repeat(depth) + ']'));
+
+// Bounds arrays come from the catalog: one encoding per array, depth and layout.
+const boundsBytes = new WeakMap<readonly number[], Uint8Array[]>();
+function encodedBounds(bounds: readonly number[], depth: number, pretty: boolean): Uint8Array {
+  let forBounds = boundsBytes.get(bounds);
+  if (!forBounds) boundsBytes.set(bounds, (forBounds = []));
+  const slot = depth * 2 + (pretty ? 1 : 0);
+  return (forBounds[slot] ??= Buffer.from(pretty ? JSON.stringify(bounds, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(bounds)));
+}
+
 /** A field's histograms as one JSON object (see shape.ts Histograms). */
-function histogramsJson(list: ReadonlyArray<readonly [string, HistogramSnapshot]>): { [key: string]: Json } {
+function histogramsJson(list: ReadonlyArray<readonly [string, Histogram]>): { [key: string]: Json } {
   const out: { [key: string]: Json } = {};
-  for (const [name, h] of list) out[name] = histogramJson(h);
+  for (const [name, h] of list) out[name] = histogramJson(h.snapshot());
   return out;
 }
 
@@ -261,7 +333,7 @@ export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: 
   if (field.kind === 'histograms') {
     const list = field.list(source);
     if (list === undefined) return false;
-    writeJson(w, histogramsJson(list), depth);
+    writeHistograms(w, list, depth);
     return true;
   }
   compiled(field, depth, w.pretty)(source, w, ctx);
@@ -342,7 +414,7 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
         : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; d = w.view; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
       code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) {\n${key(child.name)}${value}\nf = false;\n}\n`;
     } else if (child.kind === 'histograms') {
-      code += `const h${i} = ${arg(child.list)}(s);\nif (h${i} !== undefined) {\n${key(child.name)}${sync(`${arg(writeJson)}(w, ${arg(histogramsJson)}(h${i}), ${depth + 1})`)}\nf = false;\n}\n`;
+      code += `const h${i} = ${arg(child.list)}(s);\nif (h${i} !== undefined) {\n${key(child.name)}${sync(`${arg(writeHistograms)}(w, h${i}, ${depth + 1})`)}\nf = false;\n}\n`;
     } else {
       const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
       code += `if (${present}) {\n${key(child.name)}${sync(`${arg(compiled(child, depth + 1, pretty))}(s, w, c)`)}\nf = false;\n}\n`;

@@ -165,7 +165,7 @@ function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: numb
   fields.push({
     kind: 'histograms',
     name: 'histograms',
-    list: (s) => (s.histograms.length ? s.histograms.map(([q, h]) => [q, h.snapshot()] as const) : undefined),
+    list: (s) => (s.histograms.length ? s.histograms : undefined),
   });
   return { fields: group('', fields), size: layout.size, l };
 }
