@@ -1,7 +1,10 @@
 // npm run bench -- engine: what one "full request record" costs with zonal's counters,
 // next to a plain Float64Array (the floor), Atomics (the obvious shared-memory way) and
 // prom-client (what a Node server typically uses), and how the record rate scales from
-// one worker process to two writing the same zone.
+// one worker process to two writing the same zone. Then what a histogram observation
+// costs (a response time into zonal's sharded buckets, against prom-client's
+// Histogram.observe), and a full record with the three observations a proxied request
+// makes (server zone, location zone, peer) against one without.
 //
 // A full request record is 12 counter updates: for the server zone and the location
 // zone each, requests +1, responses[code] +1, received +bytes, sent +bytes; for the
@@ -9,7 +12,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import client from 'prom-client';
-import { Zone, WORKER_SLOT_ENV, type CounterBlock } from '../src/engine/index.js';
+import { Histogram, histogramLength, Zone, WORKER_SLOT_ENV, type CounterBlock } from '../src/engine/index.js';
 import { fail, finish, fmt, median, medianNs, nowNs, table } from './report.js';
 
 // ---- The record, shared by every implementation -------------------------------------
@@ -300,6 +303,126 @@ async function measurePromClient(): Promise<number> {
   return ns;
 }
 
+// ---- Histograms ---------------------------------------------------------------------
+
+// zonal's default bounds (ms), and the same in seconds for prom-client.
+const BOUNDS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
+const BOUNDS_S = BOUNDS_MS.map((b) => b / 1000);
+const OBSERVATIONS = { zonal: 10_000_000, promclient: 1_000_000 };
+
+/** A response time in ms from the loop index, spread over 0-300 ms: most buckets. */
+function responseMs(i: number): number {
+  return ((Math.imul(i, 40503) & 0xffff) / 65536) * 300;
+}
+
+function observeZonal(h: Histogram, n: number): void {
+  for (let i = 0; i < n; i++) h.observe(responseMs(i));
+}
+
+function observePromClient(h: client.Histogram.Internal<string>, n: number): void {
+  for (let i = 0; i < n; i++) h.observe(responseMs(i) / 1000);
+}
+
+// The full record as the server makes it, a call per zone (HttpZone.responseSent,
+// Peer.responded), with and without the zone's response time observed. (Written as one
+// function of 12 adds and 3 observations, the loop outgrows what V8 inlines into one
+// function, and the calls it then makes cost several times the observations.)
+function recordOneZone(block: CounterBlock, code: number, rx: number, tx: number): void {
+  block.add(TOTAL);
+  block.add(code);
+  block.add(RECEIVED, rx);
+  block.add(SENT, tx);
+}
+
+function recordOneZoneObserved(block: CounterBlock, h: Histogram, code: number, rx: number, tx: number, ms: number): void {
+  block.add(TOTAL);
+  block.add(code);
+  block.add(RECEIVED, rx);
+  block.add(SENT, tx);
+  h.observe(ms);
+}
+
+function recordZonalByZone(b: Blocks<CounterBlock>, n: number): void {
+  const { server, location, upstream } = b;
+  for (let i = 0; i < n; i++) {
+    const code = indexOfCode(i);
+    const rx = receivedBytes(i);
+    const tx = sentBytes(i);
+    recordOneZone(server, code, rx, tx);
+    recordOneZone(location, code, rx, tx);
+    recordOneZone(upstream, code, rx, tx);
+  }
+}
+
+function recordZonalWithHistograms(b: Blocks<CounterBlock>, h: Blocks<Histogram>, n: number): void {
+  const { server, location, upstream } = b;
+  const hs = h.server;
+  const hl = h.location;
+  const hu = h.upstream;
+  for (let i = 0; i < n; i++) {
+    const code = indexOfCode(i);
+    const rx = receivedBytes(i);
+    const tx = sentBytes(i);
+    const ms = responseMs(i);
+    recordOneZoneObserved(server, hs, code, rx, tx, ms);
+    recordOneZoneObserved(location, hl, code, rx, tx, ms);
+    recordOneZoneObserved(upstream, hu, code, rx, tx, ms);
+  }
+}
+
+interface HistogramCosts {
+  observeZonal: number;
+  observePromClient: number;
+  recordWith: number;
+  /** The record without histograms, measured beside recordWith (same blocks, same run). */
+  recordWithout: number;
+}
+
+async function measureHistograms(zone: Zone): Promise<HistogramCosts> {
+  const zonalHistogram = (key: string) => new Histogram(zone.counters(key, histogramLength(BOUNDS_MS)), BOUNDS_MS);
+  const one = zonalHistogram('histogram:bench');
+  const observeZonalNs = nsPerRecord(OBSERVATIONS.zonal, (n) => observeZonal(one, n));
+  if (one.snapshot().count !== OBSERVATIONS.zonal * RUNS) fail(`zonal histogram: ${one.snapshot().count} observations, the loops made ${OBSERVATIONS.zonal * RUNS}`);
+
+  const registry = new client.Registry();
+  const prom = new client.Histogram({ name: 'zonal_response_seconds', help: 'x', labelNames: ['zone'], buckets: BOUNDS_S, registers: [registry] });
+  const child = prom.labels({ zone: 'site' });
+  const observePromNs = nsPerRecord(OBSERVATIONS.promclient, (n) => observePromClient(child, n));
+  const count = (await prom.get()).values.find((v) => v.metricName === 'zonal_response_seconds_count')?.value;
+  if (count !== OBSERVATIONS.promclient * RUNS) fail(`prom-client histogram: ${count} observations, the loops made ${OBSERVATIONS.promclient * RUNS}`);
+
+  // With and without, on blocks of their own, alternating rounds so that a slow spell of
+  // the machine falls on both.
+  const plainBlocks = zonalBlocksNamed(zone, 'nohist');
+  const histBlocks = zonalBlocksNamed(zone, 'hist');
+  const h = { server: zonalHistogram('histogram:server'), location: zonalHistogram('histogram:location'), upstream: zonalHistogram('histogram:upstream') };
+  const without: number[] = [];
+  const withHist: number[] = [];
+  const n = RECORDS.zonal;
+  for (let round = 0; round < ROUNDS + WARMUP; round++) {
+    const a = nowNs();
+    recordZonalByZone(plainBlocks, n);
+    const b = nowNs();
+    recordZonalWithHistograms(histBlocks, h, n);
+    const c = nowNs();
+    if (round >= WARMUP) {
+      without.push((b - a) / n);
+      withHist.push((c - b) / n);
+    }
+  }
+  verify('zonal with histograms', zonalTotals(histBlocks), expectedAfter(n, ROUNDS + WARMUP));
+  if (h.upstream.snapshot().count !== n * (ROUNDS + WARMUP)) fail('zonal with histograms: the peer histogram missed observations');
+  return { observeZonal: observeZonalNs, observePromClient: observePromNs, recordWith: median(withHist), recordWithout: median(without) };
+}
+
+function zonalBlocksNamed(zone: Zone, tag: string): Blocks<CounterBlock> {
+  return {
+    server: zone.counters(`${tag}:server:site`, K),
+    location: zone.counters(`${tag}:location:site/api`, K),
+    upstream: zone.counters(`${tag}:upstream:backend/10.0.0.1:8080`, K),
+  };
+}
+
 // ---- Scaling across worker processes ------------------------------------------------
 
 // Records per worker per round: a few hundred milliseconds, long enough that the fraction
@@ -445,6 +568,7 @@ async function main(): Promise<void> {
   const zonal = measureZonal(zone);
   const atomics = measureAtomics();
   const promclient = await measurePromClient();
+  const histograms = await measureHistograms(zone);
   const scaling = await measureScaling();
   const ratio = scaling.two / scaling.one;
 
@@ -456,6 +580,16 @@ async function main(): Promise<void> {
       ['zonal CounterBlock', zonal, zonal / plain, RECORDS.zonal],
       ['Atomics.add Int32Array', atomics, atomics / plain, RECORDS.atomics],
       ['prom-client 15', promclient, promclient / plain, RECORDS.promclient],
+    ],
+  );
+  table(
+    `Histograms: one response time observed (default bounds, 14 buckets), median of ${ROUNDS} rounds`,
+    ['what', 'ns', 'x zonal observe'],
+    [
+      ['zonal Histogram.observe', histograms.observeZonal, 1],
+      ['prom-client 15 Histogram.observe', histograms.observePromClient, histograms.observePromClient / histograms.observeZonal],
+      ['full record, a call per zone', histograms.recordWithout, histograms.recordWithout / histograms.observeZonal],
+      ['the same + 3 observations', histograms.recordWith, histograms.recordWith / histograms.observeZonal],
     ],
   );
   table(
@@ -482,6 +616,10 @@ async function main(): Promise<void> {
     record_ns_plain: plain,
     record_ns_atomics: atomics,
     record_ns_promclient: promclient,
+    observe_ns_zonal_histogram: histograms.observeZonal,
+    observe_ns_promclient_histogram: histograms.observePromClient,
+    record_ns_zonal_without_histograms: histograms.recordWithout,
+    record_ns_zonal_with_3_histograms: histograms.recordWith,
     scaling_2_workers: ratio,
     scaling_2_workers_cpu_cost: scaling.cpuCost,
     scaling_2_workers_on_cpu: scaling.onCpuTwo,

@@ -12,6 +12,7 @@ import { liveAnswers } from './live.js';
 import { mapRequest, type Mapped } from './mapping.js';
 import { literalOrLocalhost, normaliseOrigin, originAllowed } from './origin.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
+import { FieldsNode, parseFields } from './fields.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
 
 export type { ApiMount, ApiRequest, ApiResponse, ApiStream } from './types.js';
@@ -163,7 +164,15 @@ export function createApi(options: ApiOptions): ApiHandler {
     if (request.method !== 'GET' && !head) return methodNotAllowed(request.method, mapped.path, READ_METHODS);
 
     const format = bare ? null : query.get('format');
-    const target = trail[trail.length - 1].node;
+    let target = trail[trail.length - 1].node;
+    const fields = bare ? null : query.get('fields');
+    if (fields !== null) {
+      const keep = parseFields(fields);
+      if ('error' in keep) return apiError(400, 'BadRequest', keep.error, head);
+      if (target.kind === 'leaf') return apiError(400, 'BadRequest', `The "fields" argument keeps members of an object, and "${mapped.path}" is a single value.`, head);
+      target = new FieldsNode(target, keep);
+      trail[trail.length - 1] = { name: trail[trail.length - 1].name, node: target };
+    }
     if (format !== null) {
       if (format !== 'prometheus')
         return apiError(400, 'BadRequest', `The "${format}" format is not supported: the one text format is "prometheus".`, head);

@@ -6,6 +6,11 @@
 // zonal_http_server_zones_requests_total{zone="site"} 10. A branch that holds instances
 // (an upstream and its peers, a sharded cache) is not flat: any branch in this form
 // has the whole tree's names, and the labels of the path it is under.
+//
+// A histogram (zonal's `histograms` extension) is a Prometheus histogram named after its
+// path with `_seconds` added: cumulative `_bucket{le="..."}` lines, `_sum` and `_count`,
+// in seconds as Prometheus's conventions want, where the JSON has milliseconds.
+import type { HistogramSnapshot } from '../engine/index.js';
 import type { RenderContext, Scalar } from '../metrics/shape.js';
 import type { StatusNode } from '../metrics/tree.js';
 
@@ -26,7 +31,27 @@ function flatName(parts: readonly string[]): string {
   return parts.join('_').replace(/[^A-Za-z0-9_:]/g, '_');
 }
 
+/** A histogram's sample lines, each `<suffix>{labels} value` to follow the family's
+ * name: cumulative buckets with `le` in seconds, then the sum (seconds) and the count. */
+function histogramSamples(h: HistogramSnapshot, labels: string): string[] {
+  const pre = labels ? `${labels},` : '';
+  const out: string[] = [];
+  let cumulative = 0;
+  for (let i = 0; i < h.buckets.length; i++) {
+    cumulative += h.buckets[i];
+    const le = i < h.bounds.length ? String(h.bounds[i] / 1000) : '+Inf';
+    out.push(`_bucket{${pre}le="${le}"} ${cumulative}`);
+  }
+  const braces = labels ? `{${labels}}` : '';
+  out.push(`_sum${braces} ${h.sum / 1000}`, `_count${braces} ${h.count}`);
+  return out;
+}
+
 function flatLines(node: StatusNode, parts: string[], ctx: RenderContext, out: string[], only?: readonly string[]): void {
+  if (node.histogram) {
+    if (!only) for (const sample of histogramSamples(node.histogram, '')) out.push(`${flatName(parts)}_seconds${sample}`);
+    return;
+  }
   if (node.kind === 'leaf') {
     const v = node.json(ctx);
     const n = v === undefined ? undefined : numeric(node, v as Scalar);
@@ -40,7 +65,7 @@ const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
 const escapeHelp = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 
 interface Family {
-  readonly type: 'counter' | 'gauge';
+  readonly type: 'counter' | 'gauge' | 'histogram';
   readonly help: string;
   readonly samples: string[];
 }
@@ -61,6 +86,17 @@ class NameNode {
 }
 
 function labelled(node: StatusNode, at: NameNode, labels: string, ctx: RenderContext, families: Map<string, Family>): void {
+  if (node.histogram) {
+    let family = at.family;
+    if (!family) {
+      const name = `${at.name}_seconds`;
+      family = families.get(name);
+      if (!family) families.set(name, (family = { type: 'histogram', help: `${node.help ?? name} In seconds.`, samples: [] }));
+      at.family = family;
+    }
+    family.samples.push(...histogramSamples(node.histogram, labels));
+    return;
+  }
   if (node.kind === 'leaf') {
     if (!node.metric) return;
     const v = node.json(ctx);

@@ -10,3 +10,4 @@ export { setWorkerSlot, INSTANCE_ENV, WORKER_SLOT_ENV } from './identity.js';
 export { addon } from './native.js';
 export { CacheKeys, CacheLookupState } from './cache-keys.js';
 export type { CacheEvicted, CacheLookup } from './cache-keys.js';
+export { Histogram, histogramLength, quantile, type HistogramSnapshot } from './histogram.js';

@@ -10,10 +10,16 @@ export interface ServerInfo {
   build?: string;
 }
 
+/** `status_zone_histogram`: bounds in milliseconds, ascending; `false`: no histogram;
+ * absent: the default bounds (metrics/histograms.ts). */
+export type HistogramSetting = readonly number[] | false;
+
 export interface ServerZoneConfig {
   name: string;
   /** The server listens with SSL: the zone shows `ssl`. */
   ssl?: boolean;
+  /** Bounds of the zone's response time histogram (HTTP zones). */
+  histogram?: HistogramSetting;
 }
 
 export interface CacheShardConfig {
@@ -71,6 +77,9 @@ export interface UpstreamConfig {
   essential?: boolean;
   /** Smoothing factor, in percent, of header_time and response_time (default 90). */
   responseTimeFactor?: number;
+  /** Bounds of the peers' histograms: response time (HTTP), connect and session time
+   * (stream). */
+  histogram?: HistogramSetting;
   /** The balancing method (round robin when absent): it decides which peer parameters
    * /config accepts (`backup` not with random, hash or ip_hash). */
   method?: 'round_robin' | 'least_conn' | 'least_time' | 'random' | 'hash' | 'ip_hash';
@@ -87,6 +96,8 @@ export interface UpstreamConfig {
 export interface HttpConfig {
   serverZones?: ServerZoneConfig[];
   locationZones?: string[];
+  /** Location zones whose histogram is not the default, by name. */
+  locationHistograms?: Record<string, HistogramSetting>;
   caches?: CacheConfig[];
   limitConns?: LimitZoneConfig[];
   limitReqs?: LimitZoneConfig[];
@@ -137,11 +148,12 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
 }
 
 /** Room for an upstream's peers, and as many again added at run time: a peer's counter
- * block takes about 1.4 KiB per worker. A name's addresses may change every TTL, and a
+ * block takes about 1.4 KiB per worker, its histograms (two for stream peers) about
+ * 0.3 KiB each per worker. A name's addresses may change every TTL, and a
  * peer that went keeps its memory for a minute (metrics/peers.ts RETIRE_MS): 32 peers'
  * room for each. */
 function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
-  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 1536 + 1024));
+  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 2304 + 1536));
 }
 
 /** The key a peer is known by: its canonical address. */

@@ -2,16 +2,26 @@
 // (/status/http/location_zones/<zone>): one for each `status_zone <zone>` in a server or
 // a location. A server zone's `ssl` object appears only when its server listens with
 // SSL; a location zone never has `ssl` nor `requests.processing`.
-import type { AtomicCells, GaugeBlock } from '../engine/index.js';
-import type { ServerZoneConfig } from './catalog.js';
+import type { AtomicCells, GaugeBlock, Histogram } from '../engine/index.js';
+import type { HistogramSetting, ServerZoneConfig } from './catalog.js';
+import { histogramIn } from './histograms.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, Layout, type Counted, type Field, type Group } from './shape.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection } from './tree.js';
 
+// A zone's one-histogram list, made once per histogram.
+const lists = new WeakMap<Histogram, ReadonlyArray<readonly [string, Histogram]>>();
+function listOf(h: Histogram): ReadonlyArray<readonly [string, Histogram]> {
+  let list = lists.get(h);
+  if (!list) lists.set(h, (list = [['response_time', h]]));
+  return list;
+}
+
 export interface HttpZoneSource extends Counted {
   readonly ssl: boolean;
   readonly claims: AtomicCells;
+  readonly responseTime?: Histogram;
 }
 
 /** SSL handshake counters, shared with stream server zones. */
@@ -41,6 +51,7 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     group('requests', processing ? [total, processing, discarded] : [total, discarded]),
     entries('responses', 'code', 'counter', 'Responses by status code.', (s, _ctx, emit) => responseEntries(s.sums, responses, s.claims, emit)),
     group('data', [received, sent]),
+    { kind: 'histograms', name: 'histograms', list: (s) => (s.responseTime ? listOf(s.responseTime) : undefined) },
   );
   const declared: Group<HttpZoneSource> = group('', fields);
   // A zone's keys are made once: a render looks both up for every zone it shows.
@@ -52,6 +63,12 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
   };
   const block = (status: StatusStore, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name).block, layout.size, own);
   const claims = (status: StatusStore, name: string) => status.cells(STATUS_ZONE, key(name).claims, CLAIMED);
+  const responseTime = (status: StatusStore, name: string, setting: HistogramSetting | undefined) =>
+    histogramIn(status, STATUS_ZONE, key(name).block, 'response_time', setting);
+  const settingOf = (status: StatusStore, name: string): HistogramSetting | undefined => {
+    const http = status.catalog().http;
+    return server ? http?.serverZones?.find((z) => z.name === name)?.histogram : http?.locationHistograms?.[name];
+  };
   // Location zones are names in the catalog: one list of objects per catalog list, so that
   // their keys are encoded once (tree.ts memberKeys).
   const named = new WeakMap<readonly string[], Array<{ name: string }>>();
@@ -60,15 +77,27 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     if (!zones) named.set(names, (zones = names.map((name) => ({ name }))));
     return zones;
   };
+  const histograms = (status: StatusStore) => status.catalog().http?.locationHistograms;
 
   return {
     fields: declared,
-    recorder: (status: StatusStore, name: string) => new HttpZone({ ssl, total, processing, discarded, responses, received, sent }, block(status, name, layout.gauges), claims(status, name)),
+    recorder: (status: StatusStore, name: string) =>
+      new HttpZone(
+        { ssl, total, processing, discarded, responses, received, sent },
+        block(status, name, layout.gauges),
+        claims(status, name),
+        responseTime(status, name, settingOf(status, name)),
+      ),
     node: (status: StatusStore) =>
       zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
         declared,
-        (z: ServerZoneConfig) => ({ sums: block(status, z.name).sums(), ssl: !!z.ssl, claims: claims(status, z.name) }),
+        (z: ServerZoneConfig) => ({
+          sums: block(status, z.name).sums(),
+          ssl: !!z.ssl,
+          claims: claims(status, z.name),
+          responseTime: responseTime(status, z.name, server ? z.histogram : histograms(status)?.[z.name]),
+        }),
       ),
   };
 }
@@ -93,16 +122,24 @@ export class HttpZone {
     private readonly l: HttpZoneLayout,
     private readonly block: GaugeBlock,
     private readonly claims: AtomicCells,
+    private readonly responseTime: Histogram | undefined,
   ) {}
+
+  /** Whether responseSent() wants the response's time: the zone has a histogram. */
+  get timed(): boolean {
+    return this.responseTime !== undefined;
+  }
 
   requestStarted(): void {
     this.block.add(this.l.total.index);
     if (this.l.processing) this.block.add(this.l.processing.index);
   }
 
-  /** The response went out: its status, and the request's bytes in and out. */
-  responseSent(status: number, bytesReceived: number, bytesSent: number): void {
+  /** The response went out: its status, the request's bytes in and out, and how long it
+   * took in milliseconds (the `response_time` histogram's observation). */
+  responseSent(status: number, bytesReceived: number, bytesSent: number, ms?: number): void {
     const { block: b, l } = this;
+    if (ms !== undefined) this.responseTime?.observe(ms);
     b.add(l.responses + responseIndex(status, this.claims));
     b.add(l.received.index, bytesReceived);
     b.add(l.sent.index, bytesSent);

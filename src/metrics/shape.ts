@@ -2,8 +2,9 @@
 // JSON name, where its value comes from, whether it is present, and its metric type and
 // help. The path walker, the JSON renderer and both text formats derive from these
 // declarations and know nothing of any one family.
+import { quantile, type Histogram, type HistogramSnapshot } from '../engine/index.js';
 
-export type Json = number | string | boolean | Json[] | { [key: string]: Json };
+export type Json = number | string | boolean | null | Json[] | { [key: string]: Json };
 
 /** What a request asks of rendering. */
 export interface RenderContext {
@@ -60,7 +61,38 @@ export interface Group<S> {
   present?(source: S): boolean;
 }
 
-export type Field<S> = Leaf<S> | Entries<S> | Group<S>;
+/**
+ * zonal's extension to the spec: `histograms`, an object keyed by the measured quantity
+ * (`response_time`, `connect_time`, `session_time`), each a histogram in milliseconds
+ * that the text format exports as a Prometheus histogram in seconds.
+ */
+export interface Histograms<S> {
+  readonly kind: 'histograms';
+  readonly name: string;
+  /** Each quantity's histogram, in order; undefined when the instance has none. */
+  list(source: S): ReadonlyArray<readonly [string, Histogram]> | undefined;
+}
+
+export type Field<S> = Leaf<S> | Entries<S> | Group<S> | Histograms<S>;
+
+/** What each measured quantity is, for the text format's HELP. */
+export const HISTOGRAM_HELP: Readonly<Record<string, string>> = {
+  response_time: 'Response time: a zone\'s from the request\'s arrival to its last byte sent, a peer\'s as its health.response_time.',
+  connect_time: 'Time to connect to the peer.',
+  session_time: 'Time from connecting to the peer to the end of the session.',
+};
+
+const ms = (v: number) => Math.round(v * 1000) / 1000;
+
+/** A histogram's JSON: bounds and non-cumulative buckets, count, sum and percentile
+ * estimates in milliseconds (null while empty). */
+export function histogramJson(s: HistogramSnapshot): { [key: string]: Json } {
+  const p = (q: number) => {
+    const v = quantile(s, q);
+    return v === undefined ? null : ms(v);
+  };
+  return { bounds: [...s.bounds], buckets: Array.from(s.buckets), count: s.count, sum: ms(s.sum), p50: p(0.5), p90: p(0.9), p99: p(0.99) };
+}
 
 export function group<S>(name: string, fields: ReadonlyArray<Field<S>>, present?: (source: S) => boolean): Group<S> {
   return { kind: 'group', name, fields, present };

@@ -216,8 +216,8 @@ export class Status implements StatusStore {
 
 export const ZONAL_VERSION = '0.1.0';
 
-/** Room for every object's counter block (with a shard per worker), and for the
- * catalog twice over: a rewrite holds the old and the new copy for a moment. */
+/** Room for every object's counter block and histogram (with a shard per worker), and
+ * for the catalog twice over: a rewrite holds the old and the new copy for a moment. */
 function statusZoneBytes(config: StatusConfig, workers: number): number {
   const objects =
     (config.http?.serverZones?.length ?? 0) +
@@ -225,7 +225,7 @@ function statusZoneBytes(config: StatusConfig, workers: number): number {
     (config.stream?.serverZones?.length ?? 0) +
     (config.resolvers?.length ?? 0) +
     1;
-  return 256 * 1024 + objects * (workers * 2048 + 2048) + 3 * JSON.stringify(config).length;
+  return 256 * 1024 + objects * (workers * 2560 + 2560) + 3 * JSON.stringify(config).length;
 }
 
 /** What a process keeps of one zone, by key: made when first asked for. */

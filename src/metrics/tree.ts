@@ -2,7 +2,9 @@
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
 import { closing, JsonWriter, prefix } from './json.js';
-import { entryList, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import { quantile } from '../engine/index.js';
+import type { Histogram, HistogramSnapshot } from '../engine/index.js';
+import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -26,6 +28,8 @@ export interface StatusNode {
   readonly metric?: MetricType;
   readonly help?: string;
   numeric?(value: Scalar): number;
+  /** One histogram (zonal's `histograms` extension): the text format exports it whole. */
+  readonly histogram?: HistogramSnapshot;
 }
 
 const NO_MEMBERS: Array<[string, StatusNode]> = [];
@@ -115,7 +119,7 @@ export class FieldNode<S> implements StatusNode {
   ) {
     this.kind = field.kind === 'leaf' ? 'leaf' : 'object';
     if (field.kind === 'entries') this.label = field.label;
-    if (field.kind !== 'group') {
+    if (field.kind === 'leaf' || field.kind === 'entries') {
       this.metric = field.metric;
       this.help = field.help;
     }
@@ -127,6 +131,7 @@ export class FieldNode<S> implements StatusNode {
     if (f.kind === 'leaf') return NO_MEMBERS;
     if (f.kind === 'entries')
       return entryList(f, this.source, ctx).map(([key, value]) => [key, new ValueNode(value, f.metric, f.help)]);
+    if (f.kind === 'histograms') return (f.list(this.source) ?? []).map(([name, h]) => [name, new HistogramNode(name, h.snapshot())]);
     const out: Array<[string, StatusNode]> = [];
     for (const child of f.fields) {
       const node = new FieldNode(child, this.source);
@@ -155,6 +160,7 @@ export class FieldNode<S> implements StatusNode {
     const f = this.field;
     if (f.kind === 'leaf') return f.value(this.source, ctx) !== undefined;
     if (f.kind === 'group') return !f.present || f.present(this.source);
+    if (f.kind === 'histograms') return f.list(this.source) !== undefined;
     return true;
   }
 
@@ -223,13 +229,126 @@ export class ValueNode implements StatusNode {
   }
 }
 
+/** One histogram of an instance: an object of its JSON members for paths and JSON, and
+ * the whole histogram for the text format. */
+export class HistogramNode implements StatusNode {
+  readonly kind = 'object';
+  readonly help: string;
+  constructor(
+    name: string,
+    readonly histogram: HistogramSnapshot,
+  ) {
+    this.help = HISTOGRAM_HELP[name] ?? name;
+  }
+  members(): Array<[string, StatusNode]> {
+    return Object.entries(histogramJson(this.histogram)).map(([k, v]) => [k, new JsonNode(() => v)]);
+  }
+  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
+    for (const [name, node] of this.members()) fn(name, node);
+  }
+  child(name: string): StatusNode | undefined {
+    return this.members().find(([n]) => n === name)?.[1];
+  }
+  json(): Json {
+    return histogramJson(this.histogram);
+  }
+  write(w: JsonWriter, depth: number): boolean {
+    writeHistogram(w, this.histogram, depth);
+    return true;
+  }
+}
+
+/** A JSON value as JSON.stringify writes it, indented to `depth` when pretty. */
+function writeJson(w: JsonWriter, value: Json, depth: number): void {
+  w.text(w.pretty ? JSON.stringify(value, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(value));
+}
+
+/** A field's histograms written as histogramsJson() would be stringified, without
+ * making it: the whole tree has one per zone and peer, ten thousand of them, and the
+ * bounds, the same for most, are encoded once. */
+function writeHistograms(w: JsonWriter, list: ReadonlyArray<readonly [string, Histogram]>, depth: number): void {
+  w.open();
+  for (let i = 0; i < list.length; i++) {
+    w.key(list[i][0], depth + 1, i === 0);
+    writeHistogram(w, list[i][1].current(), depth + 1);
+  }
+  w.close(depth, list.length === 0);
+}
+
+function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): void {
+  const ms = (v: number) => Math.round(v * 1000) / 1000;
+  const k = histogramKeys(depth + 1, w.pretty);
+  w.open();
+  w.bytes(k[0]);
+  w.bytes(encodedBounds(s.bounds, depth + 1, w.pretty));
+  w.bytes(k[1]);
+  writeNumbers(w, s.buckets, depth + 1);
+  w.bytes(k[2]);
+  w.scalar(s.count);
+  w.bytes(k[3]);
+  w.scalar(ms(s.sum));
+  for (let i = 0; i < PERCENTILES.length; i++) {
+    w.bytes(k[4 + i]);
+    const v = quantile(s, PERCENTILES[i]);
+    if (v === undefined) w.bytes(NULL);
+    else w.scalar(ms(v));
+  }
+  w.close(depth, false);
+}
+const PERCENTILES = [0.5, 0.9, 0.99];
+const NULL = Buffer.from('null');
+// A histogram's member keys, encoded once per depth and layout.
+const HISTOGRAM_MEMBERS = ['bounds', 'buckets', 'count', 'sum', 'p50', 'p90', 'p99'];
+const histogramKeyCache: Uint8Array[][] = [];
+function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
+  return (histogramKeyCache[depth * 2 + (pretty ? 1 : 0)] ??= HISTOGRAM_MEMBERS.map((name, i) => prefix(name, depth, i === 0, pretty)));
+}
+
+/** An array of numbers as JSON.stringify(value, null, '\t') lays it out at `depth`. */
+function writeNumbers(w: JsonWriter, values: ArrayLike<number>, depth: number): void {
+  if (values.length === 0) return w.text('[]');
+  const [first, next] = itemPrefixes(depth + 1, w.pretty);
+  for (let i = 0; i < values.length; i++) {
+    w.bytes(i === 0 ? first : next);
+    w.scalar(values[i]);
+  }
+  if (w.pretty) w.bytes(arrayClosing(depth));
+  else w.text(']');
+}
+
+const itemPrefixCache: Array<[Uint8Array, Uint8Array]> = [];
+function itemPrefixes(depth: number, pretty: boolean): [Uint8Array, Uint8Array] {
+  if (!pretty) return (itemPrefixCache[0] ??= [Buffer.from('['), Buffer.from(',')]);
+  const tabs = '\n' + '\t'.repeat(depth);
+  return (itemPrefixCache[depth] ??= [Buffer.from('[' + tabs), Buffer.from(',' + tabs)]);
+}
+const arrayClosings: Uint8Array[] = [];
+const arrayClosing = (depth: number) => (arrayClosings[depth] ??= Buffer.from('\n' + '\t'.repeat(depth) + ']'));
+
+// Bounds arrays come from the catalog: one encoding per array, depth and layout.
+const boundsBytes = new WeakMap<readonly number[], Uint8Array[]>();
+function encodedBounds(bounds: readonly number[], depth: number, pretty: boolean): Uint8Array {
+  let forBounds = boundsBytes.get(bounds);
+  if (!forBounds) boundsBytes.set(bounds, (forBounds = []));
+  const slot = depth * 2 + (pretty ? 1 : 0);
+  return (forBounds[slot] ??= Buffer.from(pretty ? JSON.stringify(bounds, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(bounds)));
+}
+
+/** A field's histograms as one JSON object (see shape.ts Histograms). */
+function histogramsJson(list: ReadonlyArray<readonly [string, Histogram]>): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {};
+  for (const [name, h] of list) out[name] = histogramJson(h.snapshot());
+  return out;
+}
+
 /** A value that is JSON already (the /config tree under the API root). */
 export class JsonNode implements StatusNode {
   readonly kind = 'object';
   constructor(private readonly value: () => Json) {}
   members(): Array<[string, StatusNode]> {
     const v = this.value();
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.entries(v).map(([k, x]) => [k, new JsonNode(() => x)]) : NO_MEMBERS;
+    // An array's members are its indices, so that a path reaches any value the JSON shows.
+    return typeof v === 'object' && v !== null ? Object.entries(v).map(([k, x]) => [k, new JsonNode(() => x)]) : NO_MEMBERS;
   }
   visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
     for (const [name, node] of this.members()) fn(name, node);
@@ -241,8 +360,7 @@ export class JsonNode implements StatusNode {
     return this.value();
   }
   write(w: JsonWriter, depth: number): boolean {
-    const text = w.pretty ? JSON.stringify(this.value(), null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(this.value());
-    w.text(text);
+    writeJson(w, this.value(), depth);
     return true;
   }
 }
@@ -256,6 +374,12 @@ export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: 
     return true;
   }
   if (field.kind === 'group' && field.present && !field.present(source)) return false;
+  if (field.kind === 'histograms') {
+    const list = field.list(source);
+    if (list === undefined) return false;
+    writeHistograms(w, list, depth);
+    return true;
+  }
   compiled(field, depth, w.pretty)(source, w, ctx);
   return true;
 }
@@ -341,6 +465,8 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
         ? sync(`if (c.dateEpoch) w.scalar(Math.round(v${i})); else w.isoTime(v${i})`)
         : `if (typeof v${i} === 'number' && v${i} >= 0 && v${i} < 10 && v${i} === (v${i} | 0)) { if (p >= b.length) { w.pos = p; w.room(1); b = w.buf; d = w.view; } b[p++] = 48 + v${i}; } else { ${sync(`w.scalar(v${i})`)} }`;
       code += `const v${i} = ${arg(child.value)}(s, c);\nif (v${i} !== undefined) {\n${key(child.name)}${value}\nf = false;\n}\n`;
+    } else if (child.kind === 'histograms') {
+      code += `const h${i} = ${arg(child.list)}(s);\nif (h${i} !== undefined) {\n${key(child.name)}${sync(`${arg(writeHistograms)}(w, h${i}, ${depth + 1})`)}\nf = false;\n}\n`;
     } else {
       const present = child.kind === 'group' && child.present ? `${arg(child.present)}(s)` : 'true';
       code += `if (${present}) {\n${key(child.name)}${sync(`${arg(compiled(child, depth + 1, pretty))}(s, w, c)`)}\nf = false;\n}\n`;
@@ -383,6 +509,10 @@ export function fieldJson<S>(field: Field<S>, source: S, ctx: RenderContext): Js
       const out: { [key: string]: Json } = {};
       field.entries(source, ctx, (key, value) => (out[key] = value));
       return out;
+    }
+    case 'histograms': {
+      const list = field.list(source);
+      return list === undefined ? undefined : histogramsJson(list);
     }
     case 'group': {
       if (field.present && !field.present(source)) return undefined;

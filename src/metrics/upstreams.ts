@@ -8,8 +8,9 @@
 //     average = average * f + sample * (1 - f),   f = response_time_factor / 100 (0.9)
 // starting from its first sample; the API shows the workers' averages weighted by how
 // many samples each took, rounded to whole milliseconds.
-import type { AtomicCells, GaugeBlock } from '../engine/index.js';
+import type { AtomicCells, GaugeBlock, Histogram } from '../engine/index.js';
 import { peerName, type UpstreamConfig } from './catalog.js';
+import { boundsOf, histogramIn, histogramKey } from './histograms.js';
 import { peerKey, peerSet, publishPeers, updatePeers, zoneOf, type PeerEntry, type PeerSet, type UpdateResult } from './peers.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, leaf, time, Layout, type Counted, type Field, type Group, type RenderContext, type Scalar } from './shape.js';
@@ -59,7 +60,13 @@ interface PeerSource extends Counted {
   readonly state: number;
   /** `server` as JSON, kept with the upstream's storage (see cachedStorage). */
   readonly serverJson?: Uint8Array;
+  /** The peer's histograms by quantity (none: `status_zone_histogram off`, or no room). */
+  readonly histograms: PeerHistograms;
 }
+
+/** A peer's histograms: response time for HTTP, connect and session time for stream. */
+type PeerHistograms = ReadonlyArray<readonly [string, Histogram]>;
+const QUANTITIES: Record<Protocol, readonly string[]> = { http: ['response_time'], stream: ['connect_time', 'session_time'] };
 
 /** A moving average: its per-worker value and its per-worker sample count. */
 interface Average {
@@ -155,6 +162,11 @@ function peerFields(protocol: Protocol): { fields: Group<PeerSource>; size: numb
     );
   fields.push(group('data', [l.received, l.sent]), group('health', health));
   if (protocol === 'http') fields.push(leaf('sid', 'Configured id of the server in its upstream.', (s) => s.peer.sid));
+  fields.push({
+    kind: 'histograms',
+    name: 'histograms',
+    list: (s) => (s.histograms.length ? s.histograms : undefined),
+  });
   return { fields: group('', fields), size: layout.size, l };
 }
 
@@ -193,7 +205,17 @@ export class Peer {
     private readonly claims: AtomicCells | undefined,
     private readonly l: typeof http.l,
     private readonly factor: number,
-  ) {}
+    histograms: PeerHistograms = [],
+  ) {
+    const of = (q: string) => histograms.find(([name]) => name === q)?.[1];
+    this.responseTime = of('response_time');
+    this.connectTime = of('connect_time');
+    this.sessionTime = of('session_time');
+  }
+
+  private readonly responseTime: Histogram | undefined;
+  private readonly connectTime: Histogram | undefined;
+  private readonly sessionTime: Histogram | undefined;
 
   /** The balancer chose this peer for a request (HTTP) or a connection (stream). */
   selected(now = Date.now()): void {
@@ -215,6 +237,7 @@ export class Peer {
     b.add(this.l.sent.index, sent);
     this.sample(this.l.headerTime, headerMs);
     this.sample(this.l.responseTime, responseMs);
+    this.responseTime?.observe(responseMs);
   }
 
   /** Stream: the session's bytes and timings (ms). `firstByteMs` undefined: the peer
@@ -225,6 +248,8 @@ export class Peer {
     this.sample(this.l.connectTime, connectMs);
     if (firstByteMs !== undefined) this.sample(this.l.firstByteTime, firstByteMs);
     this.sample(this.l.lastByteTime, lastByteMs);
+    this.connectTime?.observe(connectMs);
+    this.sessionTime?.observe(lastByteMs);
   }
 
   /** An attempt to talk to the peer failed. */
@@ -324,15 +349,23 @@ interface PeerStorage {
   readonly block: GaugeBlock;
   readonly cells: AtomicCells;
   readonly claims?: AtomicCells;
+  readonly histograms: PeerHistograms;
 }
 
-function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, id: number): PeerStorage {
+/** `histograms` false: the peer's spec counters only, as a new peer's set is published;
+ * its histograms come next (at the first render, which the creator runs at once), so that
+ * in a zone short of room the peers' counters come first and only histograms go without. */
+function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, id: number, histograms = true): PeerStorage {
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
     block: status.gauges(zone, peerKey(id), spec.size),
     cells: status.cells(zone, `${peerKey(id)}/state`, PEER_CELLS),
     claims: protocol === 'http' ? status.cells(zone, `${peerKey(id)}/codes`, CLAIMED) : undefined,
+    histograms: (histograms ? QUANTITIES[protocol] : []).flatMap((q) => {
+      const h = histogramIn(status, zone, peerKey(id), q, u.histogram);
+      return h ? [[q, h] as const] : [];
+    }),
   };
 }
 
@@ -353,9 +386,9 @@ export interface PeerHandles {
 
 /** A peer's recorder and shared cells by id (a balancer's view of a live-set entry). */
 export function peerHandles(status: StatusStore, u: UpstreamConfig, id: number, protocol: Protocol = protocolOf(status, u)): PeerHandles {
-  const { block, cells, claims } = peerStorage(status, protocol, u, id);
+  const { block, cells, claims, histograms } = peerStorage(status, protocol, u, id);
   const spec = protocol === 'http' ? http : stream;
-  return { metrics: new Peer(block, cells, claims, spec.l, (u.responseTimeFactor ?? 90) / 100), cells };
+  return { metrics: new Peer(block, cells, claims, spec.l, (u.responseTimeFactor ?? 90) / 100, histograms), cells };
 }
 
 /**
@@ -397,12 +430,14 @@ export function queueCells(status: StatusStore, u: UpstreamConfig): AtomicCells 
 function peerMemory(status: StatusStore, protocol: Protocol) {
   return {
     allocate: (u: UpstreamConfig, id: number) => {
-      const storage = peerStorage(status, protocol, u, id);
+      const storage = peerStorage(status, protocol, u, id, false);
       // Before it is published: no balancer sees the peer before it is `checking`.
       if (u.essential) storage.cells.store(PeerCell.state, PeerState.checking);
     },
     free: (u: UpstreamConfig, id: number) => {
-      for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`]) status.drop(zoneOf(u), key);
+      const bounds = boundsOf(u.histogram);
+      const histograms = bounds ? QUANTITIES[protocol].map((q) => histogramKey(peerKey(id), q, bounds)) : [];
+      for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`, ...histograms]) status.drop(zoneOf(u), key);
     },
   };
 }
@@ -459,9 +494,12 @@ const storageOf = new WeakMap<PeerSet, UpstreamStorage>();
 function cachedStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig, set: PeerSet): UpstreamStorage {
   let s = storageOf.get(set);
   if (!s) {
+    // The upstream's own block before the peers' histograms: a zone short of room goes
+    // without histograms, never without a block of the spec.
+    const block = status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size);
     s = {
       peers: set.peers.map((p) => peerStorage(status, protocol, u, p.id)),
-      block: status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size),
+      block,
       servers: set.peers.map((p) => Buffer.from(JSON.stringify(p.server))),
     };
     storageOf.set(set, s);
@@ -473,8 +511,8 @@ export function peer(status: StatusStore, protocol: Protocol, upstream: string, 
   const u = find(status, protocol, upstream);
   const entry = peerSet(status, u).peers.find((p) => peerName(p) === name);
   if (!entry) throw new Error(`upstream "${upstream}" has no peer "${name}"`);
-  const { block, cells, claims } = peerStorage(status, protocol, u, entry.id);
-  return new Peer(block, cells, claims, (protocol === 'http' ? http : stream).l, (u.responseTimeFactor ?? 90) / 100);
+  const { block, cells, claims, histograms } = peerStorage(status, protocol, u, entry.id);
+  return new Peer(block, cells, claims, (protocol === 'http' ? http : stream).l, (u.responseTimeFactor ?? 90) / 100, histograms);
 }
 
 export function upstream(status: StatusStore, protocol: Protocol, name: string): Upstream {
@@ -494,7 +532,7 @@ function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig
     (p: PeerEntry, transient: boolean): StatusNode => {
       const s = storage.peers[set.peers.indexOf(p)];
       const sums = s.block.values(transient ? scratchFor(spec.size) : undefined);
-      return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims, state: s.cells.load(0) });
+      return new FieldNode(spec.fields, { sums, peer: p, upstream: u, block: s.block, cells: s.cells, claims: s.claims, state: s.cells.load(0), histograms: s.histograms });
     },
     {
       fields: spec.fields,
@@ -518,6 +556,7 @@ function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig
         source.claims = s.claims;
         source.state = peerStates[index];
         source.serverJson = storage.servers[index];
+        source.histograms = s.histograms;
         return source;
       },
     },

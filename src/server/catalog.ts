@@ -3,7 +3,7 @@
 // and every upstream with its peers; the same for the stream block. Admin servers have
 // no zones: their traffic is not counted.
 import type { CacheZone } from './cache/config.js';
-import type { CacheConfig, PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
+import type { CacheConfig, HistogramSetting, PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
 import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
 
 /** A configured peer as /config holds one: only what differs from the defaults /config
@@ -47,6 +47,7 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     responseTimeFactor: u.responseTimeFactor,
     method: u.method.kind,
     ...(u.state !== undefined ? { state: u.state } : {}),
+    ...(u.histogram !== undefined ? { histogram: u.histogram } : {}),
   };
 }
 
@@ -65,10 +66,17 @@ function cacheConfig(z: CacheZone): CacheConfig {
 export function statusConfigOf(config: ServerConfig): StatusConfig {
   const serverZones = new Map<string, boolean>();
   const locationZones = new Set<string>();
+  // A zone's histogram bounds: those where it first appears (a zone is one histogram).
+  const serverHistograms = new Map<string, HistogramSetting | undefined>();
+  const locationHistograms = new Map<string, HistogramSetting | undefined>();
+  const addLocation = (zone: string, histogram: HistogramSetting | undefined) => {
+    locationZones.add(zone);
+    if (!locationHistograms.has(zone)) locationHistograms.set(zone, histogram);
+  };
   const visit = (locations: readonly LocationConfig[]) => {
     for (const l of locations) {
-      if (l.statusZone) locationZones.add(l.statusZone);
-      for (const i of l.ifs ?? []) if (i.statusZone) locationZones.add(i.statusZone);
+      if (l.statusZone) addLocation(l.statusZone, l.histogram);
+      for (const i of l.ifs ?? []) if (i.statusZone) addLocation(i.statusZone, i.histogram);
       visit(l.locations);
     }
   };
@@ -76,8 +84,10 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     if (s.admin) continue;
     // Servers may share a zone: it shows `ssl` when any of them listens with SSL.
     if (s.statusZone) serverZones.set(s.statusZone, (serverZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
+    if (s.statusZone && !serverHistograms.has(s.statusZone)) serverHistograms.set(s.statusZone, s.histogram);
     visit(s.locations);
   }
+  const notDefault = [...locationHistograms].filter((e): e is [string, HistogramSetting] => e[1] !== undefined);
   const zones = config.http?.limitZones ?? [];
   const limit = (z: (typeof zones)[number]) => ({ name: z.name, zoneSize: z.size, ...(z.rate !== undefined ? { rate: z.rate } : {}) });
   // Stream servers may share a zone too, and show `ssl` the same way.
@@ -86,8 +96,12 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     if (s.statusZone) streamZones.set(s.statusZone, (streamZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
   return {
     http: {
-      serverZones: [...serverZones].map(([name, ssl]) => (ssl ? { name, ssl } : { name })),
+      serverZones: [...serverZones].map(([name, ssl]) => {
+        const histogram = serverHistograms.get(name);
+        return { name, ...(ssl ? { ssl } : {}), ...(histogram !== undefined ? { histogram } : {}) };
+      }),
       locationZones: [...locationZones],
+      ...(notDefault.length ? { locationHistograms: Object.fromEntries(notDefault) } : {}),
       ...(config.http?.caches ? { caches: config.http.caches.map(cacheConfig) } : {}),
       ...(zones.some((z) => z.kind === 'conn') ? { limitConns: zones.filter((z) => z.kind === 'conn').map(limit) } : {}),
       ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),

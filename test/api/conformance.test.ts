@@ -36,8 +36,12 @@ const N = 'number' as const;
 const slot: Schema = { used: N, free: N, reqs: N, fails: N };
 const slabZone: Schema = { pages: { used: N, free: N }, slots: Object.fromEntries([8, 16, 32, 64, 128, 256, 512, 1024, 2048].map((s) => [s, slot])) };
 const data: Schema = { received: N, sent: N };
+// zonal's documented extension to the spec (README: Histograms): one more member, exactly this.
+const histogram: Schema = { bounds: 'numbers', buckets: 'numbers', count: N, sum: N, p50: 'estimate', p90: 'estimate', p99: 'estimate' };
+const httpHistograms: Schema = { response_time: histogram };
+const streamHistograms: Schema = { connect_time: histogram, session_time: histogram };
 const ssl: Schema = { handshaked: N, reuses: N, timedout: N, failed: N };
-const serverZone: Schema = { requests: { total: N, processing: N, discarded: N }, responses: 'codes', data };
+const serverZone: Schema = { requests: { total: N, processing: N, discarded: N }, responses: 'codes', data, histograms: httpHistograms };
 const peerBase = { server: 'string', slow_start: N, backup: 'boolean', weight: N, state: 'string', data } as const;
 const httpHealth = { fails: N, unavailable: N, downtime: N, header_time: N, response_time: N } as const;
 const streamHealth = { fails: N, unavailable: N, downtime: N, connect_time: N, first_byte_time: N, last_byte_time: N } as const;
@@ -54,7 +58,7 @@ const table: Array<[string, Schema]> = [
   ['/status/http/server_zones/site', serverZone],
   ['/status/http/server_zones/secure', { ssl, ...serverZone }],
   ['/status/http/server_zones/secure/ssl', ssl],
-  ['/status/http/location_zones/api', { requests: { total: N, discarded: N }, responses: 'codes', data }],
+  ['/status/http/location_zones/api', { requests: { total: N, discarded: N }, responses: 'codes', data, histograms: httpHistograms }],
   [
     '/status/http/upstreams/backend',
     {
@@ -66,8 +70,9 @@ const table: Array<[string, Schema]> = [
           responses: 'codes',
           health: httpHealth,
           sid: 'string',
+          histograms: httpHistograms,
         },
-        '127.0.0.1:18083': { ...peerBase, selected: { current: N, total: N }, responses: 'codes', health: httpHealth },
+        '127.0.0.1:18083': { ...peerBase, selected: { current: N, total: N }, responses: 'codes', health: httpHealth, histograms: httpHistograms },
       },
       keepalive: N,
       queue,
@@ -82,6 +87,7 @@ const table: Array<[string, Schema]> = [
           selected: { current: N, total: N },
           responses: 'codes',
           health: { ...httpHealth, probes: { count: N, fails: N } },
+          histograms: httpHistograms,
         },
       },
       keepalive: N,
@@ -91,11 +97,13 @@ const table: Array<[string, Schema]> = [
     '/status/stream/upstreams/tcp_back',
     {
       peers: {
-        '127.0.0.1:19001': { ...peerBase, service: 'string', selected: { current: N, total: N, last: 'time' }, health: streamHealth },
+        '127.0.0.1:19001': { ...peerBase, service: 'string', selected: { current: N, total: N, last: 'time' }, health: streamHealth, histograms: streamHistograms },
       },
     },
   ],
 ];
+
+const BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
 
 /** Values after two workers ran the script once each. */
 const values: Array<[string, unknown]> = [
@@ -104,7 +112,16 @@ const values: Array<[string, unknown]> = [
   ['/status/http/server_zones/site/responses', { 200: 176, 404: 20, 599: 4 }],
   ['/status/http/server_zones/site/data', { received: 20020, sent: 200000 }],
   ['/status/http/server_zones/secure/ssl', { handshaked: 2, reuses: 2, timedout: 0, failed: 2 }],
-  ['/status/http/location_zones/api', { requests: { total: 200, discarded: 0 }, responses: { 200: 176, 404: 20, 599: 4 }, data: { received: 20000, sent: 200000 } }],
+  [
+    '/status/http/location_zones/api',
+    {
+      requests: { total: 200, discarded: 0 },
+      responses: { 200: 176, 404: 20, 599: 4 },
+      data: { received: 20000, sent: 200000 },
+      // Both workers' 100 responses of 3 ms each, in the (2, 5] bucket.
+      histograms: { response_time: { bounds: BOUNDS, buckets: [0, 0, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], count: 200, sum: 600, p50: 3.5, p90: 4.7, p99: 4.97 } },
+    },
+  ],
   ['/status/http/upstreams/backend/peers/127.0.0.1:18081/selected', { current: 0, total: 200, last: new Date(1_800_000_000_099).toISOString() }],
   ['/status/http/upstreams/backend/peers/127.0.0.1:18081/responses', { 200: 180, 502: 20 }],
   ['/status/http/upstreams/backend/peers/127.0.0.1:18081/data', { received: 60000, sent: 20000 }],
@@ -119,6 +136,13 @@ const values: Array<[string, unknown]> = [
   ['/status/http/upstreams/plain/peers/127.0.0.1:18084/server', 'localhost:18084'],
   ['/status/stream/upstreams/tcp_back/peers/127.0.0.1:19001/data', { received: 20, sent: 40 }],
   ['/status/stream/upstreams/tcp_back/peers/127.0.0.1:19001/health', { fails: 0, unavailable: 0, downtime: 0, connect_time: 1, first_byte_time: 2, last_byte_time: 3 }],
+  // Both workers' 100 responses of 8 ms each, in the (5, 10] bucket; none of 18083.
+  [
+    '/status/http/upstreams/backend/peers/127.0.0.1:18081/histograms/response_time',
+    { bounds: BOUNDS, buckets: [0, 0, 0, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], count: 200, sum: 1600, p50: 7.5, p90: 9.5, p99: 9.95 },
+  ],
+  ['/status/http/upstreams/backend/peers/127.0.0.1:18083/histograms/response_time/p50', null],
+  ['/status/stream/upstreams/tcp_back/peers/127.0.0.1:19001/histograms/session_time/buckets', [0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
   ['/status/server/generation', 0],
   ['/status/server/address', '127.0.0.1'],
 ];
@@ -262,6 +286,10 @@ t.test('conformance', async (t) => {
           'responses_599 4',
           'data_received 20020',
           'data_sent 200000',
+          // The histograms extension: seconds, cumulative; the secure zone's response had no time.
+          ...[0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, '+Inf'].map((le, i) => `histograms_response_time_seconds_bucket{le="${le}"} ${i < 2 ? 0 : 200}`),
+          'histograms_response_time_seconds_sum 0.6',
+          'histograms_response_time_seconds_count 200',
         ]);
         t.equal((await get('/status/server', 'format=prometheus')).body, 'generation 0\n', 'the server branch: generation only');
         t.equal((await get('/status/connections/idle', 'format=prometheus')).body, 'idle 2\n');

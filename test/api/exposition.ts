@@ -1,6 +1,8 @@
 // A strict reader of the Prometheus text exposition format (0.0.4), for machines without
 // promtool: what a Prometheus server would refuse, and what DESIGN.md asks besides
-// (every family has HELP and TYPE; every counter is named ..._total).
+// (every family has HELP and TYPE; every counter is named ..._total). A histogram's
+// samples are its family's name with _bucket (labelled `le`, cumulative, ending with
+// +Inf equal to _count), _sum and _count.
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const VALUE = /^(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf|NaN)$/;
@@ -30,6 +32,12 @@ function parseSample(line: string): { name: string; series: string; value: strin
   return { name, series: name + labels, value };
 }
 
+/** The family a sample belongs to: a histogram's _bucket, _sum and _count are its own. */
+function familyOf(name: string, type: Map<string, string>): string {
+  const m = /^(.*)_(bucket|sum|count)$/.exec(name);
+  return m && type.get(m[1]) === 'histogram' ? m[1] : name;
+}
+
 /** Every problem in `text`; [] when a Prometheus server would take all of it. */
 export function checkExposition(text: string): string[] {
   const problems: string[] = [];
@@ -37,6 +45,8 @@ export function checkExposition(text: string): string[] {
   const type = new Map<string, string>();
   const done = new Set<string>();
   const series = new Set<string>();
+  // Per histogram series (its labels but `le`): the last cumulative count and bound.
+  const buckets = new Map<string, { le: number; count: number }>();
   let current = '';
   if (text.length && !text.endsWith('\n')) problems.push('the last line has no newline');
   for (const line of text.split('\n')) {
@@ -66,9 +76,26 @@ export function checkExposition(text: string): string[] {
       problems.push(s);
       continue;
     }
-    if (s.name !== current) problems.push(`${s.name}: a sample outside its family's lines`);
-    if (!type.has(s.name)) problems.push(`${s.name}: no TYPE before its samples`);
-    if (!help.has(s.name)) problems.push(`${s.name}: no HELP`);
+    const family = familyOf(s.name, type);
+    if (family !== current) problems.push(`${s.name}: a sample outside its family's lines`);
+    if (!type.has(family)) problems.push(`${s.name}: no TYPE before its samples`);
+    if (!help.has(family)) problems.push(`${s.name}: no HELP`);
+    if (family !== s.name) {
+      const le = /[{,]le="([^"]*)"/.exec(s.series);
+      const key = family + s.series.slice(s.name.length).replace(/,?le="[^"]*"/, '').replace('{,', '{').replace('{}', '');
+      if (s.name.endsWith('_bucket')) {
+        const bound = le ? (le[1] === '+Inf' ? Infinity : Number(le[1])) : NaN;
+        const last = buckets.get(key) ?? { le: -Infinity, count: 0 };
+        if (Number.isNaN(bound)) problems.push(`${s.series}: a bucket without a numeric le`);
+        else if (bound <= last.le) problems.push(`${s.series}: buckets not in ascending le`);
+        if (Number(s.value) < last.count) problems.push(`${s.series}: buckets not cumulative`);
+        buckets.set(key, { le: bound, count: Number(s.value) });
+      } else if (s.name.endsWith('_count')) {
+        const last = buckets.get(key);
+        if (!last || last.le !== Infinity) problems.push(`${s.series}: no +Inf bucket before _count`);
+        else if (last.count !== Number(s.value)) problems.push(`${s.series}: _count differs from the +Inf bucket`);
+      }
+    }
     if (type.get(s.name) === 'counter' && !s.name.endsWith('_total')) problems.push(`${s.name}: a counter not named ..._total`);
     if (series.has(s.series)) problems.push(`${s.series}: twice`);
     series.add(s.series);

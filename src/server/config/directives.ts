@@ -17,6 +17,7 @@ import { headerDirectives } from '../headers/config.js';
 import { checkResolvers, parseResolvedServer, resolverDirectives } from '../resolver/config.js';
 import { probeDirectives } from '../probes/config.js';
 import { dashboardDirectives } from '../dashboard/config.js';
+import { histogramDirectives } from '../histograms/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -189,7 +190,16 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 }
 
 /** The modules that declare their directives beside their code. */
-const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [limitDirectives, streamDirectives, cacheDirectives, headerDirectives, resolverDirectives, probeDirectives, dashboardDirectives];
+const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [
+  limitDirectives,
+  streamDirectives,
+  cacheDirectives,
+  headerDirectives,
+  resolverDirectives,
+  probeDirectives,
+  dashboardDirectives,
+  histogramDirectives,
+];
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {

@@ -17,6 +17,8 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { histogramField, mergeHistogram } from '../histograms/config.js';
+import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
@@ -72,6 +74,8 @@ interface Merged {
   readonly cache: MergedCache;
   readonly addHeaders: readonly AddHeader[];
   readonly limits: MergedLimits;
+  /** `status_zone_histogram`; undefined: the default bounds. */
+  readonly histogram?: HistogramSetting;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -114,6 +118,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     cache: mergeCache(outer.cache, level),
     addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
+    ...histogramField(mergeHistogram(outer.histogram, level.histogram)),
   };
 }
 
@@ -131,6 +136,7 @@ function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly Prob
     ...(u.queue ? { queue: u.queue } : {}),
     responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
     ...(u.state !== undefined ? { state: u.state } : {}),
+    ...histogramField(mergeHistogram(mergeHistogram(undefined, http.histogram), u.histogram)),
     implicit: false,
     origin: u.origin,
   };
@@ -232,6 +238,7 @@ class Resolver {
     const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
+    if (m.histogram !== undefined) out.histogram = m.histogram;
     const realm = m.authBasic?.value;
     if (m.authBasic && realm !== false && realm !== undefined) {
       if (m.authUserFile !== undefined) out.authBasic = { realm, userFile: m.authUserFile };
@@ -264,7 +271,11 @@ class Resolver {
       if (taken) this.c.error(z.origin, `keys zone "${z.name}" is the zone of ${taken} already`);
     }
     const servers = http.servers.map((s) => this.server(s, top));
-    const implicit = [...this.implicit.values()].map((u) => (this.probes.has(u.name) ? { ...u, probes: this.probes.get(u.name) } : u));
+    const implicit = [...this.implicit.values()].map((u) => ({
+      ...u,
+      ...(this.probes.has(u.name) ? { probes: this.probes.get(u.name) } : {}),
+      ...histogramField(top.histogram),
+    }));
     const zones = resolverZones(http);
     return {
       servers,

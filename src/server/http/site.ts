@@ -82,6 +82,9 @@ export class Site {
   readonly zone?: HttpZone;
   /** What answers a request no location matches, and a server-level `return`. */
   readonly place: Place;
+  /** Some zone of the server (its own, a location's) has a response time histogram: the
+   * data plane reads the clock when a request arrives. */
+  timed = false;
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
 
@@ -93,6 +96,7 @@ export class Site {
       const key = `${kind}\0${name}`;
       let r = recorders.get(key);
       if (!r) recorders.set(key, (r = (kind === 'server' ? serverZones : locationZones).recorder(options.status, name)));
+      if (r.timed) this.timed = true;
       return r;
     };
     this.zone = record('server', config.statusZone);

@@ -24,6 +24,7 @@ import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js
 import type { Directive } from '../config/syntax.js';
 import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
 import { minZoneSize } from '../limits/config.js';
+import { histogramField, mergeHistogram } from '../histograms/config.js';
 
 export interface StreamListen {
   readonly host: string;
@@ -479,7 +480,13 @@ export function resolveStream(
       origin: s.origin,
     });
   }
-  return { servers, upstreams: [...stream.upstreams.map(upstreamConfig), ...implicit.values()], limitZones: stream.limitZones };
+  // Peers' histograms: an upstream's own status_zone_histogram, else the stream block's.
+  const outer = mergeHistogram(undefined, stream.histogram);
+  const upstreams = [
+    ...stream.upstreams.map((u) => ({ ...upstreamConfig(u), ...histogramField(mergeHistogram(outer, u.histogram)) })),
+    ...[...implicit.values()].map((u) => ({ ...u, ...histogramField(outer) })),
+  ];
+  return { servers, upstreams, limitZones: stream.limitZones };
 }
 
 function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly UpstreamLevel[], implicit: Map<string, UpstreamBlockConfig>, c: Checker): string | undefined {
