@@ -147,6 +147,16 @@ stream {
     'and ends as its client ends it',
   );
 
+  // A name added through /config to the stream upstream: followed as a configured one.
+  const nameUrl = `http://127.0.0.1:${admin}/config/stream/upstreams/app/servers/extra.test:${port}`;
+  const created = await getJson(nameUrl, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"weight":3}' });
+  t.equal(created.status, 201, `a name is created in a stream upstream with a resolver: ${JSON.stringify(created.body)}`);
+  await dns.setHosts('127.0.0.3 app.test\n127.0.0.2 extra.test\n');
+  t.ok(await eventually(async () => Object.keys(await peers()).includes(`127.0.0.2:${port}`), 7000), 'its address becomes a peer');
+  t.match((await peers())[`127.0.0.2:${port}`], { server: `extra.test:${port}`, weight: 3 }, 'with the name as server and its parameters');
+  t.equal((await getJson(nameUrl, { method: 'DELETE' })).status, 200, 'deleted');
+  t.notOk(Object.keys(await peers()).includes(`127.0.0.2:${port}`), 'its peers go with it');
+
   const resolvers = (await getJson(`http://127.0.0.1:${admin}/status/resolvers`)).body;
   t.same(Object.keys(resolvers).sort(), ['hdns', 'quiet', 'sdns'], "one resolvers family: http's and stream's zones, a stream server's too");
   const sdns = resolvers.sdns;
