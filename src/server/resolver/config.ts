@@ -17,7 +17,6 @@ import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
 import { isZoneName, type Checked, type UpstreamAddress } from '../config/values.js';
 import { parseTime } from '../../metrics/peers.js';
-import type { StreamLevel } from '../stream/config.js';
 import type { DnsServer } from './dns.js';
 
 export interface ResolverConfig {
@@ -150,8 +149,9 @@ export function checkResolvers(block: UpstreamsBlock, c: Checker): void {
 }
 
 /** The resolvers' zones of the stream block, its servers and upstreams, in order of
- * appearance, each once. */
-export function streamResolverZones(stream: StreamLevel): string[] {
+ * appearance, each once. (The stream block by its shape: stream/config.ts imports this
+ * module, which imports nothing of it.) */
+export function streamResolverZones(stream: UpstreamsBlock & { readonly servers: ReadonlyArray<{ readonly resolver?: ResolverLevel }> }): string[] {
   const zones: string[] = [];
   for (const l of [stream.resolver, ...stream.servers.map((s) => s.resolver), ...stream.upstreams.map((u) => u.resolver)]) {
     const z = l?.resolver?.statusZone;
