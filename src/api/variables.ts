@@ -33,6 +33,9 @@ export interface VariableContext {
   /** The peer's response, where one is judged (`test=` of upstream_probe):
    * $upstream_status and $upstream_http_<name>. */
   readonly upstream?: { readonly status: number; readonly headers: Readonly<Record<string, string | string[] | undefined>> };
+  /** `$upstream_probe_response`: what a stream peer answered a probe (`test=` of a stream
+   * server's upstream_probe), one character a byte. */
+  readonly probeResponse?: string;
 }
 
 type Variable = (c: VariableContext) => string;
@@ -121,6 +124,8 @@ export function variable(name: string): Variable | undefined {
       return (c) => String(c.req.socket?.localPort ?? '');
     case 'upstream_cache_status':
       return (c) => c.upstreamCacheStatus ?? '';
+    case 'upstream_probe_response':
+      return (c) => c.probeResponse ?? '';
   }
   if (/^[1-9]$/.test(name)) {
     const i = Number(name) - 1;

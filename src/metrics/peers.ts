@@ -9,7 +9,8 @@
 //
 // Each peer carries an id, unique in its upstream for the life of the zone: its counter
 // blocks are keyed by it, so a peer removed and added again starts from zero. Removed
-// peers' blocks are freed only RETIRE_MS later, once requests still using them are over.
+// peers' blocks are freed only RETIRE_MS later, once requests still using them are over,
+// and not while a connection to them is still open (a stream session).
 import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { ZoneFullError } from '../engine/index.js';
 import { isPeerAddressError, parsePeerAddress, peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
@@ -52,6 +53,9 @@ export function peerGeneration(status: StatusStore, u: UpstreamConfig): number {
 export type Allocate = (u: UpstreamConfig, id: number) => void;
 /** Frees a removed peer's memory. */
 export type Free = (u: UpstreamConfig, id: number) => void;
+/** Whether a removed peer still has connections (a stream session may last for hours):
+ * its memory stays until they end. */
+export type Busy = (u: UpstreamConfig, id: number) => boolean;
 
 export type UpdateResult<E> =
   | { ok: true; created: boolean; set: PeerSet }
@@ -70,7 +74,7 @@ export function updatePeers<E>(
   status: StatusStore,
   u: UpstreamConfig,
   change: (peers: readonly PeerEntry[]) => PeerConfig[] | { error: E },
-  memory: { allocate: Allocate; free: Free },
+  memory: { allocate: Allocate; free: Free; busy?: Busy },
   name?: string,
 ): UpdateResult<E> {
   const record = status.record(zoneOf(u), RECORD_KEY);
@@ -99,8 +103,8 @@ export function updatePeers<E>(
     }
     const kept = new Set(peers.map((p) => p.id));
     const removed = current.peers.filter((p) => !kept.has(p.id)).map((p) => ({ id: p.id, at: now }));
-    const expired = current.retired.filter((r) => now - r.at >= RETIRE_MS);
-    const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => now - r.at < RETIRE_MS), ...removed] };
+    const expired = current.retired.filter((r) => now - r.at >= RETIRE_MS && !memory.busy?.(u, r.id));
+    const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => !expired.includes(r)), ...removed] };
     // The new state file is made before the set is published: a change that could not
     // survive a restart is refused whole rather than kept in memory only.
     const staged = u.state === undefined ? undefined : stageStateFile(u.state, peers);

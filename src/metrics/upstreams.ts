@@ -402,14 +402,17 @@ export function repairSlot(status: StatusStore, slot: number): void {
   for (const protocol of ['http', 'stream'] as const) {
     const spec = protocol === 'http' ? http : stream;
     const current = spec.l.current.index;
-    for (const u of (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [])
-      for (const p of peerSet(status, u).peers) {
+    for (const u of (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? []) {
+      const set = peerSet(status, u);
+      // Removed peers too: their memory waits for their connections to end.
+      for (const p of [...set.peers, ...set.retired]) {
         const { block, cells } = peerStorage(status, protocol, u, p.id);
         const inFlight = block.shardValue(slot, current);
         if (inFlight === 0) continue;
         if (inFlight > 0) cells.sub(PeerCell.conns, inFlight);
         block.setShard(slot, current, 0);
       }
+    }
   }
   // The upstreams' own gauges: idle cached connections went with the worker, and its
   // waiting requests leave the queue's shared count.
@@ -439,6 +442,7 @@ function peerMemory(status: StatusStore, protocol: Protocol) {
       const histograms = bounds ? QUANTITIES[protocol].map((q) => histogramKey(peerKey(id), q, bounds)) : [];
       for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`, ...histograms]) status.drop(zoneOf(u), key);
     },
+    busy: (u: UpstreamConfig, id: number) => peerStorage(status, protocol, u, id).cells.load(PeerCell.conns) > 0,
   };
 }
 

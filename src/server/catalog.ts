@@ -107,7 +107,10 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
       ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),
       upstreams: (config.http?.upstreams ?? []).map(upstreamConfig),
     },
-    ...(config.http?.resolverZones ? { resolvers: [...config.http.resolverZones] } : {}),
+    // One `resolvers` family for both blocks: a zone named in both is one zone.
+    ...(config.http?.resolverZones || config.stream?.resolverZones
+      ? { resolvers: [...new Set([...(config.http?.resolverZones ?? []), ...(config.stream?.resolverZones ?? [])])] }
+      : {}),
     ...(config.stream
       ? {
           stream: {

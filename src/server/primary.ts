@@ -237,7 +237,8 @@ export class Primary {
   private startDiscovery(config: ServerConfig, reload: boolean): void {
     this.follower?.stop();
     this.prober?.stop();
-    const wanted = (config.http?.upstreams ?? []).some((u) => u.probes?.length || u.servers.some((s) => s.resolve)) || (config.http?.resolverZones?.length ?? 0) > 0;
+    const upstreams = [...(config.http?.upstreams ?? []), ...(config.stream?.upstreams ?? [])];
+    const wanted = upstreams.some((u) => u.probes?.length || u.servers.some((s) => s.resolve)) || !!config.http?.resolverZones?.length || !!config.stream?.resolverZones?.length;
     if (!wanted && !this.writer) return;
     if (!this.writer) {
       setWorkerSlot(this.status.zone.workerSlots - 1);

@@ -8,6 +8,7 @@ import type { Test } from 'tap';
 import { bodyText, createApi } from '../../src/api/index.js';
 import { INSTANCE_ENV, WORKER_SLOT_ENV } from '../../src/engine/index.js';
 import type { PeerConfig, UpstreamConfig } from '../../src/metrics/catalog.js';
+import { peerSet, RETIRE_MS } from '../../src/metrics/peers.js';
 import { Status } from '../../src/metrics/status.js';
 import { changePeers, PeerCell, peerHandles, PeerState } from '../../src/metrics/upstreams.js';
 import type { BalancingMethod } from '../../src/server/config/model.js';
@@ -513,6 +514,31 @@ async function tests() {
     t.equal(onB.address, B);
     t.equal(w1.pick(undefined, new Set([w1.peers.find((p) => p.address === C)!.id])), 'busy', 'a new max_conns applies at once');
     w2.release(onB, false);
+  });
+
+  t.test("a removed peer's memory stays while a connection to it is open, however long", async (t) => {
+    const { balancer, upstream, status, cells } = setup(t, [{ name: 'u', peers: peers(8081, 8082) }]);
+    const w1 = balancer();
+    const held = chosen(t, w1.pick());
+    t.equal(held.address, A);
+    const heldCells = cells(A);
+    t.ok(changePeers(status, upstream(), (ps) => ps.filter((p) => p.server !== A)).ok, 'removed while its connection is open');
+    const retired = () => peerSet(status, upstream()).retired.map((r) => r.id);
+    t.same(retired(), [held.id], 'retired, not freed');
+    const now = Date.now;
+    // Past RETIRE_MS: a session outlives any request.
+    Date.now = () => now() + RETIRE_MS + 1000;
+    try {
+      t.ok(changePeers(status, upstream(), (ps) => ps.map(({ id: _id, ...p }) => ({ ...p, weight: 2 }))).ok);
+      t.same(retired(), [held.id], 'still kept after RETIRE_MS: its connection is open');
+      t.equal(heldCells.load(PeerCell.conns), 1, 'and its cells still hold it');
+      w1.release(held, false);
+      t.equal(heldCells.load(PeerCell.conns), 0);
+      t.ok(changePeers(status, upstream(), (ps) => ps.map(({ id: _id, ...p }) => ({ ...p, weight: 3 }))).ok);
+      t.same(retired(), [], 'freed by the next change once the connection ended');
+    } finally {
+      Date.now = now;
+    }
   });
 
   t.test("repairSlot: a killed worker's connections stop counting", async (t) => {

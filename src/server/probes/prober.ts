@@ -3,7 +3,7 @@
 // `checking` peers are skipped) and /status from their counters (`health.probes`).
 //
 // What it checks is protocol-free: a probe is a function of a peer's address that says
-// pass or fail (HTTP here; stream's `send=` probes plug in the same way), and the prober
+// pass or fail (an HTTP request, or a stream probe's connect, `send=` and answer), and the prober
 // keeps each peer's consecutive passes and failures per probe and moves its state:
 // `fails` failures in a row make it unhealthy, `passes` passes make it healthy; a peer
 // is up only when none of its upstream's probes holds it unhealthy, and a peer that
@@ -13,14 +13,16 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net, { isIPv6 } from 'node:net';
+import tls from 'node:tls';
 import type { UpstreamConfig } from '../../metrics/catalog.js';
 import { parsePeerAddress, isPeerAddressError } from '../../metrics/catalog.js';
 import { peerSet, type PeerEntry } from '../../metrics/peers.js';
 import type { StatusStore } from '../../metrics/store.js';
 import { PeerCell, PeerState, peerHandles, type PeerHandles, type Protocol } from '../../metrics/upstreams.js';
 import type { Log } from '../log.js';
-import type { ServerConfig } from '../config/model.js';
-import type { ProbeConfig, ProbeMode } from './config.js';
+import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
+import type { AnyProbeConfig, ProbeConfig, ProbeMode } from './config.js';
+import type { ProbeTest } from './test.js';
 
 /** One probe of one peer: resolves true when it passed. Never rejects. */
 export type ProbeCheck = (host: string, port: number) => Promise<boolean>;
@@ -244,9 +246,9 @@ function readCa(file: string): Buffer | undefined {
   return ca;
 }
 
-/** The prober's view of an HTTP upstream's probes. */
-export function httpProbes(probes: readonly ProbeConfig[]): ProbeSpec[] {
-  return probes.map((p) => ({
+/** A configured probe as the prober runs it: only its check depends on its protocol. */
+export function probeSpec(p: AnyProbeConfig): ProbeSpec {
+  return {
     name: p.name,
     ...(p.port !== undefined ? { port: p.port } : {}),
     interval: p.interval,
@@ -255,33 +257,48 @@ export function httpProbes(probes: readonly ProbeConfig[]): ProbeSpec[] {
     fails: p.fails,
     passes: p.passes,
     mode: p.mode,
-    check: httpCheck(p),
-  }));
+    check:
+      p.protocol === 'http'
+        ? httpCheck(p)
+        : streamCheck({ ...(p.send ? { send: p.send } : {}), udp: p.udp, tls: p.ssl, maxResponse: p.maxResponse, timeout: p.timeout, ...(p.check ? { test: p.check } : {}) }),
+  };
 }
 
-/** The prober of a configuration's HTTP upstreams (stream's join them here); none when
- * no location has a probe. */
+/** The prober of a configuration's HTTP and stream upstreams; none when no location or
+ * stream server has a probe. */
 export function startProbes(status: StatusStore, config: ServerConfig, log: Log, reload: boolean): Prober | undefined {
-  const upstreams: ProbedUpstream[] = (config.http?.upstreams ?? [])
-    .filter((u) => u.probes?.length)
-    .map((u) => ({ protocol: 'http', name: u.name, probes: httpProbes(u.probes!) }));
+  const lists: ReadonlyArray<readonly [Protocol, readonly UpstreamBlockConfig[]]> = [
+    ['http', config.http?.upstreams ?? []],
+    ['stream', config.stream?.upstreams ?? []],
+  ];
+  const upstreams: ProbedUpstream[] = lists.flatMap(([protocol, list]) =>
+    list.filter((u) => u.probes?.length).map((u) => ({ protocol, name: u.name, probes: u.probes!.map(probeSpec) })),
+  );
   return upstreams.length ? new Prober(status, upstreams, log, reload) : undefined;
 }
 
-/** What a stream probe (`upstream_probe` in a stream server) does: connect, send
- * `send` if given, and pass once the peer answers anything (or, without `send` or with
- * `maxResponse` 0, once connected); UDP passes on an answering datagram. */
+/** What a stream probe (`upstream_probe` in a stream server) does: connect (with TLS
+ * under `proxy_ssl on`), send `send` if given, and pass once connected when there is
+ * nothing to wait for (no `send` and no `test`, or `maxResponse` 0), else once the
+ * answer came: its first bytes without a test, or, with one, as soon as what came so far
+ * passes it (HAProxy's `expect`: a greeting or an answer needs not end the connection).
+ * More answer than `maxResponse`, an end or a time-out before that, fail. UDP passes on
+ * an answering datagram (that passes the test). */
 export interface StreamProbeOptions {
   readonly send?: Buffer;
   readonly udp?: boolean;
+  readonly tls?: boolean;
   /** Bytes of answer read at most; 0: the answer is not waited for. */
   readonly maxResponse: number;
   /** Milliseconds the whole probe may take. */
   readonly timeout: number;
+  /** `test=`, on the answer as `$upstream_probe_response`. */
+  readonly test?: ProbeTest;
 }
 
-/** The stream probe's check: for stream upstreams (issue 15) to pass to the prober. */
+/** The stream probe's check. */
 export function streamCheck(o: StreamProbeOptions): ProbeCheck {
+  const waits = o.maxResponse > 0 && (o.send !== undefined || o.test !== undefined);
   return (host, port) =>
     new Promise<boolean>((resolve) => {
       let settled = false;
@@ -294,27 +311,42 @@ export function streamCheck(o: StreamProbeOptions): ProbeCheck {
         resolve(ok);
       };
       const timer = setTimeout(() => done(false), o.timeout);
+      const chunks: Buffer[] = [];
+      let got = 0;
+      /** The answer so far: passes, fails, or waits for more (undefined). */
+      const judge = (chunk: Buffer, ended: boolean): boolean | undefined => {
+        got += chunk.length;
+        if (got > o.maxResponse) return false;
+        if (!o.test) return got > 0 || (ended ? false : undefined);
+        chunks.push(chunk);
+        const answer = Buffer.concat(chunks).toString('latin1');
+        if (o.test({ response: answer })) return true;
+        return ended || got === o.maxResponse ? false : undefined;
+      };
       if (o.udp) {
         const socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
         close.push(() => socket.close());
         socket.on('error', () => done(false));
-        socket.on('message', () => done(true));
+        // A datagram is a whole answer: one that fails the test may be followed by another.
+        socket.on('message', (m: Buffer) => {
+          got = 0;
+          chunks.length = 0;
+          if (judge(m, false) === true) done(true);
+        });
         socket.send(o.send ?? Buffer.alloc(0), port, host, (err) => err && done(false));
         return;
       }
-      const socket = net.connect({ host, port });
+      const socket: net.Socket = o.tls ? tls.connect({ host, port, rejectUnauthorized: false }) : net.connect({ host, port });
       close.push(() => socket.destroy());
       socket.on('error', () => done(false));
-      socket.on('connect', () => {
-        if (!o.send) return done(true);
-        socket.write(o.send);
-        if (o.maxResponse === 0) return done(true);
+      socket.on(o.tls ? 'secureConnect' : 'connect', () => {
+        if (o.send) socket.write(o.send);
+        if (!waits) done(true);
       });
-      let got = 0;
       socket.on('data', (chunk: Buffer) => {
-        got += chunk.length;
-        done(got <= o.maxResponse);
+        const verdict = judge(chunk, false);
+        if (verdict !== undefined) done(verdict);
       });
-      socket.on('end', () => done(false));
+      socket.on('end', () => done(judge(Buffer.alloc(0), true) ?? false));
     });
 }

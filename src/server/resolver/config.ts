@@ -2,12 +2,14 @@
 // table by config/directives.ts):
 //
 //   resolver <address>[:port] ... [valid=<time>] [ipv4=on|off] [ipv6=on|off] [status_zone=<zone>];
-//   resolver_timeout <time>;                      http, server, location, upstream
+//   resolver_timeout <time>;        http, server, location, upstream; stream, its server
+//                                   and its upstream
 //
-// As in Angie, an upstream's `resolve` servers use the upstream's own resolver, else the
-// http block's. zonal resolves nothing for servers and locations (it has no proxy_pass
-// with variables), so a resolver written there is checked and its zone shown, and only
-// an upstream or the http block puts one to work.
+// As in Angie, an upstream's `resolve` servers use the upstream's own resolver, else its
+// block's (http's, or stream's for a stream upstream). zonal resolves nothing for
+// servers and locations (it has no proxy_pass with variables), so a resolver written
+// there is checked and its zone shown, and only an upstream or the http or stream block
+// puts one to work.
 import { isIP } from 'node:net';
 import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, HttpLevel, UpstreamLevel } from '../config/levels.js';
@@ -40,7 +42,7 @@ export const RESOLVER_TIMEOUT_MS = 30_000;
 
 const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
   spec as unknown as DirectiveSpec;
-const contexts = ['http', 'server', 'location', 'upstream'] as const;
+const contexts = ['http', 'server', 'location', 'upstream', 'stream', 'stream_server'] as const;
 
 type WithResolver = Extract<AnyLevel, { kind: (typeof contexts)[number] }>;
 const levelOf = (level: WithResolver): ResolverLevel => (level.resolver ??= {});
@@ -123,20 +125,39 @@ export const resolverDirectives: Readonly<Record<string, DirectiveSpec>> = {
   }),
 };
 
-/** The resolver an upstream's `resolve` servers use: its own, else the http block's;
- * `resolver_timeout` likewise. */
-export function upstreamResolver(u: UpstreamLevel, http: HttpLevel): ResolverConfig | undefined {
-  const r = u.resolver?.resolver ?? http.resolver?.resolver;
-  if (!r) return undefined;
-  return { ...r, timeout: u.resolver?.timeout ?? http.resolver?.timeout ?? RESOLVER_TIMEOUT_MS };
+/** The block an upstream is in, as far as resolvers go: http or stream. */
+interface UpstreamsBlock {
+  readonly resolver?: ResolverLevel;
+  readonly upstreams: readonly UpstreamLevel[];
 }
 
-/** Once the http block is read: every upstream with a `resolve` server has a resolver. */
-export function checkResolvers(http: HttpLevel, c: Checker): void {
-  for (const u of http.upstreams) {
+/** The resolver an upstream's `resolve` servers use: its own, else its block's (http's
+ * or stream's); `resolver_timeout` likewise. */
+export function upstreamResolver(u: UpstreamLevel, block: UpstreamsBlock): ResolverConfig | undefined {
+  const r = u.resolver?.resolver ?? block.resolver?.resolver;
+  if (!r) return undefined;
+  return { ...r, timeout: u.resolver?.timeout ?? block.resolver?.timeout ?? RESOLVER_TIMEOUT_MS };
+}
+
+/** Once the http or stream block is read: every upstream with a `resolve` server has a
+ * resolver. */
+export function checkResolvers(block: UpstreamsBlock, c: Checker): void {
+  for (const u of block.upstreams) {
     const named = u.servers.find((s) => s.resolve);
-    if (named && !upstreamResolver(u, http)) c.error(named.origin, `no resolver defined to resolve "${named.server}" in upstream "${u.name}"`);
+    if (named && !upstreamResolver(u, block)) c.error(named.origin, `no resolver defined to resolve "${named.server}" in upstream "${u.name}"`);
   }
+}
+
+/** The resolvers' zones of the stream block, its servers and upstreams, in order of
+ * appearance, each once. (The stream block by its shape: stream/config.ts imports this
+ * module, which imports nothing of it.) */
+export function streamResolverZones(stream: UpstreamsBlock & { readonly servers: ReadonlyArray<{ readonly resolver?: ResolverLevel }> }): string[] {
+  const zones: string[] = [];
+  for (const l of [stream.resolver, ...stream.servers.map((s) => s.resolver), ...stream.upstreams.map((u) => u.resolver)]) {
+    const z = l?.resolver?.statusZone;
+    if (z && !zones.includes(z)) zones.push(z);
+  }
+  return zones;
 }
 
 /** The resolvers' zones, in order of appearance, each once. */
@@ -193,9 +214,24 @@ declare module '../config/levels.js' {
     resolver?: ResolverLevel;
   }
 }
+declare module '../stream/config.js' {
+  interface StreamLevel {
+    /** `resolver` and `resolver_timeout` of the stream block: its upstreams' default. */
+    resolver?: ResolverLevel;
+  }
+  interface StreamServerLevel {
+    /** Checked and its zone shown; a stream server resolves nothing itself. */
+    resolver?: ResolverLevel;
+  }
+  interface StreamBlockConfig {
+    /** Every stream `resolver` with a `status_zone`: /status/resolvers shows them with
+     * the http block's (one `resolvers` family). */
+    readonly resolverZones?: readonly string[];
+  }
+}
 declare module '../config/model.js' {
   interface UpstreamBlockConfig {
-    /** The resolver of the upstream's `resolve` servers: its own, else the http block's. */
+    /** The resolver of the upstream's `resolve` servers: its own, else its block's. */
     readonly resolver?: ResolverConfig;
   }
   interface HttpBlockConfig {

@@ -16,7 +16,7 @@ import { resolver as resolverRecorder } from '../../metrics/resolvers.js';
 import type { StatusStore } from '../../metrics/store.js';
 import { changePeers, type Protocol } from '../../metrics/upstreams.js';
 import { peerConfig } from '../catalog.js';
-import type { PeerParams, ServerConfig } from '../config/model.js';
+import type { PeerParams, ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import type { Log } from '../log.js';
 import type { ResolverConfig } from './config.js';
 import { DnsError, DnsResolver, RCODE } from './dns.js';
@@ -307,23 +307,28 @@ function catalogEntry(status: StatusStore, u: NamedUpstream): UpstreamConfig | u
   return list.find((x) => x.name === u.name);
 }
 
-/** The follower of a configuration's `resolve` servers (HTTP upstreams; stream's join
- * them here); none when there are none. */
+/** The follower of a configuration's `resolve` servers, of HTTP and stream upstreams
+ * alike; none when no upstream has a resolver. */
 export function followNames(status: StatusStore, config: ServerConfig, resolvers: Resolvers, log: Log): NameFollower | undefined {
   const upstreams: NamedUpstream[] = [];
   const watched: NamedUpstream[] = [];
-  for (const u of config.http?.upstreams ?? []) {
-    if (!u.resolver) continue;
-    const named: NamedUpstream = {
-      protocol: 'http',
-      name: u.name,
-      servers: u.servers.filter((s) => s.resolve).map(sourceOf),
-      resolver: u.resolver,
-      backup: !['hash', 'ip_hash', 'random'].includes(u.method.kind),
-    };
-    watched.push(named);
-    if (named.servers.length) upstreams.push(named);
-  }
+  const lists: ReadonlyArray<readonly [Protocol, readonly UpstreamBlockConfig[]]> = [
+    ['http', config.http?.upstreams ?? []],
+    ['stream', config.stream?.upstreams ?? []],
+  ];
+  for (const [protocol, list] of lists)
+    for (const u of list) {
+      if (!u.resolver) continue;
+      const named: NamedUpstream = {
+        protocol,
+        name: u.name,
+        servers: u.servers.filter((s) => s.resolve).map(sourceOf),
+        resolver: u.resolver,
+        backup: !['hash', 'ip_hash', 'random'].includes(u.method.kind),
+      };
+      watched.push(named);
+      if (named.servers.length) upstreams.push(named);
+    }
   if (!watched.length) {
     resolvers.keepOnly(new Set());
     return undefined;

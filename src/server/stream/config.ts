@@ -5,15 +5,20 @@
 //
 //   stream {
 //     upstream <name> { zone ...; server <addr> [weight= max_conns= max_fails=
-//                       fail_timeout= backup down slow_start=]; hash|least_conn|random; }
+//                       fail_timeout= backup down slow_start=]; hash|least_conn|random;
+//                       server <name>[:port] resolve; server <name> service=<svc> resolve;
+//                       resolver; resolver_timeout; }
 //     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;
 //              proxy_pass <upstream>|<addr>; proxy_connect_timeout; proxy_timeout;
 //              proxy_next_upstream on|off; proxy_next_upstream_tries; allow; deny;
-//              ssl_certificate; ssl_certificate_key; ssl_handshake_timeout; proxy_ssl; }
+//              ssl_certificate; ssl_certificate_key; ssl_handshake_timeout; proxy_ssl;
+//              upstream_probe; upstream_probe_timeout; resolver; resolver_timeout; }
 //   }
 //
 // The settings but `listen`, `status_zone` and `proxy_pass` may be written in `stream`
 // too, and a server inherits them (an `allow`/`deny` list in a server replaces the outer one).
+// `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
+// (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
@@ -25,6 +30,8 @@ import type { Directive } from '../config/syntax.js';
 import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
 import { minZoneSize } from '../limits/config.js';
 import { histogramField, mergeHistogram } from '../histograms/config.js';
+import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
+import { checkResolvers, streamResolverZones, upstreamResolver } from '../resolver/config.js';
 
 export interface StreamListen {
   readonly host: string;
@@ -220,6 +227,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const stream: StreamLevel = { kind: 'stream', seen: new Set(), origin: d.origin, access: [], servers: [], upstreams: [], limitZones: [], limitConns: [] };
       main.stream = stream;
       c.walk(d.block ?? [], stream);
+      checkResolvers(stream, c);
     },
   }),
 
@@ -245,10 +253,6 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       c.walk(block, upstream);
       // `sid` is the http module's sticky sessions: a stream peer has none.
       for (const p of upstream.servers) if (p.sid !== undefined) c.error(p.origin, `invalid parameter "sid=${p.sid}"`);
-      // The resolver follows the names of HTTP upstreams only so far (resolver/peers.ts
-      // takes stream ones once this block gives them a resolver): refused, not peerless.
-      for (const p of upstream.servers) if (p.resolve) c.error(p.origin, `"resolve" is not supported in stream upstreams yet: write an IP address and port`);
-      if (upstream.resolver) c.error(upstream.resolver.resolver?.origin ?? upstream.origin, `"resolver" is not supported in stream upstreams yet`);
       if (duplicate) return;
       checkUpstreamBlock(upstream, stream.upstreams, c);
       stream.upstreams.push(upstream);
@@ -394,11 +398,14 @@ export const CONNECTION_VARIABLES: Readonly<Record<string, true>> = { remote_add
 /** Whether `127.0.0.1:8443`, `[::1]:8443` name a port. */
 const hasPort = (target: string) => (target.startsWith('[') ? /\]:\d+$/ : /:\d+$/).test(target);
 
-function upstreamConfig(u: UpstreamLevel): UpstreamBlockConfig {
+function upstreamConfig(u: UpstreamLevel, stream: StreamLevel, probes: readonly StreamProbeConfig[] | undefined): UpstreamBlockConfig {
   const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
+  const resolver = upstreamResolver(u, stream);
   return {
     name: u.name,
     ...(zone ? { zone } : {}),
+    ...(resolver ? { resolver } : {}),
+    ...(probes ? { probes } : {}),
     servers: u.servers,
     method: u.method ?? { kind: 'round_robin' },
     keepalive: 0,
@@ -431,6 +438,8 @@ export function resolveStream(
     else if (upstreamZones.has(z.name)) c.error(z.origin, `shared memory zone "${z.name}" is already used by a stream upstream`);
   }
   const reported = new Set<object>();
+  /** The probes of the servers that proxy to each upstream, by its name. */
+  const probes = new Map<string, StreamProbeConfig[]>();
   for (const u of stream.upstreams) {
     const zone = u.zone?.name ?? u.name;
     const other = httpZones.get(zone);
@@ -461,6 +470,16 @@ export function resolveStream(
       return zone ? [{ zone: u.zone, key: zone.key, limit: u.limit }] : [];
     });
     if (upstream === undefined) continue;
+    const proxyConfig = {
+      upstream,
+      connectTimeout: s.proxyConnectTimeout ?? stream.proxyConnectTimeout ?? CONNECT_TIMEOUT_MS,
+      timeout: s.proxyTimeout ?? stream.proxyTimeout ?? PROXY_TIMEOUT_MS,
+      nextUpstream: s.proxyNextUpstream ?? stream.proxyNextUpstream ?? true,
+      nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
+      ssl: s.proxySsl ?? stream.proxySsl ?? false,
+    };
+    const known = probes.get(upstream) ?? [];
+    probes.set(upstream, [...known, ...streamProbes(s, stream, proxyConfig, known, (origin, message) => c.error(origin, message))]);
     servers.push({
       listens: s.listens,
       ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
@@ -468,25 +487,24 @@ export function resolveStream(
       ...(sslListen && certificate !== undefined && key !== undefined
         ? { ssl: { certificate, key, handshakeTimeout: s.sslHandshakeTimeout ?? stream.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS } }
         : {}),
-      proxy: {
-        upstream,
-        connectTimeout: s.proxyConnectTimeout ?? stream.proxyConnectTimeout ?? CONNECT_TIMEOUT_MS,
-        timeout: s.proxyTimeout ?? stream.proxyTimeout ?? PROXY_TIMEOUT_MS,
-        nextUpstream: s.proxyNextUpstream ?? stream.proxyNextUpstream ?? true,
-        nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
-        ssl: s.proxySsl ?? stream.proxySsl ?? false,
-      },
+      proxy: proxyConfig,
       ...(conns.length ? { limits: { conns, dryRun: s.limitConnDryRun ?? stream.limitConnDryRun ?? false } } : {}),
       origin: s.origin,
     });
   }
   // Peers' histograms: an upstream's own status_zone_histogram, else the stream block's.
   const outer = mergeHistogram(undefined, stream.histogram);
-  const upstreams = [
-    ...stream.upstreams.map((u) => ({ ...upstreamConfig(u), ...histogramField(mergeHistogram(outer, u.histogram)) })),
-    ...[...implicit.values()].map((u) => ({ ...u, ...histogramField(outer) })),
-  ];
-  return { servers, upstreams, limitZones: stream.limitZones };
+  const probed = (name: string) => (probes.get(name)?.length ? probes.get(name) : undefined);
+  const zones = streamResolverZones(stream);
+  return {
+    servers,
+    upstreams: [
+      ...stream.upstreams.map((u) => ({ ...upstreamConfig(u, stream, probed(u.name)), ...histogramField(mergeHistogram(outer, u.histogram)) })),
+      ...[...implicit.values()].map((u) => ({ ...(probed(u.name) ? { ...u, probes: probed(u.name) } : u), ...histogramField(outer) })),
+    ],
+    limitZones: stream.limitZones,
+    ...(zones.length ? { resolverZones: zones } : {}),
+  };
 }
 
 function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly UpstreamLevel[], implicit: Map<string, UpstreamBlockConfig>, c: Checker): string | undefined {

@@ -378,11 +378,23 @@ class Session {
     peer.on('end', () => client.end());
     client.on('close', () => peer.destroy());
     client.on('error', () => peer.destroy());
+    let recheck: NodeJS.Timeout | undefined;
     const idle = () => {
-      if (performance.now() - last >= timeout - 1) {
+      const silent = performance.now() - last;
+      if (silent >= timeout - 1) {
         peer.destroy();
         client.destroy();
+        return;
       }
+      // A socket's timer starts from the loop's cached clock, which lags under load: it
+      // may fire before the session was silent that long, and a fired one waits for new
+      // activity (which may never come): a timer of our own waits for the rest.
+      if (recheck) return;
+      recheck = setTimeout(() => {
+        recheck = undefined;
+        if (!client.destroyed || !peer.destroyed) idle();
+      }, timeout - silent);
+      recheck.unref();
     };
     client.setTimeout(timeout);
     peer.setTimeout(timeout);

@@ -185,3 +185,54 @@ t.test('test=: conditions on the response, through the variable evaluator', asyn
   t.match(compileTest('$remote_addr = 1'), { error: /unknown "remote_addr" variable/ }, 'no client in a probe');
   t.match(compileTest('$upstream_status ~ ('), { error: /invalid regular expression/ });
 });
+
+t.test('stream checks with test=: the answer as $upstream_probe_response, judged as it comes; TLS', async (t) => {
+  const { createServer } = await import('node:net');
+  const tls = await import('node:tls');
+  const { execFileSync } = await import('node:child_process');
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { compileTest } = await import('../../../src/server/probes/test.js');
+  const test = (text: string) => {
+    const c = compileTest(text, 'stream');
+    if (c.error !== undefined) throw new Error(c.error);
+    return c.value;
+  };
+  // PONG in two pieces, the connection left open: a redis that keeps its client.
+  const split = createServer((c) => {
+    c.on('error', () => {});
+    c.once('data', () => {
+      c.write('+PO');
+      setTimeout(() => c.write('NG\r\n'), 50);
+    });
+  });
+  const err = createServer((c) => c.on('error', () => {}).once('data', () => c.end('-ERR unknown\r\n')));
+  const banner = createServer((c) => c.on('error', () => {}).write('220 ready\r\n'));
+  const dir = mkdtempSync(`${tmpdir()}/zonal-probe-tls-`);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${dir}/k.pem`, '-out', `${dir}/c.pem`, '-days', '1', '-subj', '/CN=probe.test'], { stdio: 'ignore' });
+  const secure = tls.createServer({ cert: readFileSync(`${dir}/c.pem`), key: readFileSync(`${dir}/k.pem`) }, (c) => c.on('error', () => {}).on('data', (d) => c.write(d)));
+  rmSync(dir, { recursive: true, force: true });
+  const servers = [split, err, banner, secure];
+  await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
+  t.teardown(() => void servers.forEach((s) => s.close()));
+  const port = (s: (typeof servers)[number]) => (s.address() as { port: number }).port;
+
+  const ping = streamCheck({ send: Buffer.from('PING\r\n'), maxResponse: 256, timeout: 2000, test: test('$upstream_probe_response ~ ^\\+PONG') });
+  const started = Date.now();
+  t.equal(await ping('127.0.0.1', port(split)), true, 'passes once the answer so far passes, the connection still open');
+  t.ok(Date.now() - started < 1500, 'without waiting for the time-out');
+  const failedAt = Date.now();
+  t.equal(await ping('127.0.0.1', port(err)), false, 'an answer that fails the test, then the end: fails');
+  t.ok(Date.now() - failedAt < 1500, 'at the end, not at the time-out');
+  const greeting = streamCheck({ maxResponse: 256, timeout: 2000, test: test('$upstream_probe_response ~ ^220') });
+  t.equal(await greeting('127.0.0.1', port(banner)), true, 'without send=, a test reads what the peer says first');
+  const wrong = streamCheck({ maxResponse: 256, timeout: 300, test: test('$upstream_probe_response ~ ^554') });
+  t.equal(await wrong('127.0.0.1', port(banner)), false, 'a greeting that never passes: fails at the time-out');
+  const tiny = streamCheck({ send: Buffer.from('PING\r\n'), maxResponse: 4, timeout: 2000, test: test('$upstream_probe_response ~ PONG') });
+  t.equal(await tiny('127.0.0.1', port(split)), false, 'more answer than max_response without a pass: fails');
+
+  const overTls = streamCheck({ tls: true, send: Buffer.from('hello'), maxResponse: 256, timeout: 2000, test: test('$upstream_probe_response = hello') });
+  t.equal(await overTls('127.0.0.1', port(secure)), true, 'tls: the probe talks TLS to the peer (proxy_ssl on)');
+  const plain = streamCheck({ send: Buffer.from('hello'), maxResponse: 256, timeout: 500, test: test('$upstream_probe_response = hello') });
+  t.equal(await plain('127.0.0.1', port(secure)), false, 'plain bytes to a TLS peer: fails');
+});

@@ -16,7 +16,7 @@ export class EchoBackend {
 
   constructor(
     readonly port: number,
-    private readonly options: { delayMs?: number; greeting?: string; tls?: { cert: string; key: string } } = {},
+    private readonly options: { delayMs?: number; greeting?: string; tls?: { cert: string; key: string }; host?: string } = {},
   ) {}
 
   start(): Promise<void> {
@@ -43,7 +43,7 @@ export class EchoBackend {
         if (s.isSessionReused()) this.resumed++;
       });
     this.server = server;
-    return new Promise((resolve) => server.listen(this.port, '127.0.0.1', () => resolve()));
+    return new Promise((resolve) => server.listen(this.port, this.options.host ?? '127.0.0.1', () => resolve()));
   }
 
   stop(): Promise<void> {
