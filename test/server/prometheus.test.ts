@@ -25,6 +25,7 @@ if (spawnSync('prometheus', ['--version']).error) {
     'zonal.conf': `
 worker_processes 2;
 http {
+    status_zone_histogram on;
     upstream u {
         server 127.0.0.1:${backendPort};
     }

@@ -7,10 +7,11 @@
 //
 // A bound is milliseconds, as the JSON shows them: `5`, `2.5`, `250ms`, `1s`, `1.5s`.
 // Bounds ascend strictly; +Inf is always implied after the last. `on` is the default
-// bounds, `off` no histogram. The setting is inherited as nginx's are: http -> server ->
+// bounds, `off` (the default) no histogram. The setting is inherited as nginx's are: http -> server ->
 // location (a server zone takes its server's, a location zone its location's), http ->
 // its upstreams, stream -> its upstreams.
 import type { HistogramSetting } from '../../metrics/catalog.js';
+import { DEFAULT_BOUNDS } from '../../metrics/histograms.js';
 import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Context } from '../config/levels.js';
 import type { Directive } from '../config/syntax.js';
@@ -21,20 +22,20 @@ export const MAX_BOUNDS = 32;
 declare module '../config/levels.js' {
   interface InheritableLevel {
     /** `status_zone_histogram` written here. */
-    histogram?: HistogramSetting | 'on';
+    histogram?: HistogramSetting;
   }
   interface UpstreamLevel {
-    histogram?: HistogramSetting | 'on';
+    histogram?: HistogramSetting;
   }
 }
 declare module '../stream/config.js' {
   interface StreamLevel {
-    histogram?: HistogramSetting | 'on';
+    histogram?: HistogramSetting;
   }
 }
 declare module '../config/model.js' {
   interface Inherited {
-    /** `status_zone_histogram` in force; absent: the default bounds. */
+    /** `status_zone_histogram` in force; absent: none written, so none. */
     readonly histogram?: HistogramSetting;
   }
   interface UpstreamBlockConfig {
@@ -62,7 +63,7 @@ export const histogramDirectives: Record<string, DirectiveSpec> = {
     apply(d: Directive, level, c) {
       const [first] = d.args;
       if (d.args.length === 1 && (first === 'on' || first === 'off')) {
-        level.histogram = first === 'off' ? false : 'on';
+        level.histogram = first === 'off' ? false : DEFAULT_BOUNDS;
         return;
       }
       const bounds: number[] = [];
@@ -80,12 +81,15 @@ export const histogramDirectives: Record<string, DirectiveSpec> = {
 };
 
 /** The setting in force at a level: its own, else the outer one's. */
-export function mergeHistogram(outer: HistogramSetting | undefined, own: HistogramSetting | 'on' | undefined): HistogramSetting | undefined {
-  if (own === 'on') return undefined;
+export function mergeHistogram(outer: HistogramSetting | undefined, own: HistogramSetting | undefined): HistogramSetting | undefined {
   return own ?? outer;
 }
 
-/** `{ histogram }` for a model object, nothing for the default. */
-export function histogramField(setting: HistogramSetting | undefined): { histogram?: HistogramSetting } {
-  return setting === undefined ? {} : { histogram: setting };
+/** `{ histogram }` for a model object: what is in force, or `false` where no level wrote
+ * one. Histograms are off unless asked for, as nginx-module-vts's are: a `/status/` tree
+ * is Angie's until an operator adds zonal's extension, and a tree of ten thousand peers
+ * renders in half the time without them. (The catalog's own default, for the embedding
+ * API, stays the default bounds: there a zone is declared in code, histogram included.) */
+export function histogramField(setting: HistogramSetting | undefined): { histogram: HistogramSetting } {
+  return { histogram: setting ?? false };
 }

@@ -7,6 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
 import { statusConfigOf } from '../../../src/server/catalog.js';
+import { DEFAULT_BOUNDS } from '../../../src/metrics/histograms.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-hist-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -56,23 +57,25 @@ stream {
   const c = statusConfigOf(config!);
   const outer = [5, 50, 500, 5000];
   t.same(c.http!.serverZones, [{ name: 'site', histogram: outer }, { name: 'other', histogram: false }], 'server zones: their server\'s setting');
-  t.same(c.http!.locationHistograms, { a: outer, b: false, d: [2.5, 1000] }, 'location zones: their location\'s (c has the default, which the catalog leaves out)');
+  t.same(c.http!.locationHistograms, { a: outer, b: false, c: DEFAULT_BOUNDS, d: [2.5, 1000] }, 'location zones: their location\'s ("on": the default bounds)');
   const upstream = (name: string) => c.http!.upstreams!.find((u) => u.name === name)?.histogram;
   t.same(upstream('own'), [1, 10, 100], 'an upstream\'s own bounds');
   t.same(upstream('inherits'), outer, 'an upstream inherits the http block\'s');
   t.same(upstream('127.0.0.1:9003'), outer, 'so does the implicit upstream of a proxy_pass address');
   const tcp = (name: string) => c.stream!.upstreams!.find((u) => u.name === name)!;
   t.same(tcp('tcp').histogram, [1000, 10000], 'a stream upstream inherits the stream block\'s');
-  t.notOk('histogram' in tcp('tcp_default'), '"on": the default bounds');
+  t.same(tcp('tcp_default').histogram, DEFAULT_BOUNDS, '"on": the default bounds');
   t.end();
 });
 
-t.test('without the directive the catalog says nothing: the default bounds', (t) => {
-  const { config } = load(`http { upstream u { server 127.0.0.1:9001; } server { listen 127.0.0.1:9100; status_zone s; location / { status_zone l; proxy_pass http://u; } } }\n`);
+t.test('without the directive there are no histograms: the tree is Angie\'s', (t) => {
+  const { config } = load(`http { upstream u { server 127.0.0.1:9001; } server { listen 127.0.0.1:9100; status_zone s; location / { status_zone l; proxy_pass http://u; } } }
+stream { upstream t { server 127.0.0.1:9002; } server { listen 127.0.0.1:9101; proxy_pass t; } }\n`);
   const c = statusConfigOf(config!);
-  t.same(c.http!.serverZones, [{ name: 's' }]);
-  t.notOk(c.http!.locationHistograms);
-  t.notOk('histogram' in c.http!.upstreams![0]);
+  t.same(c.http!.serverZones, [{ name: 's', histogram: false }]);
+  t.same(c.http!.locationHistograms, { l: false });
+  t.equal(c.http!.upstreams![0].histogram, false);
+  t.equal(c.stream!.upstreams![0].histogram, false);
   t.end();
 });
 

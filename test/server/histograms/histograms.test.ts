@@ -30,6 +30,8 @@ await Promise.all([new Promise<void>((r) => slow.listen(slowPort, '127.0.0.1', r
 const conf = `
 worker_processes 2;
 http {
+    # Off unless asked for: on for the whole block, a location turns it off below.
+    status_zone_histogram on;
     upstream u {
         zone u 256k;
         server 127.0.0.1:${slowPort};
@@ -47,6 +49,7 @@ http {
     }
 }
 stream {
+    status_zone_histogram on;
     upstream tcp { server 127.0.0.1:${tcpBack}; }
     server { listen 127.0.0.1:${tcpFront}; status_zone tcp_front; proxy_pass tcp; }
 }
