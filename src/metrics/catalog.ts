@@ -10,9 +10,10 @@ export interface ServerInfo {
   build?: string;
 }
 
-/** `status_zone_histogram`: bounds in milliseconds, ascending; `false`: no histogram;
- * absent: the default bounds (metrics/histograms.ts). */
-export type HistogramSetting = readonly number[] | false;
+/** `status_zone_histogram`: bounds in milliseconds, ascending; `true`: the default
+ * bounds (metrics/histograms.ts); `false` or absent: no histogram (zonal's extension is
+ * asked for, so that a tree is Angie's, and renders as fast, without it). */
+export type HistogramSetting = readonly number[] | boolean;
 
 export interface ServerZoneConfig {
   name: string;

@@ -1,5 +1,5 @@
 // Where a zone's or a peer's histograms live, and with which bounds. Bounds come from the
-// catalog (`status_zone_histogram`): absent means the default ones, `false` none. A
+// catalog (`status_zone_histogram`): `true` means the default ones, `false` or absent none. A
 // histogram's block is keyed by its bounds too, so that a reload that changes them starts
 // a new histogram rather than reading old counts against new bounds.
 import { Histogram, histogramLength, ZoneFullError } from '../engine/index.js';
@@ -15,7 +15,7 @@ import type { StatusStore } from './store.js';
 export const DEFAULT_BOUNDS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
 
 export function boundsOf(setting: HistogramSetting | undefined): readonly number[] | undefined {
-  return setting === false ? undefined : (setting ?? DEFAULT_BOUNDS);
+  return setting === true ? DEFAULT_BOUNDS : setting || undefined;
 }
 
 const boundKeys = new WeakMap<readonly number[], string>();

@@ -14,8 +14,10 @@ import { transports, type Fetch } from './transports.js';
 
 const config: StatusConfig = {
   http: {
-    serverZones: [{ name: 'site' }, { name: 'secure', ssl: true }],
+    // zonal's histograms extension is asked for, zone by zone.
+    serverZones: [{ name: 'site', histogram: true }, { name: 'secure', ssl: true, histogram: true }],
     locationZones: ['api'],
+    locationHistograms: { api: true },
     upstreams: [
       {
         name: 'backend',
@@ -24,11 +26,12 @@ const config: StatusConfig = {
           { server: '127.0.0.1:18083', backup: true },
         ],
         queue: true,
+        histogram: true,
       },
-      { name: 'plain', zone: 'plain_zone', peers: [{ server: 'localhost:18084', name: '127.0.0.1:18084', down: true }], probes: true },
+      { name: 'plain', zone: 'plain_zone', peers: [{ server: 'localhost:18084', name: '127.0.0.1:18084', down: true }], probes: true, histogram: true },
     ],
   },
-  stream: { upstreams: [{ name: 'tcp_back', peers: [{ server: '127.0.0.1:19001', service: 'svc' }] }] },
+  stream: { upstreams: [{ name: 'tcp_back', peers: [{ server: '127.0.0.1:19001', service: 'svc' }], histogram: true }] },
 };
 const configFiles = { '/etc/zonal/zonal.conf': 'http {\n}\n' };
 

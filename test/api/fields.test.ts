@@ -14,7 +14,7 @@ const status = Status.create(
   {
     http: {
       serverZones: [{ name: 'site' }, { name: 'other' }],
-      upstreams: [{ name: 'u', peers: [{ server: '127.0.0.1:8080', weight: 3 }, { server: '127.0.0.1:8081' }] }],
+      upstreams: [{ name: 'u', peers: [{ server: '127.0.0.1:8080', weight: 3 }, { server: '127.0.0.1:8081' }], histogram: true }],
     },
   },
   { workers: 1, writer: true, instance: uniqueName('fields') },

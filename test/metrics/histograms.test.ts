@@ -10,7 +10,7 @@ import { uniqueName } from '../helpers.js';
 
 t.test('shape, and null percentiles until the first observation', (t) => {
   const status = Status.create(
-    { http: { serverZones: [{ name: 'site' }], locationZones: ['loc'], locationHistograms: { loc: [10, 100] }, upstreams: [{ name: 'u', peers: [{ server: '127.0.0.1:1' }], histogram: false }] } },
+    { http: { serverZones: [{ name: 'site', histogram: true }], locationZones: ['loc'], locationHistograms: { loc: [10, 100] }, upstreams: [{ name: 'u', peers: [{ server: '127.0.0.1:1' }], histogram: false }] } },
     { workers: 1, writer: true, instance: uniqueName('hshape') },
   );
   t.teardown(() => status.remove());
@@ -39,7 +39,7 @@ t.test('shape, and null percentiles until the first observation', (t) => {
 t.test('a zone with no room for a histogram keeps its counters and shows none', (t) => {
   const many = Array.from({ length: 40 }, (_, i) => ({ server: `127.0.0.1:${1000 + i}` }));
   // 128 KiB: room for the peers' blocks, not for their histograms as well.
-  const status = Status.create({ http: { upstreams: [{ name: 'tight', zoneSize: 128 * 1024, peers: many }] } }, { workers: 2, writer: true, instance: uniqueName('htight') });
+  const status = Status.create({ http: { upstreams: [{ name: 'tight', zoneSize: 128 * 1024, peers: many, histogram: true }] } }, { workers: 2, writer: true, instance: uniqueName('htight') });
   t.teardown(() => status.remove());
   const peers = apiOf(status).get('/status/http/upstreams/tight/peers').body;
   t.equal(Object.keys(peers).length, 40, 'every peer is there');

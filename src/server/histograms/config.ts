@@ -88,8 +88,8 @@ export function mergeHistogram(outer: HistogramSetting | undefined, own: Histogr
 /** `{ histogram }` for a model object: what is in force, or `false` where no level wrote
  * one. Histograms are off unless asked for, as nginx-module-vts's are: a `/status/` tree
  * is Angie's until an operator adds zonal's extension, and a tree of ten thousand peers
- * renders in half the time without them. (The catalog's own default, for the embedding
- * API, stays the default bounds: there a zone is declared in code, histogram included.) */
+ * renders in half the time without them. The embedding API's catalog has the same
+ * default. */
 export function histogramField(setting: HistogramSetting | undefined): { histogram: HistogramSetting } {
   return { histogram: setting ?? false };
 }
