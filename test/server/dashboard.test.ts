@@ -19,6 +19,8 @@ function configText(p: { site: number; one: number; two: number; admin: number }
   return `
 worker_processes 2;
 http {
+    # zonal's histograms, for the percentiles the page shows.
+    status_zone_histogram on;
     limit_req_zone $binary_remote_addr zone=perip:1m rate=1000r/s;
     upstream backend {
         zone backend 256k;

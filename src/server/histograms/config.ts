@@ -85,11 +85,11 @@ export function mergeHistogram(outer: HistogramSetting | undefined, own: Histogr
   return own ?? outer;
 }
 
-/** `{ histogram }` for a model object: what is in force, or `false` where no level wrote
- * one. Histograms are off unless asked for, as nginx-module-vts's are: a `/status/` tree
+/** `{ histogram }` for a model object: the bounds in force; nothing where they are off
+ * (written `off`, or nothing written above). Histograms are off unless asked for, as nginx-module-vts's are: a `/status/` tree
  * is Angie's until an operator adds zonal's extension, and a tree of ten thousand peers
  * renders in half the time without them. The embedding API's catalog has the same
  * default. */
-export function histogramField(setting: HistogramSetting | undefined): { histogram: HistogramSetting } {
-  return { histogram: setting ?? false };
+export function histogramField(setting: HistogramSetting | undefined): { histogram?: HistogramSetting } {
+  return setting ? { histogram: setting } : {};
 }

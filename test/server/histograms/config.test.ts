@@ -56,8 +56,8 @@ stream {
   t.same(errors, []);
   const c = statusConfigOf(config!);
   const outer = [5, 50, 500, 5000];
-  t.same(c.http!.serverZones, [{ name: 'site', histogram: outer }, { name: 'other', histogram: false }], 'server zones: their server\'s setting');
-  t.same(c.http!.locationHistograms, { a: outer, b: false, c: DEFAULT_BOUNDS, d: [2.5, 1000] }, 'location zones: their location\'s ("on": the default bounds)');
+  t.same(c.http!.serverZones, [{ name: 'site', histogram: outer }, { name: 'other' }], 'server zones: their server\'s setting (off: none)');
+  t.same(c.http!.locationHistograms, { a: outer, c: DEFAULT_BOUNDS, d: [2.5, 1000] }, 'location zones: their location\'s ("on": the default bounds; b is off)');
   const upstream = (name: string) => c.http!.upstreams!.find((u) => u.name === name)?.histogram;
   t.same(upstream('own'), [1, 10, 100], 'an upstream\'s own bounds');
   t.same(upstream('inherits'), outer, 'an upstream inherits the http block\'s');
@@ -72,10 +72,10 @@ t.test('without the directive there are no histograms: the tree is Angie\'s', (t
   const { config } = load(`http { upstream u { server 127.0.0.1:9001; } server { listen 127.0.0.1:9100; status_zone s; location / { status_zone l; proxy_pass http://u; } } }
 stream { upstream t { server 127.0.0.1:9002; } server { listen 127.0.0.1:9101; proxy_pass t; } }\n`);
   const c = statusConfigOf(config!);
-  t.same(c.http!.serverZones, [{ name: 's', histogram: false }]);
-  t.same(c.http!.locationHistograms, { l: false });
-  t.equal(c.http!.upstreams![0].histogram, false);
-  t.equal(c.stream!.upstreams![0].histogram, false);
+  t.same(c.http!.serverZones, [{ name: 's' }]);
+  t.notOk(c.http!.locationHistograms);
+  t.notOk('histogram' in c.http!.upstreams![0]);
+  t.notOk('histogram' in c.stream!.upstreams![0]);
   t.end();
 });
 
