@@ -286,9 +286,6 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       if (bad !== undefined) return c.error(d.origin, `invalid parameter "${bad}"`);
       const ssl = params.includes('ssl');
       const proxyProtocol = params.includes('proxy_protocol');
-      // The PROXY header is read before the handshake; node's TLS takes a socket's handle
-      // from its start, so the two are not combined yet.
-      if (ssl && proxyProtocol) return c.error(d.origin, `"ssl" and "proxy_protocol" on one listen are not supported`);
       server.listens.push({ ...parsed.value, ssl, proxyProtocol, origin: d.origin });
     },
   }),

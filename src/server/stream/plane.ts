@@ -1,9 +1,10 @@
 // A worker's stream data plane (nginx's stream module): a TCP listener per stream listen
 // address, and for each client connection a session through nginx's phases in order:
-// the PROXY protocol header (a bad one ends the session with 400), access rules (403),
-// the TLS handshake on `ssl` listens (a failure discards the connection: no session
-// exists yet), then the proxy: a peer chosen by the upstream's balancer, the next one
-// after a failed connect (proxy_next_upstream), 502 when none could be reached.
+// the PROXY protocol header (a bad one ends the session with 400; a good one names the
+// client), access rules (403), the TLS handshake on `ssl` listens (a failure discards
+// the connection: no session exists yet), then the proxy: a peer chosen by the
+// upstream's balancer, the next one after a failed connect (proxy_next_upstream), 502
+// when none could be reached.
 //
 // Bytes go both ways with backpressure: a side's reads pause while the other side's
 // writes are queued, so a bulk transfer holds at most a socket buffer or two in memory.
@@ -17,7 +18,7 @@
 // last byte times, measured from the start of the connect to the peer as nginx's are.
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
-import { connect as connectTls, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { Status } from '../../metrics/status.js';
 import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
@@ -27,7 +28,7 @@ import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import { Balancer } from '../upstream/balancer.js';
 import type { StreamListen, StreamServerConfig } from './config.js';
 import { listenAddress } from '../config/values.js';
-import { readProxyHeader } from './proxy-protocol.js';
+import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
 import { relay } from './relay.js';
 
 /** Bytes a side may have queued for writing before the other side's reads pause: with
@@ -45,7 +46,7 @@ export interface StreamPlaneOptions {
  * each peer (`proxy_ssl`). */
 class StreamUpstream {
   readonly balancer: Balancer;
-  readonly key?: (client: Socket) => string;
+  readonly key?: (client: Client) => string;
   readonly sessions = new Map<string, Buffer>();
 
   constructor(status: Status, config: UpstreamBlockConfig) {
@@ -57,17 +58,21 @@ class StreamUpstream {
   }
 }
 
+/** What a key or an access rule knows of a connection: its socket's addresses, the
+ * client's taken from the PROXY protocol header when there was one. */
+type Client = Pick<Socket, 'remoteAddress' | 'remotePort' | 'localAddress' | 'localPort'>;
+
 /** A hash key with the connection's variables: $remote_addr, $remote_port, $server_addr,
  * $server_port; any other is empty, as a stream connection has no request. */
-function streamKey(text: string): (client: Socket) => string {
-  const values: Record<string, (s: Socket) => string> = {
+function streamKey(text: string): (client: Client) => string {
+  const values: Record<string, (s: Client) => string> = {
     remote_addr: (s) => s.remoteAddress ?? '',
     binary_remote_addr: (s) => s.remoteAddress ?? '',
     remote_port: (s) => String(s.remotePort ?? ''),
     server_addr: (s) => s.localAddress ?? '',
     server_port: (s) => String(s.localPort ?? ''),
   };
-  const parts: Array<string | ((s: Socket) => string)> = [];
+  const parts: Array<string | ((s: Client) => string)> = [];
   const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
   let last = 0;
   for (let m = re.exec(text); m; m = re.exec(text)) {
@@ -84,7 +89,8 @@ class StreamSite {
   readonly zone?: StreamZone;
   readonly allowed: AccessChecker;
   /** `limit_conn`: each a limiter over its zone (counts shared by the workers) and its key. */
-  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Socket) => string }>;
+  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Client) => string }>;
+  private context: SecureContext | undefined;
 
   constructor(
     readonly config: StreamServerConfig,
@@ -104,6 +110,13 @@ class StreamSite {
       limiter: status.limitConn(c.zone, { limit: c.limit, dryRun: limits!.dryRun, stream: true }),
       key: streamKey(c.key),
     }));
+  }
+
+  /** The certificate of an `ssl proxy_protocol` listen, which runs its handshakes itself. */
+  secureContext(ticketKeys: Buffer | undefined): SecureContext {
+    const ssl = this.config.ssl!;
+    this.context ??= createSecureContext({ cert: readFileSync(ssl.certificate), key: readFileSync(ssl.key), ...(ticketKeys ? { ticketKeys } : {}) });
+    return this.context;
   }
 }
 
@@ -131,7 +144,11 @@ export class StreamPlane {
   async listen(): Promise<void> {
     for (const site of this.sites)
       for (const listen of site.config.listens) {
-        const server = listen.ssl
+        // With proxy_protocol the header comes before the handshake: the listener is
+        // plain and the session starts TLS itself (handshake()). Its certificate is
+        // read now, as a TLS server's is, not at the first connection.
+        if (listen.ssl && listen.proxyProtocol) site.secureContext(this.ticketKeys);
+        const server = listen.ssl && !listen.proxyProtocol
           ? this.tlsServer(site, listen)
           : createServer({ allowHalfOpen: true, highWaterMark: QUEUED }, (socket) => this.accept(site, listen, socket));
         this.servers.push(server);
@@ -196,8 +213,8 @@ export class StreamPlane {
       return;
     }
     raw.setNoDelay(true);
-    // A TLS socket reads the raw one itself.
-    if (!listen.ssl) raw.pause();
+    // A TLS server's socket reads the raw one itself.
+    if (!listen.ssl || listen.proxyProtocol) raw.pause();
     this.live.add(raw);
     const session = new Session(site, raw, this.conns, () => {
       this.live.delete(raw);
@@ -210,8 +227,9 @@ export class StreamPlane {
       session.maybeEnd();
     });
     if (listen.proxyProtocol)
-      readProxyHeader(raw, (ok, consumed) => {
+      readProxyHeader(raw, (ok, consumed, source) => {
         session.received += consumed;
+        session.source = source;
         if (ok) this.admit(session, listen);
         else session.refuse(400);
       });
@@ -222,17 +240,64 @@ export class StreamPlane {
     const { site, raw } = session;
     // nginx's phases: limit_conn (preaccess) before the access rules.
     for (const l of site.limiters) {
-      const release = l.limiter.acquire(l.key(raw));
+      const release = l.limiter.acquire(l.key(session));
       if (!release) {
-        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${raw.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
+        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${session.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
         return session.refuse(503);
       }
       session.held.push(release);
     }
     // Without rules the client's address is not asked for (a getpeername each).
-    if (site.config.access.length > 0 && !site.allowed(raw.remoteAddress)) return session.refuse(403);
+    if (site.config.access.length > 0 && !site.allowed(session.remoteAddress)) return session.refuse(403);
     // A TLS listen's session goes on once its handshake is done (secureConnection).
     if (!listen.ssl) session.proxy(raw);
+    else if (listen.proxyProtocol) this.handshake(session);
+  }
+
+  /** The handshake of an `ssl proxy_protocol` listen, counted as tlsServer() counts its
+   * own. The TLSSocket takes over the socket's handle and reads first what the socket
+   * holds already: what the PROXY header's reader read past the header and put back,
+   * often the start of the ClientHello. */
+  private handshake(session: Session): void {
+    const { site, raw } = session;
+    const tls = new TLSSocket(raw, { isServer: true, secureContext: site.secureContext(this.ticketKeys) });
+    let over = false;
+    const end = (): boolean => {
+      if (over) return false;
+      over = true;
+      clearTimeout(timer);
+      return true;
+    };
+    // nginx's ssl_handshake_timeout runs from the start of the handshake.
+    const timer = setTimeout(() => {
+      if (!end()) return;
+      site.zone?.sslTimedOut();
+      tls.destroy();
+      session.discard();
+    }, site.config.ssl!.handshakeTimeout);
+    tls.on('error', () => {
+      // An error after the handshake ends the session through its sockets' close.
+      if (!end()) return;
+      site.zone?.sslFailed();
+      tls.destroy();
+      session.discard();
+    });
+    // A client gone or half-closed during the handshake: node's TLS server reports it
+    // as an error (tlsClientError, ECONNRESET), a TLSSocket of one's own does not.
+    const gone = () => {
+      if (!end()) return;
+      site.zone?.sslFailed();
+      tls.destroy();
+      session.discard();
+    };
+    tls.once('end', gone);
+    raw.once('close', gone);
+    tls.once('secure', () => {
+      if (!end()) return;
+      session.handshaked = true;
+      site.zone?.sslHandshaked(tls.isSessionReused());
+      session.proxy(tls);
+    });
   }
 }
 
@@ -259,6 +324,8 @@ class Session {
   clientClosed = false;
   peerClosed = true;
   handshaked = false;
+  /** The client the PROXY protocol header named. */
+  source: ProxySource | undefined;
   private ended = false;
   private peerReceived = 0;
   private peerSent = 0;
@@ -274,6 +341,20 @@ class Session {
     private readonly conns: Connections,
     private readonly onEnd: () => void,
   ) {}
+
+  // Client: the socket's own addresses, asked for only when used (a getpeername each).
+  get remoteAddress(): string | undefined {
+    return this.source ? this.source.address : this.raw.remoteAddress;
+  }
+  get remotePort(): number | undefined {
+    return this.source ? this.source.port : this.raw.remotePort;
+  }
+  get localAddress(): string | undefined {
+    return this.raw.localAddress;
+  }
+  get localPort(): number | undefined {
+    return this.raw.localPort;
+  }
 
   /** Ends the session before the proxy with `code` (400, 403, 502). */
   refuse(code: SessionStatus): void {
@@ -313,7 +394,7 @@ class Session {
 
   private connect(client: Socket): void {
     const upstream = this.site.upstream;
-    const chosen = upstream.balancer.pick(upstream.key?.(this.raw), this.tried);
+    const chosen = upstream.balancer.pick(upstream.key?.(this), this.tried);
     if (typeof chosen === 'string') return this.refuse(502);
     this.attempts++;
     this.peerClosed = false;

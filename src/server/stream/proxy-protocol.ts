@@ -1,7 +1,8 @@
 // The PROXY protocol header a `listen ... proxy_protocol` connection begins with (HAProxy's
 // specification): version 1, a text line of at most 107 bytes, or version 2, a binary
 // header of 16 bytes and the length it gives. The header is taken off the connection
-// and what follows it is left for the session.
+// and what follows it is left for the session; its source address and port are the
+// client's.
 import type { Socket } from 'node:net';
 
 const V2_SIGNATURE = Buffer.from('\r\n\r\n\0\r\nQUIT\n', 'latin1');
@@ -40,9 +41,48 @@ export function proxyHeaderLength(buf: Buffer): number {
   return end + 2;
 }
 
-/** Reads the header from a paused socket: `done(true, bytes)` with the rest of what was
- * read put back, or `done(false, bytes)` for a malformed, oversized or late header. */
-export function readProxyHeader(socket: Socket, done: (ok: boolean, bytes: number) => void): void {
+/** The client a header of `length` bytes names; none for UNKNOWN, LOCAL, a family other
+ * than TCP/UDP over IPv4/IPv6, or a v2 address block too short for its family. */
+export interface ProxySource {
+  readonly address: string;
+  readonly port: number;
+}
+
+/** IPv6 as node and nginx print it (compressed, lower case): URL parsing normalizes it.
+ * The v1 check lets through some text that is no address ("1:::2"): kept as written, it
+ * matches no rule but `all`. */
+function canonical6(a: string): string {
+  // URL would write an embedded IPv4 in hex (::ffff:102:304), as neither node nor nginx does.
+  if (a.includes('.')) return a.toLowerCase();
+  try {
+    return new URL(`http://[${a}]/`).hostname.slice(1, -1);
+  } catch {
+    return a;
+  }
+}
+
+export function proxyHeaderSource(buf: Buffer, length: number): ProxySource | undefined {
+  if (buf[0] === V2_SIGNATURE[0]) {
+    if ((buf[12] & 0x0f) !== 1) return undefined;
+    const family = buf[13] >> 4;
+    const block = length - 16;
+    if (family === 1 && block >= 12) return { address: [...buf.subarray(16, 20)].join('.'), port: buf.readUInt16BE(24) };
+    if (family === 2 && block >= 36) {
+      const words: string[] = [];
+      for (let i = 0; i < 8; i++) words.push(buf.readUInt16BE(16 + 2 * i).toString(16));
+      return { address: canonical6(words.join(':')), port: buf.readUInt16BE(48) };
+    }
+    return undefined;
+  }
+  const words = buf.toString('latin1', 6, length - 2).split(' ');
+  if (words[0] === 'TCP4') return { address: words[1], port: Number(words[3]) };
+  if (words[0] === 'TCP6') return { address: canonical6(words[1]), port: Number(words[3]) };
+  return undefined;
+}
+
+/** Reads the header from a paused socket: `done(true, bytes, source)` with the rest of
+ * what was read put back, or `done(false, bytes)` for a malformed, oversized or late header. */
+export function readProxyHeader(socket: Socket, done: (ok: boolean, bytes: number, source?: ProxySource) => void): void {
   let buf: Buffer = Buffer.alloc(0);
   let finished = false;
   const finish = (ok: boolean, length: number) => {
@@ -53,7 +93,8 @@ export function readProxyHeader(socket: Socket, done: (ok: boolean, bytes: numbe
     socket.off('end', onEnd);
     socket.pause();
     if (ok && buf.length > length) socket.unshift(buf.subarray(length));
-    done(ok, ok ? length : buf.length);
+    if (ok) done(true, length, proxyHeaderSource(buf, length));
+    else done(false, buf.length);
   };
   const onData = (chunk: Buffer) => {
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;

@@ -59,6 +59,7 @@ stream {
     }
     server {
         listen 127.0.0.1:7002 ssl;
+        listen 127.0.0.1:7004 ssl proxy_protocol;
         status_zone tls;
         allow all;
         ssl_handshake_timeout 2s;
@@ -87,6 +88,10 @@ t.test('the resolved model', async (t) => {
   t.same(tcp.proxy, { upstream: 'backend', connectTimeout: 5000, timeout: 60_000, nextUpstream: false, nextUpstreamTries: 0, ssl: false });
   t.notOk(tcp.ssl, 'no ssl listen, no ssl');
   t.same(tls.access.map((r) => r.address), ['all'], 'a server\'s own rules replace the outer list');
+  t.same(tls.listens.map((l) => [l.port, l.ssl, l.proxyProtocol]), [
+    [7002, true, false],
+    [7004, true, true],
+  ], 'ssl and proxy_protocol on one listen');
   t.equal(tls.ssl!.handshakeTimeout, 2000);
   t.ok(tls.ssl!.certificate.endsWith('cert.pem'), 'the certificate, inherited, relative to the file');
   t.same(tls.proxy, { upstream: '127.0.0.1:9005', connectTimeout: 5000, timeout: 60_000, nextUpstream: true, nextUpstreamTries: 2, ssl: true });
@@ -153,7 +158,7 @@ t.test('bad input, each with its file and line', async (t) => {
     ['stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1; } }', 'no port in upstream "127.0.0.1" in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001; proxy_pass http://u; } }', 'invalid URL prefix in "http://u": a stream "proxy_pass" takes an upstream or an address in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001 ssl; proxy_pass 127.0.0.1:1; } }', 'no "ssl_certificate" is defined for the "listen ... ssl" directive in zonal.conf:1'],
-    ['stream { server { listen 127.0.0.1:7001 ssl proxy_protocol; proxy_pass 127.0.0.1:1; } }', '"ssl" and "proxy_protocol" on one listen are not supported in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001 ssl proxy_protocl; proxy_pass 127.0.0.1:1; } }', 'invalid parameter "proxy_protocl" in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:1; proxy_timeout 0; } }', 'invalid value "0" in "proxy_timeout" directive in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:1; proxy_next_upstream maybe; } }', 'invalid value "maybe" in "proxy_next_upstream" directive, it must be "on" or "off" in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:1; deny 10.0.0.0/99; } }', 'invalid parameter "10.0.0.0/99" in "deny" directive in zonal.conf:1'],
