@@ -17,7 +17,7 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
-import { histogramField, mergeHistogram } from '../histograms/config.js';
+import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
@@ -118,7 +118,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     cache: mergeCache(outer.cache, level),
     addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
-    ...histogramField(mergeHistogram(outer.histogram, level.histogram)),
+    ...histogramField(level.histogram ?? outer.histogram),
   };
 }
 
@@ -136,7 +136,7 @@ function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly Prob
     ...(u.queue ? { queue: u.queue } : {}),
     responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
     ...(u.state !== undefined ? { state: u.state } : {}),
-    ...histogramField(mergeHistogram(mergeHistogram(undefined, http.histogram), u.histogram)),
+    ...histogramField(u.histogram ?? http.histogram),
     implicit: false,
     origin: u.origin,
   };

@@ -80,11 +80,6 @@ export const histogramDirectives: Record<string, DirectiveSpec> = {
   }),
 };
 
-/** The setting in force at a level: its own, else the outer one's. */
-export function mergeHistogram(outer: HistogramSetting | undefined, own: HistogramSetting | undefined): HistogramSetting | undefined {
-  return own ?? outer;
-}
-
 /** `{ histogram }` for a model object: the bounds in force; nothing where they are off
  * (written `off`, or nothing written above). Histograms are off unless asked for, as nginx-module-vts's are: a `/status/` tree
  * is Angie's until an operator adds zonal's extension, and a tree of ten thousand peers

@@ -29,7 +29,7 @@ import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js
 import type { Directive } from '../config/syntax.js';
 import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
 import { minZoneSize } from '../limits/config.js';
-import { histogramField, mergeHistogram } from '../histograms/config.js';
+import { histogramField } from '../histograms/config.js';
 import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
 import { checkResolvers, streamResolverZones, upstreamResolver } from '../resolver/config.js';
 
@@ -490,13 +490,13 @@ export function resolveStream(
     });
   }
   // Peers' histograms: an upstream's own status_zone_histogram, else the stream block's.
-  const outer = mergeHistogram(undefined, stream.histogram);
+  const outer = stream.histogram;
   const probed = (name: string) => (probes.get(name)?.length ? probes.get(name) : undefined);
   const zones = streamResolverZones(stream);
   return {
     servers,
     upstreams: [
-      ...stream.upstreams.map((u) => ({ ...upstreamConfig(u, stream, probed(u.name)), ...histogramField(mergeHistogram(outer, u.histogram)) })),
+      ...stream.upstreams.map((u) => ({ ...upstreamConfig(u, stream, probed(u.name)), ...histogramField(u.histogram ?? outer) })),
       ...[...implicit.values()].map((u) => ({ ...(probed(u.name) ? { ...u, probes: probed(u.name) } : u), ...histogramField(outer) })),
     ],
     limitZones: stream.limitZones,
