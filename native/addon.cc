@@ -408,6 +408,21 @@ class Zone : public Napi::ObjectWrap<Zone> {
     return off;
   }
 
+  // (table, key, now, valid until, size, shard): what a store and a load of an entry
+  // (a response written, a file the loader found) both say of it.
+  struct CacheEntryArgs {
+    uint64_t table;
+    const uint8_t* key;
+    int64_t now;
+    int64_t valid;
+    uint64_t size;
+    uint32_t shard;
+  };
+  CacheEntryArgs CacheEntryArgsOf(const Napi::CallbackInfo& info, Segment& s) {
+    return {CacheTableArg(info, s), CacheKeyArg(info, 1), TimeArg(info, 2, "now"), TimeArg(info, 3, "valid until"), NumberArg(info, 4, "size"),
+            static_cast<uint32_t>(NumberArg(info, 5, "shard"))};
+  }
+
   Napi::Value CacheTableOf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
@@ -446,15 +461,10 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value CacheStoreOf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = CacheTableArg(info, s);
-    const uint8_t* key = CacheKeyArg(info, 1);
-    const int64_t now = TimeArg(info, 2, "now");
-    const int64_t valid = TimeArg(info, 3, "valid until");
-    const uint64_t size = NumberArg(info, 4, "size");
-    const uint32_t shard = static_cast<uint32_t>(NumberArg(info, 5, "shard"));
+    const CacheEntryArgs a = CacheEntryArgsOf(info, s);
     std::vector<CacheEvicted> evicted;
     uint64_t version = 0;
-    const int64_t delta = Guarded(env, [&] { return CacheStore(s, table, key, now, valid, size, shard, &evicted, &version); });
+    const int64_t delta = Guarded(env, [&] { return CacheStore(s, a.table, a.key, a.now, a.valid, a.size, a.shard, &evicted, &version); });
     Napi::Array out = Napi::Array::New(env, 3);
     out.Set(0u, Napi::Number::New(env, static_cast<double>(delta)));
     out.Set(1u, Napi::Number::New(env, static_cast<double>(version)));
@@ -492,14 +502,9 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value CacheLoadOf(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    const uint64_t table = CacheTableArg(info, s);
-    const uint8_t* key = CacheKeyArg(info, 1);
-    const int64_t now = TimeArg(info, 2, "now");
-    const int64_t valid = TimeArg(info, 3, "valid until");
-    const uint64_t size = NumberArg(info, 4, "size");
-    const uint32_t shard = static_cast<uint32_t>(NumberArg(info, 5, "shard"));
+    const CacheEntryArgs a = CacheEntryArgsOf(info, s);
     std::vector<CacheEvicted> evicted;
-    const int64_t delta = Guarded(env, [&] { return CacheLoad(s, table, key, now, valid, size, shard, &evicted); });
+    const int64_t delta = Guarded(env, [&] { return CacheLoad(s, a.table, a.key, a.now, a.valid, a.size, a.shard, &evicted); });
     Napi::Array out = Napi::Array::New(env, 2);
     out.Set(0u, Napi::Number::New(env, static_cast<double>(delta)));
     out.Set(1u, evicted.empty() ? env.Null() : EvictedArray(env, evicted));
