@@ -142,36 +142,57 @@ export function answer(handler: ApiHandler, req: ApiRequest, onError: (err: unkn
   }
 }
 
+/**
+ * Calls a handler that may answer later; never throws. A failure, thrown or rejected, is
+ * reported through `onError` and answered as the 500 InternalError. A promise only when
+ * the handler gave one. What a transport uses when it needs the ApiResponse itself (a
+ * stream's answer carries its `stream`).
+ */
+export function callHandler(
+  handler: TransportHandler,
+  req: ApiRequest,
+  onError: (err: unknown) => void,
+): ApiResponse | undefined | Promise<ApiResponse | undefined> {
+  let res: ReturnType<TransportHandler>;
+  try {
+    res = handler(req);
+  } catch (err) {
+    return failure(req, err, onError);
+  }
+  if (res === undefined || !isPromiseLike(res)) return res;
+  return Promise.resolve(res).then(
+    (value) => value,
+    (err) => failure(req, err, onError),
+  );
+}
+
 /** answer() for a handler that may return a promise: a promise only when it did. */
 export function answerLater(
   handler: TransportHandler,
   req: ApiRequest,
   onError: (err: unknown) => void,
 ): WireResponse | undefined | Promise<WireResponse | undefined> {
-  let res: ReturnType<TransportHandler>;
-  try {
-    res = handler(req);
-  } catch (err) {
-    return failed(req, err, onError);
-  }
-  if (res === undefined || !isPromiseLike(res)) return answer(() => res as ApiResponse | undefined, req, onError);
-  return Promise.resolve(res).then(
-    (value) => answer(() => value, req, onError),
-    (err) => failed(req, err, onError),
-  );
+  const res = callHandler(handler, req, onError);
+  if (!isPromiseLike(res)) return answer(() => res, req, onError);
+  return res.then((value) => answer(() => value, req, onError));
 }
 
-function isPromiseLike(v: unknown): v is PromiseLike<unknown> {
-  return typeof (v as PromiseLike<unknown>)?.then === 'function';
+export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
+  return typeof (v as PromiseLike<T> | undefined)?.then === 'function';
 }
 
-function failed(req: ApiRequest, err: unknown, onError: (err: unknown) => void): WireResponse {
+/** Tells `onError` of a handler's failure and gives its 500 InternalError. */
+function failure(req: ApiRequest, err: unknown, onError: (err: unknown) => void): ApiResponse {
   try {
     onError(err);
   } catch {
     // a failing error reporter must not take the answer with it
   }
-  return toWire(req.method, internalError(req.method));
+  return internalError(req.method);
+}
+
+function failed(req: ApiRequest, err: unknown, onError: (err: unknown) => void): WireResponse {
+  return toWire(req.method, failure(req, err, onError));
 }
 
 /** The default error reporter: a process warning, which never throws. */

@@ -35,7 +35,7 @@ import type * as UWS from 'uWebSockets.js';
 import { bodyText } from '../api/index.js';
 import { parseInterval } from '../api/live.js';
 import type { ApiRequest, ApiResponse } from '../api/types.js';
-import { answer, answerLater, BODY_CAP, internalError, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
+import { answer, answerLater, BODY_CAP, callHandler, isPromiseLike, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
 import { isWildcard, LocalAddresses } from './local-address.js';
 import { Frame, Pusher, type Subscriber } from './push.js';
 
@@ -176,7 +176,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   /** Asks the handler, and gives its answer to `then` (corked when it came later). */
   function ask(res: UWS.HttpResponse, request: ApiRequest, then: (response: ApiResponse | undefined) => void): void {
     const result = call(request);
-    if (!isPromise(result)) return then(result);
+    if (!isPromiseLike(result)) return then(result);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -188,19 +188,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   }
 
   /** The handler's answer to a stream request; a failure is the 500 a read would get. */
-  function call(request: ApiRequest): ApiResponse | undefined | Promise<ApiResponse | undefined> {
-    const failed = (err: unknown) => {
-      onError(err);
-      return internalError('GET');
-    };
-    try {
-      const result = handler(request);
-      if (result === undefined || !isPromise(result)) return result;
-      return Promise.resolve(result).then((r) => r, failed);
-    } catch (err) {
-      return failed(err);
-    }
-  }
+  const call = (request: ApiRequest) => callHandler(handler, request, onError);
 
   /** `Accept: text/event-stream`: the answer as Server-Sent Events, until the client goes. */
   function onEventStream(res: UWS.HttpResponse, req: UWS.HttpRequest, path: string, query: string): void {
@@ -223,7 +211,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       response.release?.();
       pusher.subscribe(subscriber, stream);
     };
-    if (isPromise(result)) void result.then((r) => (gone ? r?.release?.() : res.cork(() => begin(r))));
+    if (isPromiseLike(result)) void result.then((r) => (gone ? r?.release?.() : res.cork(() => begin(r))));
     else begin(result);
   }
 
@@ -260,7 +248,7 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
       pusher.subscribe(socket.subscriber!, stream);
     };
     const result = call(request);
-    if (isPromise(result)) void result.then((r) => (socket.closed ? r?.release?.() : ws.cork(() => apply(r))));
+    if (isPromiseLike(result)) void result.then((r) => (socket.closed ? r?.release?.() : ws.cork(() => apply(r))));
     else apply(result);
   }
 
@@ -502,10 +490,6 @@ function parseChange(text: string): { path?: string; interval?: number } | strin
 
 function errorText(error: string, description: string): string {
   return JSON.stringify({ error, description });
-}
-
-function isPromise<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
-  return typeof (v as PromiseLike<T> | undefined)?.then === 'function';
 }
 
 /** uWS's lower-case methods as the API spells them, without a new string each time. */
