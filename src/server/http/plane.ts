@@ -311,8 +311,6 @@ export class HttpPlane {
     this.account(socket, conn, res, zone, location, sent, sent && res.shouldKeepAlive, started);
   }
 
-  /** A response that took its time ended: written out, or cut short by the connection
-   * closing first. */
   /** A response that takes its time: counted when it closes, and kept among the pending
    * ones a drain tells to close their connection. */
   private counted(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined, started: number): void {
@@ -323,6 +321,8 @@ export class HttpPlane {
     });
   }
 
+  /** A response that took its time ended: written out, or cut short by the connection
+   * closing first. */
   private closed(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined, started: number): void {
     const sent = res.writableFinished;
     this.account(socket, conn, res, zone, location, sent, sent && !socket.destroyed && !socket.writableEnded, started);
