@@ -268,30 +268,22 @@ export class StreamPlane {
       clearTimeout(timer);
       return true;
     };
-    // nginx's ssl_handshake_timeout runs from the start of the handshake.
-    const timer = setTimeout(() => {
+    /** The handshake did not complete: counted once, by `count`, and the connection goes. */
+    const failed = (count: () => void) => () => {
       if (!end()) return;
-      site.zone?.sslTimedOut();
-      tls.destroy();
-      session.discard();
-    }, site.config.ssl!.handshakeTimeout);
-    tls.on('error', () => {
-      // An error after the handshake ends the session through its sockets' close.
-      if (!end()) return;
-      site.zone?.sslFailed();
-      tls.destroy();
-      session.discard();
-    });
-    // A client gone or half-closed during the handshake: node's TLS server reports it
-    // as an error (tlsClientError, ECONNRESET), a TLSSocket of one's own does not.
-    const gone = () => {
-      if (!end()) return;
-      site.zone?.sslFailed();
+      count();
       tls.destroy();
       session.discard();
     };
-    tls.once('end', gone);
-    raw.once('close', gone);
+    // nginx's ssl_handshake_timeout runs from the start of the handshake.
+    const timer = setTimeout(failed(() => site.zone?.sslTimedOut()), site.config.ssl!.handshakeTimeout);
+    // An error after the handshake ends the session through its sockets' close. A client
+    // gone or half-closed during the handshake: node's TLS server reports it as an error
+    // (tlsClientError, ECONNRESET), a TLSSocket of one's own does not.
+    const refused = failed(() => site.zone?.sslFailed());
+    tls.on('error', refused);
+    tls.once('end', refused);
+    raw.once('close', refused);
     tls.once('secure', () => {
       if (!end()) return;
       session.handshaked = true;
