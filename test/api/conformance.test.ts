@@ -3,13 +3,12 @@
 // query arguments, through each transport. Two worker processes record the same traffic
 // script (test/fixtures/record.ts): every count must be exactly twice one worker's.
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
 import { createApi, type ApiHandler } from '../../src/api/index.js';
 import type { StatusConfig } from '../../src/metrics/catalog.js';
 import { Status } from '../../src/metrics/status.js';
 import { start, uniqueName } from '../helpers.js';
 import { check, type Schema } from './schema.js';
-import { checkExposition } from './exposition.js';
+import { checkExposition, promtool } from './exposition.js';
 import { transports, type Fetch } from './transports.js';
 
 const config: StatusConfig = {
@@ -167,17 +166,6 @@ async function setUp(t: Test): Promise<{ status: Status; handler: ApiHandler }> 
     ],
   });
   return { status, handler };
-}
-
-function promtool(text: string): string {
-  try {
-    execFileSync('promtool', ['check', 'metrics'], { input: text, stdio: ['pipe', 'pipe', 'pipe'] });
-    return '';
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException & { stderr?: Buffer; stdout?: Buffer };
-    if (err.code === 'ENOENT') return 'absent';
-    return `${err.stdout ?? ''}${err.stderr ?? ''}`;
-  }
 }
 
 t.test('conformance', async (t) => {

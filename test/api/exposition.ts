@@ -3,6 +3,8 @@
 // (every family has HELP and TYPE; every counter is named ..._total). A histogram's
 // samples are its family's name with _bucket (labelled `le`, cumulative, ending with
 // +Inf equal to _count), _sum and _count.
+import { execFileSync } from 'node:child_process';
+
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const VALUE = /^(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf|NaN)$/;
@@ -101,4 +103,17 @@ export function checkExposition(text: string): string[] {
     series.add(s.series);
   }
   return problems;
+}
+
+/** What Debian's `promtool check metrics` says of `text`: '' when it accepts it, 'absent'
+ * when promtool is not installed, else its complaints. */
+export function promtool(text: string): string {
+  try {
+    execFileSync('promtool', ['check', 'metrics'], { input: text, stdio: ['pipe', 'pipe', 'pipe'] });
+    return '';
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { stderr?: Buffer; stdout?: Buffer };
+    if (err.code === 'ENOENT') return 'absent';
+    return `${err.stdout ?? ''}${err.stderr ?? ''}`;
+  }
 }

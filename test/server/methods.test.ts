@@ -5,12 +5,11 @@
 // `api_config_files on`, and the configuration checks of peer names and slow_start as
 // `-t` and /config give them.
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkExposition } from '../api/exposition.js';
+import { checkExposition, promtool } from '../api/exposition.js';
 import { eventually, freePorts, getJson, runZonal, Zonal } from './zonal.js';
 
 /** A backend: counts requests, and how many it held at once; answers after `delay` ms. */
@@ -284,17 +283,6 @@ t.test('hash: a key always on one peer; different keys spread', async (t) => {
     'the status too (with the warm-up)',
   );
 });
-
-function promtool(text: string): string {
-  try {
-    execFileSync('promtool', ['check', 'metrics'], { input: text, stdio: ['pipe', 'pipe', 'pipe'] });
-    return '';
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException & { stderr?: Buffer; stdout?: Buffer };
-    if (err.code === 'ENOENT') return 'absent';
-    return `${err.stdout ?? ''}${err.stderr ?? ''}`;
-  }
-}
 
 t.test('text format through bin/zonal, with api_config_files on', async (t) => {
   const json = await status('server');

@@ -3,10 +3,9 @@
 // observations in the buckets the delays put them in, percentiles within them) and in
 // the text format as Prometheus histograms that promtool accepts.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, connect, type Server as TcpServer } from 'node:net';
-import { checkExposition } from '../../api/exposition.js';
+import { checkExposition, promtool } from '../../api/exposition.js';
 import { freePorts, getJson, Zonal } from '../zonal.js';
 
 const DELAY_MS = 30;
@@ -134,17 +133,6 @@ t.test('JSON: each zone and peer has the histograms its configuration gives it',
   const bound = await getJson(`http://127.0.0.1:${admin}/status/http/upstreams/u/peers/127.0.0.1:${slowPort}/histograms/response_time/bounds/1`);
   t.equal(bound.body, 10000, 'and an array\'s element by its index');
 });
-
-function promtool(text: string): string {
-  try {
-    execFileSync('promtool', ['check', 'metrics'], { input: text, stdio: ['pipe', 'pipe', 'pipe'] });
-    return '';
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException & { stderr?: Buffer; stdout?: Buffer };
-    if (err.code === 'ENOENT') return 'absent';
-    return `${err.stdout ?? ''}${err.stderr ?? ''}`;
-  }
-}
 
 t.test('text: Prometheus histograms in seconds, accepted by promtool', async (t) => {
   const text = await (await fetch(`http://127.0.0.1:${admin}/status/?format=prometheus`)).text();
