@@ -1,6 +1,8 @@
 // Child processes for multi-process tests: fixtures are TypeScript files forked with
 // this process's loader flags, and every wait is bounded.
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
@@ -65,4 +67,15 @@ export function start(fixture: string, args: string[] = [], env: NodeJS.ProcessE
 /** A zone name no other test uses. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** A self-signed certificate and its key (PEM) for `cn`, made with openssl for this run. */
+export function selfSigned(cn: string): { cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'zonal-cert-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '1', '-subj', `/CN=${cn}`], { cwd: dir, stdio: 'ignore' });
+    return { cert: readFileSync(join(dir, 'c.pem'), 'utf8'), key: readFileSync(join(dir, 'k.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -2,13 +2,13 @@
 // itself, and the exact counts the admin listener (whose own traffic is not counted)
 // reports for it.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { selfSigned } from '../helpers.js';
 import { RawClient, request } from '../transport/raw.js';
 import { eventually, freePorts, getJson, runZonal, Zonal } from './zonal.js';
 
@@ -84,18 +84,7 @@ http {
 }
 `;
 
-/** A self-signed certificate for 127.0.0.1, made with openssl for this run. */
-function certificate(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'zonal-cert-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
-    return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const { cert, key } = certificate();
+const { cert, key } = selfSigned('127.0.0.1');
 const zonal = await Zonal.start({ 'zonal.conf': config(), users: USERS, 'cert.pem': cert, 'key.pem': key });
 mkdirSync(join(zonal.dir, 'files'));
 writeFileSync(join(zonal.dir, 'files', 'a.txt'), 'static text\n');

@@ -8,7 +8,7 @@ import { Status } from '../../../src/metrics/status.js';
 import { peer as peerRecorder, PeerCell, PeerState, peerHandles } from '../../../src/metrics/upstreams.js';
 import { peerSet } from '../../../src/metrics/peers.js';
 import { Prober, streamCheck, type ProbeSpec } from '../../../src/server/probes/prober.js';
-import { uniqueName } from '../../helpers.js';
+import { selfSigned, uniqueName } from '../../helpers.js';
 import { apiOf } from '../../metrics/api.js';
 
 const quiet = () => {};
@@ -189,9 +189,6 @@ t.test('test=: conditions on the response, through the variable evaluator', asyn
 t.test('stream checks with test=: the answer as $upstream_probe_response, judged as it comes; TLS', async (t) => {
   const { createServer } = await import('node:net');
   const tls = await import('node:tls');
-  const { execFileSync } = await import('node:child_process');
-  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
   const { compileTest } = await import('../../../src/server/probes/test.js');
   const test = (text: string) => {
     const c = compileTest(text, 'stream');
@@ -208,10 +205,7 @@ t.test('stream checks with test=: the answer as $upstream_probe_response, judged
   });
   const err = createServer((c) => c.on('error', () => {}).once('data', () => c.end('-ERR unknown\r\n')));
   const banner = createServer((c) => c.on('error', () => {}).write('220 ready\r\n'));
-  const dir = mkdtempSync(`${tmpdir()}/zonal-probe-tls-`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${dir}/k.pem`, '-out', `${dir}/c.pem`, '-days', '1', '-subj', '/CN=probe.test'], { stdio: 'ignore' });
-  const secure = tls.createServer({ cert: readFileSync(`${dir}/c.pem`), key: readFileSync(`${dir}/k.pem`) }, (c) => c.on('error', () => {}).on('data', (d) => c.write(d)));
-  rmSync(dir, { recursive: true, force: true });
+  const secure = tls.createServer(selfSigned('probe.test'), (c) => c.on('error', () => {}).on('data', (d) => c.write(d)));
   const servers = [split, err, banner, secure];
   await Promise.all(servers.map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
   t.teardown(() => void servers.forEach((s) => s.close()));

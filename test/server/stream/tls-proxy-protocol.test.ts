@@ -4,28 +4,12 @@
 // before any handshake; the header's address is the client's for the access rules and
 // the limit_conn keys.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
+import { selfSigned } from '../../helpers.js';
 import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from './peers.js';
-
-function certificate(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'zonal-stream-pp-tls-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '1', '-subj', '/CN=stream.test'], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
-    return { cert: readFileSync(join(dir, 'c.pem'), 'utf8'), key: readFileSync(join(dir, 'k.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 const v1 = (source: string, port = 4000) => Buffer.from(`PROXY TCP4 ${source} 192.0.2.2 ${port} 5000\r\n`, 'latin1');
 /** A version 2 header, command PROXY, TCP over IPv4. */
@@ -84,7 +68,7 @@ function proxiedTls(port: number, header: Buffer, options: { together: boolean; 
   });
 }
 
-const { cert, key } = certificate();
+const { cert, key } = selfSigned('stream.test');
 const [admin, secure, slow, limited, backendPort] = await freePorts(5);
 const backend = new EchoBackend(backendPort);
 await backend.start();

@@ -3,28 +3,12 @@
 // their ticket keys), a failed and a timed out handshake discarded before a session
 // exists, and `proxy_ssl on` to a TLS backend with sessions reused.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { selfSigned } from '../../helpers.js';
 import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange, tlsClient } from './peers.js';
 
-function certificate(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'zonal-stream-tls-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '1', '-subj', '/CN=stream.test'], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
-    return { cert: readFileSync(join(dir, 'c.pem'), 'utf8'), key: readFileSync(join(dir, 'k.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const { cert, key } = certificate();
+const { cert, key } = selfSigned('stream.test');
 const [admin, secure, slowHandshake, toTls, plainBackend, tlsBackendPort] = await freePorts(6);
 const plain = new EchoBackend(plainBackend);
 const tlsBackend = new EchoBackend(tlsBackendPort, { tls: { cert, key } });
