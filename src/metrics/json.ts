@@ -114,29 +114,14 @@ export class JsonWriter {
     buf[this.pos++] = 0x22; // "
   }
 
-  /** A whole number below 2^32, digit by digit (int32 arithmetic below 2^31, which V8
-   * turns into multiplications). */
+  /** A whole number below 2^32: by putUint below 2^31, as text above. */
   private uint(v: number): void {
-    this.room(10);
-    const buf = this.buf;
-    if (v < 10) {
-      buf[this.pos++] = 48 + v;
-      return;
-    }
     if (v >= 0x8000_0000) {
       this.text(String(v));
       return;
     }
-    let x = v | 0;
-    const digits = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
-    let p = this.pos + digits;
-    this.pos = p;
-    while (x >= 10) {
-      const q = (x / 10) | 0;
-      buf[--p] = 48 + x - q * 10;
-      x = q;
-    }
-    buf[--p] = 48 + x;
+    this.room(10);
+    this.pos = putUint(this.buf, this.pos, v | 0);
   }
 
   /** The newline that ends a document: a byte store rather than a call to encode text. */
@@ -156,6 +141,25 @@ export class JsonWriter {
     lastSize[this.pretty ? 1 : 0] = this.pos;
     return this.buf.subarray(0, this.pos);
   }
+}
+
+/** Writes `x` (0 <= x < 2^31) in decimal at `p` of `b`, which has room for ten digits;
+ * returns the position after it. Integer arithmetic below 2^31, which V8 turns into
+ * multiplications; what JsonWriter and the compiled writers (tree.ts) both use. */
+export function putUint(b: Uint8Array, p: number, x: number): number {
+  if (x < 10) {
+    b[p] = 48 + x;
+    return p + 1;
+  }
+  const n = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
+  let at = p + n;
+  while (x >= 10) {
+    const q = (x / 10) | 0;
+    b[--at] = 48 + x - q * 10;
+    x = q;
+  }
+  b[--at] = 48 + x;
+  return p + n;
 }
 
 const TRUE = Buffer.from('true');

@@ -1,7 +1,7 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { closing, JsonWriter, prefix } from './json.js';
+import { closing, JsonWriter, prefix, putUint } from './json.js';
 import { quantile } from '../engine/index.js';
 import type { Histogram, HistogramSnapshot } from '../engine/index.js';
 import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
@@ -476,24 +476,6 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
   code += `if (f) {\n${store(Buffer.from('}'))}} else {\n${store(end)}}\nw.pos = p;`;
   const make = new Function('a', `${consts}return function write(s, w, c) {\n${code}\n};`);
   return make(args) as Writer<S>;
-}
-
-/** Writes `x` (0 <= x < 2^31) in decimal at `p` of `b`, which has room for ten digits;
- * returns the position after it. */
-function putUint(b: Uint8Array, p: number, x: number): number {
-  if (x < 10) {
-    b[p] = 48 + x;
-    return p + 1;
-  }
-  const n = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
-  let at = p + n;
-  while (x >= 10) {
-    const q = (x / 10) | 0;
-    b[--at] = 48 + x - q * 10;
-    x = q;
-  }
-  b[--at] = 48 + x;
-  return p + n;
 }
 
 /** The JSON of a field straight from its declaration, without making nodes: what
