@@ -145,8 +145,8 @@ export class JsonWriter {
 
 /** Writes `x` (0 <= x < 2^31) in decimal at `p` of `b`, which has room for ten digits;
  * returns the position after it. Integer arithmetic below 2^31, which V8 turns into
- * multiplications; what JsonWriter and the compiled writers (tree.ts) both use. */
-export function putUint(b: Uint8Array, p: number, x: number): number {
+ * multiplications. */
+function putUint(b: Uint8Array, p: number, x: number): number {
   if (x < 10) {
     b[p] = 48 + x;
     return p + 1;

@@ -36,9 +36,6 @@ export interface Leaf<S> {
   /** The value already encoded as JSON, when the family keeps it so (a configured name
    * rendered for every one of ten thousand peers): what the byte writer uses first. */
   encoded?(source: S): Uint8Array | undefined;
-  /** Set when the value is `source.sums[sum]`, always present: the byte writer reads it
-   * in place rather than through value(), which would box every number it returns. */
-  readonly sum?: number;
 }
 
 /** An object whose keys are data, such as `responses` (codes) or cache `shards`. */
@@ -100,11 +97,11 @@ export function group<S>(name: string, fields: ReadonlyArray<Field<S>>, present?
 
 /** A counter or gauge read from the instance's sums by index. */
 export function counter<S extends { sums: Float64Array }>(name: string, index: number, help: string): Leaf<S> {
-  return { kind: 'leaf', name, metric: 'counter', help, sum: index, value: (s) => s.sums[index] };
+  return { kind: 'leaf', name, metric: 'counter', help, value: (s) => s.sums[index] };
 }
 
 export function gauge<S extends { sums: Float64Array }>(name: string, index: number, help: string): Leaf<S> {
-  return { kind: 'leaf', name, metric: 'gauge', help, sum: index, value: (s) => s.sums[index] };
+  return { kind: 'leaf', name, metric: 'gauge', help, value: (s) => s.sums[index] };
 }
 
 /** Any other leaf: a configured value, a derived number, a string. */
@@ -171,13 +168,13 @@ export class Layout<S extends Counted> {
 
   counter(name: string, help: string): Leaf<S> & { readonly index: number } {
     const index = this.size++;
-    return { kind: 'leaf', name, metric: 'counter', help, index, sum: index, value: (s) => s.sums[index] };
+    return { kind: 'leaf', name, metric: 'counter', help, index, value: (s) => s.sums[index] };
   }
 
   gauge(name: string, help: string): Leaf<S> & { readonly index: number } {
     const index = this.size++;
     this.gauges.push(index);
-    return { kind: 'leaf', name, metric: 'gauge', help, index, sum: index, value: (s) => s.sums[index] };
+    return { kind: 'leaf', name, metric: 'gauge', help, index, value: (s) => s.sums[index] };
   }
 
   /** `count` consecutive counters, for a field with its own way of rendering them. */

@@ -1,7 +1,7 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { closing, JsonWriter, prefix, putUint } from './json.js';
+import { closing, JsonWriter, prefix } from './json.js';
 import { quantile } from '../engine/index.js';
 import type { Histogram, HistogramSnapshot } from '../engine/index.js';
 import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
@@ -448,16 +448,8 @@ function compile<S>(field: Group<S> | Entries<S>, depth: number, pretty: boolean
     `if (f) {\n${store(prefix(name, depth + 1, true, pretty))}} else {\n${store(prefix(name, depth + 1, false, pretty))}}\n`;
   const sync = (call: string) => `w.pos = p; ${call}; b = w.buf; d = w.view; p = w.pos;`;
   let code = `let b = w.buf, d = w.view, p = w.pos;\n${store(Buffer.from('{'))}let f = true;\n`;
-  // Counters are read in place, and a whole number is written digit by digit here: a
-  // number that went through value() and scalar() would be boxed on the heap, once per
-  // leaf of every answer.
-  if (field.fields.some((c) => c.kind === 'leaf' && c.sum !== undefined)) code += `const S = s.sums;\n`;
-  const digits = arg(putUint);
   field.fields.forEach((child, i) => {
-    if (child.kind === 'leaf' && child.sum !== undefined && !child.time && !child.encoded) {
-      code += `const v${i} = S[${child.sum}];\n${key(child.name)}`;
-      code += `if (v${i} >= 0 && v${i} < 2147483648 && v${i} === Math.floor(v${i})) { if (p + 10 > b.length) { w.pos = p; w.room(10); b = w.buf; d = w.view; } p = ${digits}(b, p, v${i} | 0); } else { ${sync(`w.scalar(v${i})`)} }\nf = false;\n`;
-    } else if (child.kind === 'leaf' && child.encoded) {
+    if (child.kind === 'leaf' && child.encoded) {
       code += `const e${i} = ${arg(child.encoded)}(s);\nconst v${i} = e${i} === undefined ? ${arg(child.value)}(s, c) : undefined;\n`;
       code += `if (e${i} !== undefined || v${i} !== undefined) {\n${key(child.name)}${sync(`if (e${i} !== undefined) w.bytes(e${i}); else w.scalar(v${i})`)}\nf = false;\n}\n`;
     } else if (child.kind === 'leaf') {
