@@ -41,7 +41,8 @@ export interface WireResponse {
   status: number;
   /** `"200 OK"`, `"413 Payload Too Large"`, ... */
   statusLine: string;
-  /** Header pairs to write, in order, without Content-Length, Date, Connection, Transfer-Encoding. */
+  /** Header pairs to write, in order, without Content-Length, Date, Connection, Transfer-Encoding.
+   * Read only: answers with the same headers share one array. */
   headers: Array<[string, string]>;
   /** Content-Length: the handler's value for HEAD (the length of the GET body), else the body's. */
   contentLength: number;
@@ -55,30 +56,6 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS = /^\d+$/;
 
-// Headers already found writable, name to value: answers repeat the same few (Content-Type,
-// Cache-Control, Expires), and checking them again is most of what preparing costs.
-// Bounded, as a handler's values can be anything.
-const writable = new Map<string, string>();
-const WRITABLE_MAX = 256;
-
-function checkHeader(name: string, value: string): void {
-  if (writable.get(name) === value) return;
-  if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`bad header ${JSON.stringify(name)}`);
-  if (writable.size >= WRITABLE_MAX) writable.clear();
-  writable.set(name, value);
-}
-
-// Header names in lower case, made once: answers repeat the same few names.
-const lowerNames = new Map<string, string>();
-function lowerCase(name: string): string {
-  let lower = lowerNames.get(name);
-  if (lower === undefined) {
-    lower = name.toLowerCase();
-    if (lowerNames.size < WRITABLE_MAX) lowerNames.set(name, lower);
-  }
-  return lower;
-}
-
 const statusLines = new Map<number, string>();
 
 function statusLine(status: number): string {
@@ -86,6 +63,15 @@ function statusLine(status: number): string {
   if (line === undefined) statusLines.set(status, (line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`));
   return line;
 }
+
+// The last answer's headers, as given (Content-Length's value as undefined: it changes
+// with every answer) and as prepared: answers come with the same few headers in the same
+// order (Content-Type, Cache-Control, Expires, a Content-Length), and such an answer's
+// headers need no check, no lower case and no new pairs. The same pairs array is given
+// again, which the uWS transport then writes without joining it anew.
+let lastNames: string[] = [];
+let lastValues: Array<string | undefined> = [];
+let lastPairs: Array<[string, string]> = [];
 
 /**
  * Checks a handler's answer and prepares it for the wire; throws when it cannot be written
@@ -98,24 +84,47 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
   if (!Number.isInteger(status) || status < 200 || status > 599) throw new RangeError(`bad status ${String(status)}`);
   const body = typeof res.body === 'string' || res.body instanceof Uint8Array ? res.body : '';
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-  const headers: Array<[string, string]> = [];
-  let declaredLength: number | undefined;
   const given = res.headers ?? {};
+  let declaredLength: number | undefined;
+  let same = true;
+  let n = 0;
   for (const name in given) {
     if (!Object.hasOwn(given, name)) continue;
-    const value = String(given[name]);
-    const lower = lowerCase(name);
-    if (lower === 'content-length') {
-      // Its value changes with every answer: checked on its own, never remembered. The
-      // name is a token (its lower case is one); a value that is the body's own length,
-      // as most are, is digits already.
-      if (value === String(length)) declaredLength = length;
-      else if (DIGITS.test(value)) declaredLength = Number(value);
-      else throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);
-      continue;
+    if (name !== lastNames[n]) {
+      same = false;
+      break;
     }
-    checkHeader(name, value);
-    if (!OWN_HEADERS.has(lower)) headers.push([name, value]);
+    const value = text(given[name]);
+    const last = lastValues[n++];
+    if (last === undefined) declaredLength = contentLength(value, length);
+    else if (value !== last) {
+      same = false;
+      break;
+    }
+  }
+  let headers = lastPairs;
+  if (!same || n !== lastNames.length) {
+    headers = [];
+    const names: string[] = [];
+    const values: Array<string | undefined> = [];
+    declaredLength = undefined;
+    for (const name in given) {
+      if (!Object.hasOwn(given, name)) continue;
+      const value = text(given[name]);
+      const lower = name.toLowerCase();
+      names.push(name);
+      if (lower === 'content-length') {
+        declaredLength = contentLength(value, length);
+        values.push(undefined);
+        continue;
+      }
+      if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new TypeError(`bad header ${JSON.stringify(name)}`);
+      values.push(value);
+      if (!OWN_HEADERS.has(lower)) headers.push([name, value]);
+    }
+    lastNames = names;
+    lastValues = values;
+    lastPairs = headers;
   }
   const head = method === 'HEAD';
   return {
@@ -128,14 +137,37 @@ export function toWire(method: string, res: ApiResponse): WireResponse {
   };
 }
 
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : String(value);
+}
+
+/** A handler's Content-Length: checked on its own, as its value changes with every
+ * answer. The name is a token (its lower case is one); a value that is the body's own
+ * length, as most are, is digits already. */
+function contentLength(value: string, length: number): number {
+  if (value === String(length)) return length;
+  if (DIGITS.test(value)) return Number(value);
+  throw new TypeError(`bad Content-Length ${JSON.stringify(value)}`);
+}
+
 /**
  * Calls the handler and prepares its answer; never throws. `undefined` when no API mount
  * matched. A handler that throws, or answers something unwritable, gives a 500
  * InternalError and is reported through `onError`.
  */
 export function answer(handler: ApiHandler, req: ApiRequest, onError: (err: unknown) => void): WireResponse | undefined {
+  let res: ApiResponse | undefined;
   try {
-    const res = handler(req);
+    res = handler(req);
+  } catch (err) {
+    return failed(req, err, onError);
+  }
+  return prepared(res, req, onError);
+}
+
+/** A handler's answer prepared for the wire, or its 500 when it cannot be written. */
+function prepared(res: ApiResponse | undefined, req: ApiRequest, onError: (err: unknown) => void): WireResponse | undefined {
+  try {
     return res === undefined ? undefined : toWire(req.method, res);
   } catch (err) {
     return failed(req, err, onError);
@@ -173,8 +205,8 @@ export function answerLater(
   onError: (err: unknown) => void,
 ): WireResponse | undefined | Promise<WireResponse | undefined> {
   const res = callHandler(handler, req, onError);
-  if (!isPromiseLike(res)) return answer(() => res, req, onError);
-  return res.then((value) => answer(() => value, req, onError));
+  if (!isPromiseLike(res)) return prepared(res, req, onError);
+  return res.then((value) => prepared(value, req, onError));
 }
 
 export function isPromiseLike<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {

@@ -502,6 +502,7 @@ const METHODS: Record<string, string> = { get: 'GET', head: 'HEAD', put: 'PUT', 
 let lastHeaders: Array<[string, string]> = [];
 let lastValue = '';
 function oneValue(headers: Array<[string, string]>): string {
+  if (headers === lastHeaders) return lastValue;
   const n = headers.length;
   let same = n === lastHeaders.length;
   for (let i = 0; same && i < n; i++) same = headers[i][0] === lastHeaders[i][0] && headers[i][1] === lastHeaders[i][1];
