@@ -127,12 +127,7 @@ export function createApi(options: ApiOptions): ApiHandler {
     const { mapped, segments } = route;
     const head = request.method === 'HEAD';
 
-    const ctx: RenderContext = {
-      dateEpoch: !bare && query.get('date') === 'epoch',
-      address: request.address,
-      configFiles: !!mapped.mount.configFiles,
-      now: Date.now(),
-    };
+    const ctx = new ReadContext(!bare && query.get('date') === 'epoch', request.address, !!mapped.mount.configFiles);
     const write = WRITES.has(request.method);
     const refused = refusal(request, write, hostAccepted, origins);
     if (refused) {
@@ -188,6 +183,22 @@ export function createApi(options: ApiOptions): ApiHandler {
   };
   const live = liveAnswers(answer);
   return (request) => (request.stream ? live(request) : answer(request));
+}
+
+/** A read's context. Most answers never ask the time (only a peer's downtime does): the
+ * clock is read at the first ask, and is then the same for the whole answer. */
+class ReadContext implements RenderContext {
+  private time = 0;
+  constructor(
+    readonly dateEpoch: boolean,
+    readonly address: string,
+    readonly configFiles: boolean,
+  ) {}
+
+  get now(): number {
+    if (this.time === 0) this.time = Date.now();
+    return this.time;
+  }
 }
 
 /** Why a request from a browser page is refused, or undefined. */

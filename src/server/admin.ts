@@ -14,6 +14,9 @@ import { listenGroups } from './listens.js';
 import { auditLine, logAudit } from './audit.js';
 import type { Log } from './log.js';
 
+/** Paths whose location is kept per admin site: more than a dashboard polls. */
+const PLACES_MAX = 1024;
+
 type Handler = (req: ApiRequest) => ApiResponse | undefined | Promise<ApiResponse | undefined>;
 
 interface Listener {
@@ -62,12 +65,22 @@ export class AdminListeners {
     const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false, audit: (change, request) => logAudit(this.log, auditLine(change, request)) })]));
     // One server on the address: every Host selects it, and the Host need not be read.
     const only = servers.length === 1 ? sites.get(servers[0]) : undefined;
+    // A client polls the same few paths: where one leads (its site's location) is kept,
+    // per site, rather than normalized and matched again. Bounded, as paths are anyone's.
+    const places = new Map<Site, Map<string, Place>>();
     return (req) => {
       const site = only ?? sites.get(names.select(req.host))!;
-      const uri = normalizeUri(req.path);
       const head = req.method === 'HEAD';
-      if (uri === undefined) return apiError(400, 'BadRequest', `The request path "${req.path}" is not valid.`, head);
-      const place = site.find(uri);
+      let known = places.get(site);
+      let place = known?.get(req.path);
+      if (place === undefined) {
+        const uri = normalizeUri(req.path);
+        if (uri === undefined) return apiError(400, 'BadRequest', `The request path "${req.path}" is not valid.`, head);
+        place = site.find(uri);
+        if (!known) places.set(site, (known = new Map()));
+        if (known.size >= PLACES_MAX) known.clear();
+        known.set(req.path, place);
+      }
       if (place.guard.open) return content(place, req, head);
       const verdict = place.guard.check(req.remoteAddress ?? '', req.authorization);
       return typeof verdict === 'number' ? guarded(verdict, place, req, head) : verdict.then((v) => guarded(v, place, req, head));
