@@ -28,6 +28,7 @@ import { serveStatic } from './static.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
+import { Roster } from '../roster.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -65,7 +66,7 @@ export class HttpPlane {
   private readonly status: Status;
   private readonly conns: Connections;
   private readonly servers: Server[] = [];
-  private readonly live = new Set<Conn>();
+  private readonly live = new Roster<Conn>();
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly upstreams = new Map<string, UpstreamRuntime>();
@@ -73,7 +74,7 @@ export class HttpPlane {
   private draining = false;
   /** Responses that take their time (proxied, API, files), until they close: a drain
    * makes those whose head is not written yet say `Connection: close`. */
-  private readonly pending = new Set<ServerResponse>();
+  private readonly pending = new Roster<ServerResponse>();
   /** Draining, and the idle connections were closed: the others close after their response. */
   private swept = false;
 
@@ -161,10 +162,10 @@ export class HttpPlane {
   private accept(socket: Counted): void {
     const conn: Conn = { requests: 0, inflight: 0, idle: false, closedByServer: false, read: 0, written: 0 };
     socket[CONN] = conn;
-    this.live.add(conn);
+    const entry = this.live.add(conn);
     this.conns.accepted();
     socket.once('close', () => {
-      this.live.delete(conn);
+      this.live.delete(entry);
       if (conn.requests === 0 && conn.closedByServer) this.conns.dropped();
       else this.conns.closed(conn.idle);
     });
@@ -314,9 +315,9 @@ export class HttpPlane {
   /** A response that takes its time: counted when it closes, and kept among the pending
    * ones a drain tells to close their connection. */
   private counted(socket: Socket, conn: Conn | undefined, res: ServerResponse, zone: HttpZone | undefined, location: HttpZone | undefined, started: number): void {
-    this.pending.add(res);
+    const entry = this.pending.add(res);
     res.once('close', () => {
-      this.pending.delete(res);
+      this.pending.delete(entry);
       this.closed(socket, conn, res, zone, location, started);
     });
   }
@@ -375,13 +376,17 @@ export class HttpPlane {
     this.draining = true;
     // A response in flight closes its connection after it, and says so: a keep-alive
     // client would otherwise send its next request into the close that follows.
-    for (const res of this.pending) if (!res.headersSent) res.shouldKeepAlive = false;
+    this.pending.forEach((res) => {
+      if (!res.headersSent) res.shouldKeepAlive = false;
+    });
     // An idle keep-alive connection is not closed at once: its client may be sending the
     // next request into it right now, which would fail (ECONNRESET). That request is
     // answered with `Connection: close`; a connection idle for the whole grace is closed.
     const sweep = setTimeout(() => {
       this.swept = true;
-      for (const conn of this.live) if (conn.requests === 0) conn.closedByServer = true;
+      this.live.forEach((conn) => {
+        if (conn.requests === 0) conn.closedByServer = true;
+      });
       for (const server of this.servers) server.closeIdleConnections();
     }, DRAIN_IDLE_MS);
     // node:http's close() closes the idle connections too: net.Server's only stops listening.

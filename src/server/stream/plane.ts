@@ -125,8 +125,9 @@ export class StreamPlane {
   private readonly conns: Connections;
   private readonly servers: Server[] = [];
   private readonly sites: StreamSite[] = [];
-  /** Client sockets of sessions in progress. */
-  private readonly live = new Set<Socket>();
+  /** Sessions in progress: a count, which is all a drain needs (a Set of their sockets
+   * kept each one alive past the young generation's collections: src/server/roster.ts). */
+  private live = 0;
   private draining = false;
   private drained: (() => void) | undefined;
   private readonly ticketKeys: Buffer | undefined;
@@ -197,7 +198,7 @@ export class StreamPlane {
     this.draining = true;
     const closed = this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     const sessions = new Promise<void>((resolve) => {
-      if (this.live.size === 0) resolve();
+      if (this.live === 0) resolve();
       else this.drained = resolve;
     });
     return Promise.all([...closed, sessions]).then(() => {});
@@ -215,10 +216,10 @@ export class StreamPlane {
     raw.setNoDelay(true);
     // A TLS server's socket reads the raw one itself.
     if (!listen.ssl || listen.proxyProtocol) raw.pause();
-    this.live.add(raw);
+    this.live++;
     const session = new Session(site, raw, this.conns, () => {
-      this.live.delete(raw);
-      if (this.draining && this.live.size === 0) this.drained?.();
+      this.live--;
+      if (this.draining && this.live === 0) this.drained?.();
     });
     (raw as WithSession)[SESSION] = session;
     raw.on('error', () => {});
