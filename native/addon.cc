@@ -686,6 +686,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("pageSize", Napi::Number::New(env, static_cast<double>(sysconf(_SC_PAGESIZE))));
   exports.Set("layoutVersion", Napi::Number::New(env, kLayoutVersion));
   exports.Set("maxWorkerSlots", Napi::Number::New(env, kMaxWorkerSlots));
+  exports.Set("writtenSlotsOffset", Napi::Number::New(env, static_cast<double>(offsetof(Header, written_slots))));
   return exports;
 }
 

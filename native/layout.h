@@ -12,7 +12,7 @@
 namespace zonal {
 
 constexpr uint32_t kMagic = 0x4c4e4f5a;  // "ZONL" in memory order
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint32_t kMaxWorkerSlots = 256;
 constexpr uint32_t kUndoCapacity = 512;
 constexpr uint32_t kMinSlotShift = 3;     // smallest slot: 8 bytes
@@ -92,6 +92,9 @@ struct Header {
   alignas(64) pthread_mutex_t mutex;
   alignas(64) UndoLog undo;
   alignas(64) std::atomic<uint64_t> claims[kMaxWorkerSlots];  // owner of each shard
+  // Bit s: slot s has been claimed for writing at least once. Never cleared, so that a
+  // dead worker's counts are still read; readers read only these slots' shards.
+  alignas(64) std::atomic<uint32_t> written_slots[kMaxWorkerSlots / 32];
   alignas(64) SlabPool pool;
 };
 

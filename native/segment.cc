@@ -192,6 +192,10 @@ Segment* Segment::Create(const std::string& instance, const std::string& name, u
   h->dir_buckets = buckets;
   h->dir_off = dir_off;
   h->created_ms = NowMs();
+  // Slot 0 is the first a writer claims (claims go low-first): reading it from the start
+  // costs nothing in a zone that workers write, and a shard 0 written with no claim (the
+  // tests stage a dead writer's half-done move there by hand) is still read.
+  h->written_slots[0].store(1, std::memory_order_relaxed);
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);

@@ -176,15 +176,22 @@ int32_t ClaimSlot(Segment& s, int32_t slot) {
     if (cur != 0 && OwnerAlive(cur)) return false;
     return h->claims[i].compare_exchange_strong(cur, self, std::memory_order_acq_rel);
   };
+  // Marked before the claimer's first write to the shard (a seq_cst read-modify-write
+  // orders it before the plain stores that follow), so a reader that skips an unmarked
+  // shard skips nothing anyone wrote.
+  auto written = [&](int32_t i) {
+    h->written_slots[i / 32].fetch_or(1u << (i % 32));
+    return i;
+  };
   if (slot >= 0) {
-    if (take(slot)) return slot;
+    if (take(slot)) return written(slot);
     throw ZoneError("worker slot " + std::to_string(slot) + " is held by live process " +
                     std::to_string(OwnerPid(h->claims[slot].load())));
   }
   for (int32_t i = 0; i < slots; i++)
-    if (h->claims[i].load(std::memory_order_acquire) == self) return i;
+    if (h->claims[i].load(std::memory_order_acquire) == self) return written(i);
   for (int32_t i = 0; i < slots; i++)
-    if (take(i)) return i;
+    if (take(i)) return written(i);
   throw ZoneError("all " + std::to_string(slots) + " worker slots of the zone are held by live processes");
 }
 

@@ -1,5 +1,6 @@
 // Counter blocks: K 64-bit counters with one shard per worker slot. A worker writes only
-// its own shard, with plain stores and no atomics; a reader sums the shards.
+// its own shard, with plain stores and no atomics; a reader sums the shards of the slots
+// ever claimed for writing (the zone's bitmap, see written()): zones have slots to spare.
 //
 // A shard's counter is two words: `recent`, a float64 that the worker adds to, and
 // `base`, an unsigned 64-bit word. Its value is base + recent.
@@ -56,8 +57,14 @@ export class CounterBlock {
   /** sums()'s array, made at its first call. */
   private scratch: Float64Array | undefined;
 
-  constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number) {
+  /** Int32 index of the zone's bitmap of slots ever claimed for writing, and its words. */
+  private readonly writtenAt: number;
+  private readonly writtenWords: number;
+
+  constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number, writtenAt: number) {
     this.scratch = undefined;
+    this.writtenAt = writtenAt;
+    this.writtenWords = Math.ceil(shards / 32);
     this.views = views;
     this.f64 = views.f64;
     this.u32 = views.u32;
@@ -91,20 +98,22 @@ export class CounterBlock {
   /** Exact sum of counter i over all shards, modulo 2^64. */
   get(i: number): bigint {
     let sum = 0n;
-    for (let s = 0; s < this.shards; s++) {
-      const [base, recent] = this.read(s, i);
-      sum += base + BigInt(recent);
-    }
+    for (let w = 0; w < this.writtenWords; w++)
+      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
+        const [base, recent] = this.read(lowestShard(w, bits), i);
+        sum += base + BigInt(recent);
+      }
     return BigInt.asUintN(64, sum);
   }
 
   /** Sum of counter i as a Number: exact up to 2^53, which JSON readers can hold. */
   value(i: number): number {
     let sum = 0;
-    for (let s = 0; s < this.shards; s++) {
-      const [base, recent] = this.read(s, i);
-      sum += Number(base) + recent;
-    }
+    for (let w = 0; w < this.writtenWords; w++)
+      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
+        const [base, recent] = this.read(lowestShard(w, bits), i);
+        sum += Number(base) + recent;
+      }
     return sum;
   }
 
@@ -129,27 +138,32 @@ export class CounterBlock {
     const { f64, u32, i32 } = this;
     const k = this.length;
     const signed = this.signedBase;
-    for (let s = 0, shard = this.offset / 8; s < this.shards; s++, shard += this.stride) {
-      const seq = shard * 2;
-      const first = shard + HEAD;
-      const before = Atomics.load(i32, seq);
-      if (before & 1) return false;
-      if (f64[shard + 1] === 0) {
-        // This shard never moved anything to its base words: they are all 0.
-        if (s === 0) for (let i = 0; i < k; i++) out[i] = f64[first + i];
-        else for (let i = 0; i < k; i++) out[i] += f64[first + i];
-      } else {
-        if (s === 0) out.fill(0, 0, k);
-        for (let i = 0; i < k; i++) {
-          // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
-          // Number (get() is exact past 2^53).
-          const lo = u32[(first + k + i) * 2];
-          const hi = u32[(first + k + i) * 2 + 1];
-          out[i] += (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
+    let none = true;
+    for (let w = 0; w < this.writtenWords; w++)
+      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
+        const shard = this.offset / 8 + lowestShard(w, bits) * this.stride;
+        const seq = shard * 2;
+        const first = shard + HEAD;
+        const before = Atomics.load(i32, seq);
+        if (before & 1) return false;
+        if (f64[shard + 1] === 0) {
+          // This shard never moved anything to its base words: they are all 0.
+          if (none) for (let i = 0; i < k; i++) out[i] = f64[first + i];
+          else for (let i = 0; i < k; i++) out[i] += f64[first + i];
+        } else {
+          if (none) out.fill(0, 0, k);
+          for (let i = 0; i < k; i++) {
+            // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
+            // Number (get() is exact past 2^53).
+            const lo = u32[(first + k + i) * 2];
+            const hi = u32[(first + k + i) * 2 + 1];
+            out[i] += (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
+          }
         }
+        none = false;
+        if (Atomics.load(i32, seq) !== before) return false;
       }
-      if (Atomics.load(i32, seq) !== before) return false;
-    }
+    if (none) out.fill(0, 0, k);
     return true;
   }
 
@@ -174,7 +188,11 @@ export class CounterBlock {
   max(i: number): number {
     const f64 = this.views.f64;
     let m = 0;
-    for (let s = 0, j = this.offset / 8 + HEAD + i; s < this.shards; s++, j += this.stride) if (f64[j] > m) m = f64[j];
+    for (let w = 0; w < this.writtenWords; w++)
+      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
+        const j = this.offset / 8 + lowestShard(w, bits) * this.stride + HEAD + i;
+        if (f64[j] > m) m = f64[j];
+      }
     return m;
   }
 
@@ -184,10 +202,12 @@ export class CounterBlock {
     const f64 = this.views.f64;
     let sum = 0;
     let n = 0;
-    for (let s = 0, j = this.offset / 8 + HEAD; s < this.shards; s++, j += this.stride) {
-      sum += f64[j + value] * f64[j + weight];
-      n += f64[j + weight];
-    }
+    for (let w = 0; w < this.writtenWords; w++)
+      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
+        const j = this.offset / 8 + lowestShard(w, bits) * this.stride + HEAD;
+        sum += f64[j + value] * f64[j + weight];
+        n += f64[j + weight];
+      }
     return n ? sum / n : 0;
   }
 
@@ -208,6 +228,8 @@ export class CounterBlock {
    */
   setShard(slot: number, i: number, v: number): void {
     this.checkShard(slot);
+    // Readers must see what is set here even in a slot no process ever claimed.
+    Atomics.or(this.i32, this.writtenAt + (slot >> 5), 1 << (slot & 31));
     this.finishInterruptedMove(slot);
     const [base, recent] = this.read(slot, i);
     this.moveInShard(slot, i, -base, recent - v);
@@ -312,6 +334,12 @@ export class CounterBlock {
     return false;
   }
 
+  /** Word w of the zone's bitmap of slots ever claimed for writing, loaded before the
+   * shards it names are read: only they can hold anything but zeros. */
+  private written(w: number): number {
+    return Atomics.load(this.i32, this.writtenAt + w);
+  }
+
   /** Int32 index of shard s's sequence word, after its `recent` and `base` words. */
   private seqIndex(s: number): number {
     return (this.offset / 8 + s * this.stride) * 2;
@@ -333,6 +361,11 @@ export class GaugeBlock extends CounterBlock {
   protected override get signedBases(): boolean {
     return true;
   }
+}
+
+/** The shard of the lowest bit set in word w of the written-slots bitmap. */
+function lowestShard(w: number, bits: number): number {
+  return (w << 5) + 31 - Math.clz32(bits & -bits);
 }
 
 /** Bytes one shard of a K-counter block takes (see HEAD), in whole 64-byte cache lines

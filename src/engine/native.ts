@@ -88,6 +88,8 @@ interface Addon {
   pageSize: number;
   layoutVersion: number;
   maxWorkerSlots: number;
+  /** Byte offset in a zone of its bitmap of slots ever claimed for writing (32 per word). */
+  writtenSlotsOffset: number;
 }
 
 // Counters are written as their low 32-bit halves (see counters.ts): that needs the

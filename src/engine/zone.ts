@@ -10,6 +10,9 @@ import { addon, EntryKind, type NativeSlabStats, type NativeZone } from './nativ
 import { SeqRecord } from './record.js';
 import { makeViews, type ZoneViews } from './views.js';
 
+/** Int32 index of the zone header's bitmap of slots ever claimed for writing. */
+const WRITTEN_SLOTS = addon.writtenSlotsOffset / 4;
+
 export interface CreateZoneOptions {
   /** Bytes of pages for the zone's slab allocator (at least one page). */
   size: number;
@@ -97,12 +100,12 @@ export class Zone {
 
   counters(key: string, length: number): CounterBlock {
     const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
-    return new CounterBlock(this.views, offset, length, this.workerSlots, this.workerSlot());
+    return new CounterBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), WRITTEN_SLOTS);
   }
 
   gauges(key: string, length: number): GaugeBlock {
     const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
-    return new GaugeBlock(this.views, offset, length, this.workerSlots, this.workerSlot());
+    return new GaugeBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), WRITTEN_SLOTS);
   }
 
   cells(key: string, length: number): AtomicCells {

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
-import { Zone } from '../../src/engine/index.js';
-import { start, uniqueName } from '../helpers.js';
+import { Histogram, histogramLength, Zone } from '../../src/engine/index.js';
+import { strideOf } from '../../src/engine/counters.js';
+import { start, uniqueName, type Child } from '../helpers.js';
 
 // The recent word of this process's shard of counter 0 in a one-counter block (shards
 // are 64 bytes apart, recent words after two header words), read straight from memory.
@@ -266,4 +267,116 @@ t.test("sums(): the block's own array, read again at each call", async (t) => {
   const gauges = zone.gauges('g', 2);
   gauges.sub(1, 4);
   t.same(Array.from(gauges.sums()), [0, -4], 'gauges read signed');
+});
+
+// ---- Readers read only the shards of slots ever claimed for writing -------------------
+
+/** What shard-writer.ts leaves in the blocks, summed over the slots that ran it. */
+function written(slots: number[]) {
+  const sum = (f: (s: number) => number) => slots.reduce((n, s) => n + f(s), 0);
+  return {
+    c: [sum((s) => 1000 + s), sum((s) => 2 ** 40 + s), slots.length],
+    g: [-sum((s) => 10 + s), sum((s) => s)],
+    max: 100 * (Math.max(...slots) + 1),
+    mean: sum((s) => 10 * s * (s + 1)) / sum((s) => s + 1),
+    buckets: [slots.length, slots.filter((s) => s <= 5).length, slots.filter((s) => s > 5).length],
+    sumMs: sum((s) => 5.5 + s),
+  };
+}
+
+/** The blocks shard-writer.ts writes, as a process that does not write sees them. */
+function readers(zone: Zone) {
+  return { c: zone.counters('c', 3), g: zone.gauges('g', 2), m: zone.counters('m', 3), h: new Histogram(zone.counters('h', histogramLength([1, 10])), [1, 10]) };
+}
+
+/** Every way of reading the blocks agrees with what the writers in `slots` wrote. */
+function readsExactly(t: Test, r: ReturnType<typeof readers>, slots: number[], what: string): void {
+  const want = written(slots);
+  t.same(
+    want.c.map((_, i) => r.c.get(i)),
+    want.c.map(BigInt),
+    `${what}: get()`,
+  );
+  t.same(
+    want.c.map((_, i) => r.c.value(i)),
+    want.c,
+    `${what}: value()`,
+  );
+  t.same(Array.from(r.c.values()), want.c, `${what}: values()`);
+  t.same(Array.from(r.c.sums()), want.c, `${what}: sums()`);
+  t.same([r.g.get(0), r.g.get(1)], want.g.map(BigInt), `${what}: gauges, get()`);
+  t.same(Array.from(r.g.sums()), want.g, `${what}: gauges, sums()`);
+  t.equal(r.m.max(0), want.max, `${what}: max()`);
+  t.equal(r.m.weightedMean(1, 2), want.mean, `${what}: weightedMean()`);
+  const h = r.h.current();
+  t.same([Array.from(h.buckets), h.count, h.sum], [want.buckets, 2 * slots.length, want.sumMs], `${what}: histogram`);
+}
+
+async function writeIn(name: string, slot: number, then = ''): Promise<Child> {
+  const child = start('shard-writer.ts', [name, String(slot), then]);
+  await child.line(/^written$/);
+  return child;
+}
+
+t.test('8 slots, only slot 3 written: every reader reads exactly that, and skips the rest', async (t) => {
+  const name = uniqueName('only3');
+  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
+  t.teardown(() => zone.remove());
+  const r = readers(zone);
+  const child = await writeIn(name, 3);
+  t.teardown(() => child.proc.kill());
+  readsExactly(t, r, [3], 'slot 3 alone');
+  // Values in the recent words of slot 5's shards, which no process claimed: not read.
+  const f64 = new Float64Array(zone.block('raw', 8).buffer);
+  const shard5 = (b: { offset: number }, i: number, stride: number) => b.offset / 8 + 5 * stride + 2 + i;
+  f64[shard5(r.c, 0, strideOf(3) / 8)] = 1e9;
+  f64[shard5(r.m, 0, strideOf(3) / 8)] = 1e9;
+  readsExactly(t, r, [3], 'with words of an unclaimed shard changed by hand');
+  // A stand-in (the primary repairing a slot) that sets a shard makes it count.
+  r.c.setShard(5, 0, 7);
+  t.equal(r.c.value(0), 1003 + 7, 'a shard set with setShard() is read from then on');
+  t.equal(r.c.get(0), 1010n);
+  t.equal(r.c.values()[0], 1010);
+});
+
+t.test('a slot claimed after a first read is read by the next read', async (t) => {
+  const name = uniqueName('later');
+  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
+  t.teardown(() => zone.remove());
+  const r = readers(zone);
+  const first = await writeIn(name, 3);
+  t.teardown(() => first.proc.kill());
+  readsExactly(t, r, [3], 'before');
+  const second = await writeIn(name, 6);
+  t.teardown(() => second.proc.kill());
+  readsExactly(t, r, [3, 6], 'the same readers, after slot 6 was claimed');
+});
+
+t.test('the counts of a writer that gave its slot up, or was killed, are still read', async (t) => {
+  const name = uniqueName('gone');
+  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
+  t.teardown(() => zone.remove());
+  const r = readers(zone);
+  const detached = await writeIn(name, 2, 'detach');
+  const killed = await writeIn(name, 7);
+  readsExactly(t, r, [2, 7], 'both written');
+  detached.proc.disconnect();
+  t.equal(await detached.exit(), 0, 'the writer that detached (releasing its slot) exited');
+  killed.proc.kill('SIGKILL');
+  t.equal(await killed.exit(), 'SIGKILL', 'the other was killed');
+  readsExactly(t, r, [2, 7], 'both gone');
+  const again = await writeIn(name, 2);
+  t.teardown(() => again.proc.kill());
+  t.same(Array.from(r.c.sums()), written([2, 2, 7]).c, 'a new writer in the released slot adds to what its predecessor left');
+});
+
+t.test("slots past the bitmap's first word, and the one in its sign bit", async (t) => {
+  const name = uniqueName('wide-slots');
+  const zone = Zone.create(name, { size: 1 << 20, workers: 40, writer: false });
+  t.teardown(() => zone.remove());
+  const r = readers(zone);
+  const children: Child[] = [];
+  for (const slot of [31, 35]) children.push(await writeIn(name, slot));
+  t.teardown(() => children.forEach((c) => c.proc.kill()));
+  readsExactly(t, r, [31, 35], 'slots 31 and 35 of 40');
 });
