@@ -234,24 +234,23 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location, started);
       return;
     }
-    if (!place.limits && place.guard.open) {
-      this.content(req, res, uri, place, captures);
-      // Answered in full at once (a proxy cache hit): counted now, as a `return` is, with
-      // no listener. 'close' comes after this turn at the earliest, so a response still
-      // going gets its listener in time.
+    // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
+    // they come before access checks.
+    const admission = place.limits && !place.return ? place.limits.admit(req, res, uri) : ADMITTED;
+    const open = admission === ADMITTED && place.guard.open;
+    if (open) this.content(req, res, uri, place, captures);
+    if (open || admission === ANSWERED) {
+      // Answered in full at once (a proxy cache hit, a limit's refusal): counted now, as a
+      // `return` is, with no listener. 'close' comes after this turn at the earliest, so
+      // a response still going gets its listener in time.
       if (res.writableEnded) this.answered(socket, conn, res, zone, location, started);
       else this.counted(socket, conn, res, zone, location, started);
       return;
     }
     this.counted(socket, conn, res, zone, location, started);
-    // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
-    // they come before access checks.
-    // A request let through at once makes no closure: only a delayed one waits for one.
-    if (place.limits && !place.return) {
-      const admission = place.limits.admit(req, res, uri);
-      if (admission === ADMITTED) this.access(req, res, uri, place, captures);
-      else if (admission !== ANSWERED) place.limits.hold(req, res, uri, admission, () => this.access(req, res, uri, place, captures));
-    } else this.access(req, res, uri, place, captures);
+    // Only a delayed request waits, and only it makes a closure.
+    if (admission === ADMITTED) this.access(req, res, uri, place, captures);
+    else place.limits!.hold(req, res, uri, admission, () => this.access(req, res, uri, place, captures));
   }
 
   private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
