@@ -124,6 +124,29 @@ export class JsonWriter {
     this.pos = putUint(this.buf, this.pos, v | 0);
   }
 
+  /** `v` rounded to thousandths, as JSON.stringify writes Math.round(v * 1000) / 1000 (a
+   * duration in ms): digits stored, not a number turned into text and encoded. Below
+   * 2^53 / 1000, that double's shortest text is k/1000's own digits, trailing zeros off. */
+  thousandths(v: number): void {
+    const k = Math.round(v * 1000);
+    if (!(k >= 0 && k < 0x8000_0000)) {
+      this.text(scalarText(k / 1000));
+      return;
+    }
+    const whole = Math.floor(k / 1000);
+    const frac = k - whole * 1000;
+    this.uint(whole);
+    if (frac === 0) return;
+    this.room(4);
+    const buf = this.buf;
+    buf[this.pos++] = 0x2e; // .
+    buf[this.pos++] = 48 + Math.floor(frac / 100);
+    const tens = Math.floor(frac / 10) % 10;
+    const ones = frac % 10;
+    if (tens !== 0 || ones !== 0) buf[this.pos++] = 48 + tens;
+    if (ones !== 0) buf[this.pos++] = 48 + ones;
+  }
+
   /** The newline that ends a document: a byte store rather than a call to encode text. */
   newline(): void {
     this.room(1);

@@ -276,7 +276,6 @@ function writeHistograms(w: JsonWriter, list: ReadonlyArray<readonly [string, Hi
 }
 
 function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): void {
-  const ms = (v: number) => Math.round(v * 1000) / 1000;
   const k = histogramKeys(depth + 1, w.pretty);
   w.open();
   w.bytes(k[0]);
@@ -286,12 +285,12 @@ function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): voi
   w.bytes(k[2]);
   w.scalar(s.count);
   w.bytes(k[3]);
-  w.scalar(ms(s.sum));
+  w.thousandths(s.sum);
   for (let i = 0; i < PERCENTILES.length; i++) {
     w.bytes(k[4 + i]);
     const v = quantile(s, PERCENTILES[i]);
     if (v === undefined) w.bytes(NULL);
-    else w.scalar(ms(v));
+    else w.thousandths(v);
   }
   w.close(depth, false);
 }

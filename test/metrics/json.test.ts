@@ -1,0 +1,25 @@
+// JsonWriter's numbers written as digits must read back as JSON.stringify would have
+// written them: the status tree's bytes are the JSON of its values.
+import t from 'tap';
+import { JsonWriter } from '../../src/metrics/json.js';
+
+const written = (write: (w: JsonWriter) => void): string => {
+  const w = new JsonWriter(false);
+  write(w);
+  return w.result().toString('latin1');
+};
+
+t.test('thousandths(v) is the text of Math.round(v * 1000) / 1000', async (t) => {
+  const edges = [0, 0.0004, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 0.999, 0.9995, 1, 1.005, 1.05, 1.5, 2, 10.1, 48.25, 999.999, 2147483.647, 2147483.648, 1e12 + 0.25, 2 ** 53];
+  for (const v of edges) t.equal(written((w) => w.thousandths(v)), JSON.stringify(Math.round(v * 1000) / 1000), String(v));
+  // And a spread of the sums and percentiles a histogram gives (ms, as doubles).
+  let seed = 7;
+  const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  let wrong = 0;
+  for (let i = 0; i < 20000; i++) {
+    const v = random() * 10 ** Math.floor(random() * 9);
+    if (written((w) => w.thousandths(v)) !== JSON.stringify(Math.round(v * 1000) / 1000)) wrong++;
+  }
+  t.equal(wrong, 0, 'none of 20,000 values differs');
+  t.equal(written((w) => w.thousandths(Number.NaN)), 'null', 'not a number: null, as JSON.stringify');
+});
