@@ -57,14 +57,12 @@ export class CounterBlock {
   /** sums()'s array, made at its first call. */
   private scratch: Float64Array | undefined;
 
-  /** Int32 index of the zone's bitmap of slots ever claimed for writing, and its words. */
-  private readonly writtenAt: number;
-  private readonly writtenWords: number;
+  /** The zone's slots ever claimed for writing: only their shards are read. */
+  private readonly written: WrittenSlots;
 
-  constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number, writtenAt: number) {
+  constructor(views: ZoneViews, offset: number, length: number, shards: number, slot: number, written: WrittenSlots) {
     this.scratch = undefined;
-    this.writtenAt = writtenAt;
-    this.writtenWords = Math.ceil(shards / 32);
+    this.written = written;
     this.views = views;
     this.f64 = views.f64;
     this.u32 = views.u32;
@@ -98,22 +96,22 @@ export class CounterBlock {
   /** Exact sum of counter i over all shards, modulo 2^64. */
   get(i: number): bigint {
     let sum = 0n;
-    for (let w = 0; w < this.writtenWords; w++)
-      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
-        const [base, recent] = this.read(lowestShard(w, bits), i);
-        sum += base + BigInt(recent);
-      }
+    const list = this.written.shards();
+    for (let j = 0; j < list.length; j++) {
+      const [base, recent] = this.read(list[j], i);
+      sum += base + BigInt(recent);
+    }
     return BigInt.asUintN(64, sum);
   }
 
   /** Sum of counter i as a Number: exact up to 2^53, which JSON readers can hold. */
   value(i: number): number {
     let sum = 0;
-    for (let w = 0; w < this.writtenWords; w++)
-      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
-        const [base, recent] = this.read(lowestShard(w, bits), i);
-        sum += Number(base) + recent;
-      }
+    const list = this.written.shards();
+    for (let j = 0; j < list.length; j++) {
+      const [base, recent] = this.read(list[j], i);
+      sum += Number(base) + recent;
+    }
     return sum;
   }
 
@@ -138,32 +136,30 @@ export class CounterBlock {
     const { f64, u32, i32 } = this;
     const k = this.length;
     const signed = this.signedBase;
-    let none = true;
-    for (let w = 0; w < this.writtenWords; w++)
-      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
-        const shard = this.offset / 8 + lowestShard(w, bits) * this.stride;
-        const seq = shard * 2;
-        const first = shard + HEAD;
-        const before = Atomics.load(i32, seq);
-        if (before & 1) return false;
-        if (f64[shard + 1] === 0) {
-          // This shard never moved anything to its base words: they are all 0.
-          if (none) for (let i = 0; i < k; i++) out[i] = f64[first + i];
-          else for (let i = 0; i < k; i++) out[i] += f64[first + i];
-        } else {
-          if (none) out.fill(0, 0, k);
-          for (let i = 0; i < k; i++) {
-            // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
-            // Number (get() is exact past 2^53).
-            const lo = u32[(first + k + i) * 2];
-            const hi = u32[(first + k + i) * 2 + 1];
-            out[i] += (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
-          }
+    const list = this.written.shards();
+    for (let j = 0; j < list.length; j++) {
+      const shard = this.offset / 8 + list[j] * this.stride;
+      const seq = shard * 2;
+      const first = shard + HEAD;
+      const before = Atomics.load(i32, seq);
+      if (before & 1) return false;
+      if (f64[shard + 1] === 0) {
+        // This shard never moved anything to its base words: they are all 0.
+        if (j === 0) for (let i = 0; i < k; i++) out[i] = f64[first + i];
+        else for (let i = 0; i < k; i++) out[i] += f64[first + i];
+      } else {
+        if (j === 0) out.fill(0, 0, k);
+        for (let i = 0; i < k; i++) {
+          // A base is a multiple of 2^52 or an addLarge() amount: hi * 2^32 + lo as a
+          // Number (get() is exact past 2^53).
+          const lo = u32[(first + k + i) * 2];
+          const hi = u32[(first + k + i) * 2 + 1];
+          out[i] += (signed && hi >= 0x8000_0000 ? hi - 0x1_0000_0000 : hi) * 0x1_0000_0000 + lo + f64[first + i];
         }
-        none = false;
-        if (Atomics.load(i32, seq) !== before) return false;
       }
-    if (none) out.fill(0, 0, k);
+      if (Atomics.load(i32, seq) !== before) return false;
+    }
+    if (list.length === 0) out.fill(0, 0, k);
     return true;
   }
 
@@ -188,11 +184,11 @@ export class CounterBlock {
   max(i: number): number {
     const f64 = this.views.f64;
     let m = 0;
-    for (let w = 0; w < this.writtenWords; w++)
-      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
-        const j = this.offset / 8 + lowestShard(w, bits) * this.stride + HEAD + i;
-        if (f64[j] > m) m = f64[j];
-      }
+    const list = this.written.shards();
+    for (let s = 0; s < list.length; s++) {
+      const j = this.offset / 8 + list[s] * this.stride + HEAD + i;
+      if (f64[j] > m) m = f64[j];
+    }
     return m;
   }
 
@@ -202,12 +198,12 @@ export class CounterBlock {
     const f64 = this.views.f64;
     let sum = 0;
     let n = 0;
-    for (let w = 0; w < this.writtenWords; w++)
-      for (let bits = this.written(w); bits !== 0; bits &= bits - 1) {
-        const j = this.offset / 8 + lowestShard(w, bits) * this.stride + HEAD;
-        sum += f64[j + value] * f64[j + weight];
-        n += f64[j + weight];
-      }
+    const list = this.written.shards();
+    for (let s = 0; s < list.length; s++) {
+      const j = this.offset / 8 + list[s] * this.stride + HEAD;
+      sum += f64[j + value] * f64[j + weight];
+      n += f64[j + weight];
+    }
     return n ? sum / n : 0;
   }
 
@@ -229,7 +225,7 @@ export class CounterBlock {
   setShard(slot: number, i: number, v: number): void {
     this.checkShard(slot);
     // Readers must see what is set here even in a slot no process ever claimed.
-    Atomics.or(this.i32, this.writtenAt + (slot >> 5), 1 << (slot & 31));
+    this.written.mark(slot);
     this.finishInterruptedMove(slot);
     const [base, recent] = this.read(slot, i);
     this.moveInShard(slot, i, -base, recent - v);
@@ -334,12 +330,6 @@ export class CounterBlock {
     return false;
   }
 
-  /** Word w of the zone's bitmap of slots ever claimed for writing, loaded before the
-   * shards it names are read: only they can hold anything but zeros. */
-  private written(w: number): number {
-    return Atomics.load(this.i32, this.writtenAt + w);
-  }
-
   /** Int32 index of shard s's sequence word, after its `recent` and `base` words. */
   private seqIndex(s: number): number {
     return (this.offset / 8 + s * this.stride) * 2;
@@ -363,9 +353,51 @@ export class GaugeBlock extends CounterBlock {
   }
 }
 
-/** The shard of the lowest bit set in word w of the written-slots bitmap. */
-function lowestShard(w: number, bits: number): number {
-  return (w << 5) + 31 - Math.clz32(bits & -bits);
+/**
+ * A zone's slots ever claimed for writing (the zone header's bitmap, set at each claim
+ * before the claimer's first write, never cleared), as the list of shards a reader reads.
+ * One per zone, shared by its blocks: the bitmap is loaded at every read, and the list
+ * made again only when it changed, so that reading every shard costs what the plain loop
+ * over all of them did.
+ */
+export class WrittenSlots {
+  private words: Int32Array;
+  private list: Int32Array = new Int32Array(0);
+
+  constructor(
+    private readonly i32: Int32Array,
+    /** Int32 index of the bitmap. */
+    private readonly at: number,
+    slots: number,
+  ) {
+    // -1 in every word: no bitmap looks like that, so the first read makes the list.
+    this.words = new Int32Array(Math.ceil(slots / 32)).fill(-1);
+  }
+
+  /** The shards to read now, lowest first. Loaded before the shards themselves: only they
+   * can hold anything but zeros. */
+  shards(): Int32Array {
+    const words = this.words;
+    for (let w = 0; w < words.length; w++) if (Atomics.load(this.i32, this.at + w) !== words[w]) return this.remake();
+    return this.list;
+  }
+
+  /** Marks a slot as written (what a claim does), for a shard set by another process. */
+  mark(slot: number): void {
+    Atomics.or(this.i32, this.at + (slot >> 5), 1 << (slot & 31));
+  }
+
+  private remake(): Int32Array {
+    const words = this.words;
+    const shards: number[] = [];
+    for (let w = 0; w < words.length; w++) {
+      const bits = Atomics.load(this.i32, this.at + w);
+      words[w] = bits;
+      for (let b = bits; b !== 0; b &= b - 1) shards.push((w << 5) + 31 - Math.clz32(b & -b));
+    }
+    this.list = Int32Array.from(shards);
+    return this.list;
+  }
 }
 
 /** Bytes one shard of a K-counter block takes (see HEAD), in whole 64-byte cache lines

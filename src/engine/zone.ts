@@ -3,7 +3,7 @@
 // key, so a process that did not allocate a block can still reach it.
 import { AtomicCells } from './cells.js';
 import { LimitConnTable, LimitKind, LimitReqTable } from './limits.js';
-import { CounterBlock, GaugeBlock, strideOf } from './counters.js';
+import { CounterBlock, GaugeBlock, strideOf, WrittenSlots } from './counters.js';
 import { attachInstance, creatorInstance, requestedWorkerSlot } from './identity.js';
 import { CacheKeys } from './cache-keys.js';
 import { addon, EntryKind, type NativeSlabStats, type NativeZone } from './native.js';
@@ -52,6 +52,8 @@ export class Zone {
   readonly workerSlots: number;
   private readonly native: NativeZone;
   private views: ZoneViews;
+  /** Its slots ever claimed for writing, which every block's readers share. */
+  private readonly written: WrittenSlots;
   private slot = -1;
 
   private constructor(native: NativeZone, name: string, instance: string, owner: boolean, writer: boolean) {
@@ -64,6 +66,7 @@ export class Zone {
     this.pageSize = info.pageSize;
     this.workerSlots = info.workerSlots;
     this.views = makeViews(native.buffer);
+    this.written = new WrittenSlots(this.views.i32, WRITTEN_SLOTS, this.workerSlots);
   }
 
   static create(name: string, options: CreateZoneOptions): Zone {
@@ -100,12 +103,12 @@ export class Zone {
 
   counters(key: string, length: number): CounterBlock {
     const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
-    return new CounterBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), WRITTEN_SLOTS);
+    return new CounterBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), this.written);
   }
 
   gauges(key: string, length: number): GaugeBlock {
     const offset = this.ensure(key, EntryKind.Counters, this.shardBytes(length));
-    return new GaugeBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), WRITTEN_SLOTS);
+    return new GaugeBlock(this.views, offset, length, this.workerSlots, this.workerSlot(), this.written);
   }
 
   cells(key: string, length: number): AtomicCells {
