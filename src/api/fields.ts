@@ -2,9 +2,7 @@
 // keeps only those members of the object the path reaches, in the object's own order,
 // in JSON and in the text format alike. A name the object does not have is simply absent,
 // as NGINX Plus has it. It is the API's, so that every transport honours it the same way.
-import type { JsonWriter } from '../metrics/json.js';
-import type { Json, RenderContext } from '../metrics/shape.js';
-import { FieldNode, type StatusNode } from '../metrics/tree.js';
+import { ObjectNode, type StatusNode } from '../metrics/tree.js';
 
 /** Longer lists are no one's query: the longest member names are zone names. */
 export const FIELDS_MAX_CHARS = 4096;
@@ -19,56 +17,20 @@ export function parseFields(value: string): ReadonlySet<string> | { error: strin
   return new Set(names);
 }
 
-/** The object `inner` with only the members `keep` names. */
-export class FieldsNode implements StatusNode {
-  readonly kind = 'object';
-  readonly label?: string;
-  readonly flat?: boolean;
-  readonly textOnly?: readonly string[];
-
-  constructor(
-    private readonly inner: StatusNode,
-    private readonly keep: ReadonlySet<string>,
-  ) {
-    this.label = inner.label;
-    this.flat = inner.flat;
-    this.textOnly = inner.textOnly;
-  }
-
-  members(ctx: RenderContext): Array<[string, StatusNode]> {
-    return this.inner.members(ctx).filter(([name]) => this.keep.has(name));
-  }
-
-  child(name: string, ctx: RenderContext): StatusNode | undefined {
-    return this.keep.has(name) ? this.inner.child(name, ctx) : undefined;
-  }
-
-  visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
-    this.inner.visit(ctx, (name, node) => {
-      if (this.keep.has(name)) fn(name, node);
-    });
-  }
-
-  json(ctx: RenderContext): Json {
-    const out: { [key: string]: Json } = {};
-    for (const [name, node] of this.members(ctx)) {
-      const v = node.json(ctx);
-      if (v !== undefined) out[name] = v;
-    }
-    return out;
-  }
-
-  write(w: JsonWriter, depth: number, ctx: RenderContext): boolean {
-    w.open();
-    let first = true;
-    // Members are written as they are visited: a collection's member is valid only then.
-    this.visit(ctx, (name, node) => {
-      if (node instanceof FieldNode && !node.present(ctx)) return;
-      w.key(name, depth + 1, first);
-      node.write(w, depth + 1, ctx);
-      first = false;
-    });
-    w.close(depth, first);
-    return true;
-  }
+/** The object `inner` with only the members `keep` names: an object node like any other,
+ * whose members are the inner object's, filtered, so that it is written, walked and
+ * exported as every object is. */
+export function keepFields(inner: StatusNode, keep: ReadonlySet<string>): StatusNode {
+  return new ObjectNode(
+    (ctx) => inner.members(ctx).filter(([name]) => keep.has(name)),
+    (name, ctx) => (keep.has(name) ? inner.child(name, ctx) : undefined),
+    inner.label,
+    inner.flat,
+    inner.textOnly,
+    // Visited rather than listed: a collection's member is valid only during its visit.
+    (ctx, fn) =>
+      inner.visit(ctx, (name, node) => {
+        if (keep.has(name)) fn(name, node);
+      }),
+  );
 }

@@ -12,7 +12,7 @@ import { liveAnswers } from './live.js';
 import { mapRequest, type Mapped } from './mapping.js';
 import { literalOrLocalhost, normaliseOrigin, originAllowed } from './origin.js';
 import { exposition, TEXT_CONTENT_TYPE, type Step } from './text.js';
-import { FieldsNode, parseFields } from './fields.js';
+import { keepFields, parseFields } from './fields.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
 
 export type { ApiMount, ApiRequest, ApiResponse, ApiStream } from './types.js';
@@ -165,7 +165,7 @@ export function createApi(options: ApiOptions): ApiHandler {
       const keep = parseFields(fields);
       if ('error' in keep) return apiError(400, 'BadRequest', keep.error, head);
       if (target.kind === 'leaf') return apiError(400, 'BadRequest', `The "fields" argument keeps members of an object, and "${mapped.path}" is a single value.`, head);
-      target = new FieldsNode(target, keep);
+      target = keepFields(target, keep);
       trail[trail.length - 1] = { name: trail[trail.length - 1].name, node: target };
     }
     if (format !== null) {

@@ -1,6 +1,6 @@
 // Counter blocks: K 64-bit counters with one shard per worker slot. A worker writes only
 // its own shard, with plain stores and no atomics; a reader sums the shards of the slots
-// ever claimed for writing (the zone's bitmap, see written()): zones have slots to spare.
+// ever claimed for writing (the zone's bitmap, WrittenSlots): zones have slots to spare.
 //
 // A shard's counter is two words: `recent`, a float64 that the worker adds to, and
 // `base`, an unsigned 64-bit word. Its value is base + recent.
