@@ -228,20 +228,14 @@ export class HttpPlane {
     }
     const location = place.zone;
     location?.requestStarted();
-    // A `return` in an open place is answered now, in full: counted now, with no listener.
-    if (place.return && place.guard.open) {
-      place.return.send(res, head, place.return.variables ? { req, uri, ...(captures ? { captures } : {}) } : undefined);
-      this.answered(socket, conn, res, zone, location, started);
-      return;
-    }
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
     const admission = place.limits && !place.return ? place.limits.admit(req, res, uri) : ADMITTED;
     const open = admission === ADMITTED && place.guard.open;
     if (open) this.content(req, res, uri, place, captures);
     if (open || admission === ANSWERED) {
-      // Answered in full at once (a proxy cache hit, a limit's refusal): counted now, as a
-      // `return` is, with no listener. 'close' comes after this turn at the earliest, so
+      // Answered in full at once (a `return`, a proxy cache hit, a limit's refusal):
+      // counted now, with no listener. 'close' comes after this turn at the earliest, so
       // a response still going gets its listener in time.
       if (res.writableEnded) this.answered(socket, conn, res, zone, location, started);
       else this.counted(socket, conn, res, zone, location, started);
@@ -287,7 +281,7 @@ export class HttpPlane {
 
   /** `captures`: the request's `$1`..`$9` (its regex location's, or an `if`'s). */
   private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    if (place.return) place.return.send(res, req.method === 'HEAD', { req, uri, ...(captures ? { captures } : {}) });
+    if (place.return) place.return.send(res, req.method === 'HEAD', place.return.variables ? { req, uri, ...(captures ? { captures } : {}) } : undefined);
     else if (place.api) {
       let listener = this.apis.get(place.api);
       if (!listener) this.apis.set(place.api, (listener = apiListener(place.api)));
