@@ -81,14 +81,22 @@ export const HISTOGRAM_HELP: Readonly<Record<string, string>> = {
 
 const ms = (v: number) => Math.round(v * 1000) / 1000;
 
+/** The percentile estimates a histogram's JSON has, by member name. */
+export const HISTOGRAM_PERCENTILES: ReadonlyArray<readonly [string, number]> = [
+  ['p50', 0.5],
+  ['p90', 0.9],
+  ['p99', 0.99],
+];
+
 /** A histogram's JSON: bounds and non-cumulative buckets, count, sum and percentile
  * estimates in milliseconds (null while empty). */
 export function histogramJson(s: HistogramSnapshot): { [key: string]: Json } {
-  const p = (q: number) => {
+  const out: { [key: string]: Json } = { bounds: [...s.bounds], buckets: Array.from(s.buckets), count: s.count, sum: ms(s.sum) };
+  for (const [name, q] of HISTOGRAM_PERCENTILES) {
     const v = quantile(s, q);
-    return v === undefined ? null : ms(v);
-  };
-  return { bounds: [...s.bounds], buckets: Array.from(s.buckets), count: s.count, sum: ms(s.sum), p50: p(0.5), p90: p(0.9), p99: p(0.99) };
+    out[name] = v === undefined ? null : ms(v);
+  }
+  return out;
 }
 
 export function group<S>(name: string, fields: ReadonlyArray<Field<S>>, present?: (source: S) => boolean): Group<S> {

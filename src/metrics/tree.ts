@@ -4,7 +4,7 @@
 import { closing, JsonWriter, prefix } from './json.js';
 import { quantile } from '../engine/index.js';
 import type { Histogram, HistogramSnapshot } from '../engine/index.js';
-import { entryList, histogramJson, HISTOGRAM_HELP, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import { entryList, histogramJson, HISTOGRAM_HELP, HISTOGRAM_PERCENTILES, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -286,18 +286,17 @@ function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): voi
   w.scalar(s.count);
   w.bytes(k[3]);
   w.thousandths(s.sum);
-  for (let i = 0; i < PERCENTILES.length; i++) {
+  for (let i = 0; i < HISTOGRAM_PERCENTILES.length; i++) {
     w.bytes(k[4 + i]);
-    const v = quantile(s, PERCENTILES[i]);
+    const v = quantile(s, HISTOGRAM_PERCENTILES[i][1]);
     if (v === undefined) w.bytes(NULL);
     else w.thousandths(v);
   }
   w.close(depth, false);
 }
-const PERCENTILES = [0.5, 0.9, 0.99];
 const NULL = Buffer.from('null');
-// A histogram's member keys, encoded once per depth and layout.
-const HISTOGRAM_MEMBERS = ['bounds', 'buckets', 'count', 'sum', 'p50', 'p90', 'p99'];
+// A histogram's member keys, in histogramJson()'s order, encoded once per depth and layout.
+const HISTOGRAM_MEMBERS = ['bounds', 'buckets', 'count', 'sum', ...HISTOGRAM_PERCENTILES.map(([name]) => name)];
 const histogramKeyCache: Uint8Array[][] = [];
 function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
   return (histogramKeyCache[depth * 2 + (pretty ? 1 : 0)] ??= HISTOGRAM_MEMBERS.map((name, i) => prefix(name, depth, i === 0, pretty)));
