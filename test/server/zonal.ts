@@ -30,6 +30,19 @@ export async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
+/** `zonal -t` on a configuration file of `text`, in a folder of its own (removed after):
+ * the exit code, and what it wrote to stderr with the folder's path written `<dir>`. */
+export async function testConfig(text: string): Promise<{ code: number | null; err: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'zonal-t-'));
+  try {
+    writeFileSync(join(dir, 'zonal.conf'), text);
+    const r = await runZonal(['-t', '-c', join(dir, 'zonal.conf')]);
+    return { code: r.code, err: r.err.replaceAll(dir, '<dir>') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Runs `bin/zonal` with arguments to completion (for -t and -v). */
 export function runZonal(args: string[], ms = 20_000): Promise<{ code: number | null; out: string; err: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv() });

@@ -6,7 +6,7 @@
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { EchoBackend, exchange } from '../stream/peers.js';
-import { eventually, freePorts, getJson, runZonal, Zonal } from '../zonal.js';
+import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
 import { startDnsmasq } from './dns-servers.js';
 
 /** Echo backends on loopback addresses, each greeting with its address and a newline. */
@@ -230,13 +230,7 @@ stream {
 });
 
 t.test('-t: stream resolve needs a resolver; stream resolver parameters are checked', async (t) => {
-  const check = async (body: string) => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const dir = mkdtempSync(`${(await import('node:os')).tmpdir()}/zonal-t-`);
-    writeFileSync(`${dir}/zonal.conf`, `stream {\n${body}\n}\n`);
-    const r = await runZonal(['-t', '-c', `${dir}/zonal.conf`]);
-    return { code: r.code, err: r.err.replace(dir, '<dir>') };
-  };
+  const check = (body: string) => testConfig(`stream {\n${body}\n}\n`);
   const noResolver = await check('upstream u { server a.test:80 resolve; }\nserver { listen 127.0.0.1:1; proxy_pass u; }');
   t.equal(noResolver.code, 1);
   t.match(noResolver.err, /no resolver defined to resolve "a\.test:80" in upstream "u" in <dir>\/zonal\.conf:2/);
