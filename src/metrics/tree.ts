@@ -306,10 +306,7 @@ function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
 function writeNumbers(w: JsonWriter, values: ArrayLike<number>, depth: number): void {
   if (values.length === 0) return w.text('[]');
   const [first, next] = itemPrefixes(depth + 1, w.pretty);
-  for (let i = 0; i < values.length; i++) {
-    w.bytes(i === 0 ? first : next);
-    w.scalar(values[i]);
-  }
+  w.numbers(values, first, next);
   if (w.pretty) w.bytes(arrayClosing(depth));
   else w.text(']');
 }
