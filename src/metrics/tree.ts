@@ -72,16 +72,36 @@ export class ObjectNode implements StatusNode {
       // if it is not: write() writes nothing and says false for an absent member, and
       // asking first would read its value twice.
       const list = this.list(ctx);
+      const keys = this.keysFor(list, depth + 1, w.pretty);
       for (let i = 0; i < list.length; i++) {
-        const member = list[i];
         const mark = w.pos;
-        w.key(member[0], depth + 1, first);
-        if (member[1].write(w, depth + 1, ctx)) first = false;
+        if (keys) w.bytes(keys[i], first ? 1 : 0);
+        else w.key(list[i][0], depth + 1, first);
+        if (list[i][1].write(w, depth + 1, ctx)) first = false;
         else w.pos = mark;
       }
     }
     w.close(depth, first);
     return true;
+  }
+
+  // The members' keys (",\n\t\"name\": ", written from index 1 for the first member),
+  // once the same list comes a second time: most lists are made once per catalog, and
+  // looking each name up among every name ever written cost more than writing it. A
+  // list made for each answer is never seen twice, and costs nothing more.
+  private keyList: ReadonlyArray<[string, StatusNode]> | undefined = undefined;
+  private keyBytes: Uint8Array[][] = [];
+  private keysFor(list: ReadonlyArray<[string, StatusNode]>, depth: number, pretty: boolean): Uint8Array[] | undefined {
+    if (list !== this.keyList) {
+      this.keyList = list;
+      this.keyBytes = [];
+      return undefined;
+    }
+    const slot = depth * 2 + (pretty ? 1 : 0);
+    const keys = this.keyBytes[slot];
+    // A list changed in place (none is, today) gets its keys again.
+    if (keys?.length === list.length) return keys;
+    return (this.keyBytes[slot] = list.map(([name]) => prefix(name, depth, false, pretty)));
   }
 
   visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
