@@ -34,10 +34,15 @@ const sizesOf = (pageSize: number): number[] => {
   return sizes;
 };
 
-/** A zone's slab node; its slot sizes run from 8 to half a page. */
-function zoneNode(stats: Float64Array, pageSize: number): StatusNode {
+/** A zone's slab node, made once per catalog: its own array takes the zone's figures,
+ * read again each time the node lists its members (once per answer that reaches it).
+ * Slot sizes run from 8 to half a page. */
+function zoneNode(zone: { slabStatsPacked(out: Float64Array): Float64Array; readonly pageSize: number }): StatusNode {
+  const sizes = sizesOf(zone.pageSize);
+  // Room for every slot size a zone can have (native/layout.h kMaxSlotKinds), as the
+  // native side fills only an array large enough.
+  const stats = new Float64Array(2 + 4 * 16);
   const pages = new FieldNode(pageFields, { stats });
-  const sizes = sizesOf(pageSize);
   const slot = { stats, at: 0 };
   const slots = collection(
     'size',
@@ -50,29 +55,39 @@ function zoneNode(stats: Float64Array, pageSize: number): StatusNode {
     ['pages', pages],
     ['slots', slots],
   ];
-  return new ObjectNode(() => members, undefined, undefined, true);
+  return new ObjectNode(
+    () => {
+      zone.slabStatsPacked(stats);
+      return members;
+    },
+    undefined,
+    undefined,
+    true,
+  );
 }
 
-const scratch = new Float64Array(2 + 4 * 16);
-
-// The zones' names, one list per catalog (which stays the same object until it changes).
-const namesOf = new WeakMap<object, string[]>();
-function zoneNames(status: StatusStore): string[] {
+// The zones' nodes, by name, for one catalog (which stays the same object until it
+// changes): making a zone's node and its slot collection for every answer was most of
+// what rendering a zone's slabs cost.
+const nodesOf = new WeakMap<object, { names: string[]; nodes: Map<string, StatusNode> }>();
+function zonesOf(status: StatusStore): { names: string[]; nodes: Map<string, StatusNode> } {
   const catalog = status.catalog();
-  let names = namesOf.get(catalog);
-  if (!names) namesOf.set(catalog, (names = slabZones(catalog, status.zone.workerSlots).map((z) => z.name)));
-  return names;
+  let zones = nodesOf.get(catalog);
+  if (!zones) nodesOf.set(catalog, (zones = { names: slabZones(catalog, status.zone.workerSlots).map((z) => z.name), nodes: new Map() }));
+  return zones;
 }
 
 export function slabsNode(status: StatusStore): StatusNode {
+  const nodeOf = (name: string): StatusNode => {
+    const { nodes } = zonesOf(status);
+    let node = nodes.get(name);
+    if (!node) nodes.set(name, (node = zoneNode(status.zoneNamed(name))));
+    return node;
+  };
   return collection(
     'zone',
-    () => zoneNames(status),
+    () => zonesOf(status).names,
     (name) => name,
-    // A zone written at once reads its figures into the array the next one reuses.
-    (name, transient) => {
-      const zone = status.zoneNamed(name);
-      return zoneNode(zone.slabStatsPacked(transient ? scratch : undefined), zone.pageSize);
-    },
+    nodeOf,
   );
 }
