@@ -21,10 +21,19 @@ export const serverFields = group<ServerSource>('', [
  * flat, and the text format shows only its generation. */
 export function serverNode(status: StatusStore): StatusNode {
   const declared = new FieldNode(serverFields, { catalog: status.catalog() }, true);
+  // Made again only when the files are (at a reload): the same list each time lets its
+  // keys be encoded once, and the texts' JSON is kept by the writer.
+  let filesOf: Readonly<Record<string, string>> | undefined;
+  let filesNode: StatusNode | undefined;
   const configFiles = (ctx: RenderContext): StatusNode | undefined => {
     if (!ctx.configFiles) return undefined;
     const files = status.configFiles();
-    return new ObjectNode(() => Object.entries(files).map(([path, text]): [string, StatusNode] => [path, new ValueNode(text)]));
+    if (files !== filesOf || !filesNode) {
+      const list = Object.entries(files).map(([path, text]): [string, StatusNode] => [path, new ValueNode(text)]);
+      filesOf = files;
+      filesNode = new ObjectNode(() => list);
+    }
+    return filesNode;
   };
   const members = (ctx: RenderContext): Array<[string, StatusNode]> => {
     const out = declared.members(ctx);
