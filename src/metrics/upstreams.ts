@@ -524,10 +524,21 @@ export function upstream(status: StatusStore, protocol: Protocol, name: string):
   return new Upstream(status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size));
 }
 
+// An upstream's node, kept with its peer set and its catalog entry (a change of peers or
+// a reload makes a new one): making the node, its peers' collection and their closures
+// for each of ten thousand upstreams was a good part of rendering them.
+const nodeOfSet = new WeakMap<PeerSet, { readonly u: UpstreamConfig; readonly node: StatusNode }>();
+
 function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig): StatusNode {
-  const spec = protocol === 'http' ? http : stream;
   // One set for the whole node: an update published while it is written shows next time.
   const set = peerSet(status, u);
+  let kept = nodeOfSet.get(set);
+  if (kept?.u !== u) nodeOfSet.set(set, (kept = { u, node: makeUpstreamNode(status, protocol, u, set) }));
+  return kept.node;
+}
+
+function makeUpstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig, set: PeerSet): StatusNode {
+  const spec = protocol === 'http' ? http : stream;
   const storage = cachedStorage(status, protocol, u, set);
   const peers = collection(
     'peer',
@@ -565,13 +576,18 @@ function upstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamConfig
       },
     },
   );
-  const source: UpstreamSource = { sums: storage.block.sums(), upstream: u };
+  // The upstream's own figures are read each time its members are listed: once per
+  // answer that reaches it (sums() fills the block's own array, the source's each time).
+  const source: { -readonly [K in keyof UpstreamSource]: UpstreamSource[K] } = { sums: storage.block.sums(), upstream: u };
   const members: Array<[string, StatusNode]> = [['peers', peers]];
   if (protocol === 'http') members.push(['keepalive', new FieldNode(keepalive, source)]);
   if (u.queue && protocol === 'http') members.push(['queue', new FieldNode(queueFields, source)]);
   // Not flat: an upstream holds instances (its peers), whose names the flat text would
   // put inside metric names; its text has the whole tree's names and labels.
-  return new ObjectNode(() => members);
+  return new ObjectNode(() => {
+    source.sums = storage.block.sums();
+    return members;
+  });
 }
 
 export function upstreamsNode(protocol: Protocol) {
