@@ -552,8 +552,9 @@ export function collection<T, S = unknown>(
         node = nodeOf(item, true);
         if (node instanceof FieldNode && !node.present(ctx)) continue;
       }
+      // The first member's key is the same bytes without the comma.
       const key = keys?.[i];
-      if (key && !first) w.bytes(key);
+      if (key) w.bytes(key, first ? 1 : 0);
       else w.key(nameOf(item), depth + 1, first);
       if (node) node.write(w, depth + 1, ctx);
       else writeField(direct!.fields, source!, w, depth + 1, ctx);
