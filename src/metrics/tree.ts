@@ -541,6 +541,8 @@ export function collection<T, S = unknown>(
     direct?.prepare?.();
     const list = items();
     const keys = memberKeys(list, nameOf, depth + 1, w.pretty);
+    // The members' writer, looked up once for all of them (their presence is asked below).
+    const write = direct ? compiled(direct.fields, depth + 1, w.pretty) : undefined;
     for (const item of list) {
       const i = index++;
       let source: S | undefined;
@@ -557,7 +559,7 @@ export function collection<T, S = unknown>(
       if (key) w.bytes(key, first ? 1 : 0);
       else w.key(nameOf(item), depth + 1, first);
       if (node) node.write(w, depth + 1, ctx);
-      else writeField(direct!.fields, source!, w, depth + 1, ctx);
+      else write!(source!, w, ctx);
       first = false;
     }
     w.close(depth, first);
