@@ -73,16 +73,16 @@ export class JsonWriter {
     } else this.bytes(closing(depth));
   }
 
-  /** Pre-encoded bytes, from index `from` on: short ones are copied by hand, which beats
-   * a call for them. */
-  bytes(b: Uint8Array, from = 0): void {
-    const n = b.length - from;
+  /** Pre-encoded bytes, from index `from` up to `to`: short ones are copied by hand,
+   * which beats a call for them. */
+  bytes(b: Uint8Array, from = 0, to = b.length): void {
+    const n = to - from;
     this.room(n);
     const buf = this.buf;
     let p = this.pos;
-    if (n < 48) for (let i = from; i < b.length; i++) buf[p++] = b[i];
+    if (n < 48) for (let i = from; i < to; i++) buf[p++] = b[i];
     else {
-      buf.set(from ? b.subarray(from) : b, p);
+      buf.set(from || to !== b.length ? b.subarray(from, to) : b, p);
       p += n;
     }
     this.pos = p;
