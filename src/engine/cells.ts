@@ -20,6 +20,11 @@ export class AtomicCells {
     return Atomics.load(this.i32, this.base + i);
   }
 
+  /** Reads cell i without ordering, for its cache line only (CounterBlock.touch). */
+  touch(i: number): number {
+    return this.i32[this.base + i];
+  }
+
   store(i: number, value: number): void {
     Atomics.store(this.i32, this.base + i, value);
   }

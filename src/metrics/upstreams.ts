@@ -466,6 +466,9 @@ export function changePeers<E>(
   return updatePeers(status, u, change, peerMemory(status, protocolOf(status, u)), name);
 }
 
+// What touching the peers' memory read: kept, so that the reads are not dropped as unused.
+const touched = { seen: 0 };
+
 // Peers written one after another in a render share one source object and one array
 // for their sums.
 const reused = {} as { -readonly [K in keyof PeerSource]: PeerSource[K] };
@@ -555,6 +558,10 @@ function makeUpstreamNode(status: StatusStore, protocol: Protocol, u: UpstreamCo
       // writing the JSON, these reads wait on memory one peer at a time.
       prepare: () => {
         const all = sumsFor(set.peers.length, spec.size);
+        // Every peer's memory asked for at once, then read (CounterBlock.touch).
+        let seen = 0;
+        for (let i = 0; i < storage.peers.length; i++) seen |= storage.peers[i].block.touch() | storage.peers[i].cells.touch(0);
+        touched.seen = seen;
         for (let i = 0; i < storage.peers.length; i++) {
           all[i] = storage.peers[i].block.values(all[i]);
           peerStates[i] = storage.peers[i].cells.load(0);
