@@ -75,7 +75,7 @@ export class ObjectNode implements StatusNode {
       const keys = this.keysFor(list, depth + 1, w.pretty);
       for (let i = 0; i < list.length; i++) {
         const mark = w.pos;
-        if (keys) w.bytes(keys[i], first ? 1 : 0);
+        if (keys) w.span(keys.bytes, keys.view, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
         else w.key(list[i][0], depth + 1, first);
         if (list[i][1].write(w, depth + 1, ctx)) first = false;
         else w.pos = mark;
@@ -90,8 +90,8 @@ export class ObjectNode implements StatusNode {
   // looking each name up among every name ever written cost more than writing it. A
   // list made for each answer is never seen twice, and costs nothing more.
   private keyList: ReadonlyArray<[string, StatusNode]> | undefined = undefined;
-  private keyBytes: Uint8Array[][] = [];
-  private keysFor(list: ReadonlyArray<[string, StatusNode]>, depth: number, pretty: boolean): Uint8Array[] | undefined {
+  private keyBytes: MemberKeys[] = [];
+  private keysFor(list: ReadonlyArray<[string, StatusNode]>, depth: number, pretty: boolean): MemberKeys | undefined {
     if (list !== this.keyList) {
       this.keyList = list;
       this.keyBytes = [];
@@ -100,8 +100,8 @@ export class ObjectNode implements StatusNode {
     const slot = depth * 2 + (pretty ? 1 : 0);
     const keys = this.keyBytes[slot];
     // A list changed in place (none is, today) gets its keys again.
-    if (keys?.length === list.length) return keys;
-    return (this.keyBytes[slot] = list.map(([name]) => prefix(name, depth, false, pretty)));
+    if (keys?.count === list.length) return keys;
+    return (this.keyBytes[slot] = packKeys(list.map(([name]) => name), depth, pretty));
   }
 
   visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
@@ -325,18 +325,24 @@ function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
 /** An array of numbers as JSON.stringify(value, null, '\t') lays it out at `depth`. */
 function writeNumbers(w: JsonWriter, values: ArrayLike<number>, depth: number): void {
   if (values.length === 0) return w.text('[]');
-  const [first, next] = itemPrefixes(depth + 1, w.pretty);
-  w.numbers(values, first, next);
+  const [first, next, nextView] = itemPrefixes(depth + 1, w.pretty);
+  w.numbers(values, first, next, nextView);
   if (w.pretty) w.bytes(arrayClosing(depth));
   else w.text(']');
 }
 
-const itemPrefixCache: Array<[Uint8Array, Uint8Array]> = [];
-function itemPrefixes(depth: number, pretty: boolean): [Uint8Array, Uint8Array] {
-  if (!pretty) return (itemPrefixCache[0] ??= [Buffer.from('['), Buffer.from(',')]);
-  const tabs = '\n' + '\t'.repeat(depth);
-  return (itemPrefixCache[depth] ??= [Buffer.from('[' + tabs), Buffer.from(',' + tabs)]);
+const itemPrefixCache: Array<[Uint8Array, Uint8Array, DataView]> = [];
+function itemPrefixes(depth: number, pretty: boolean): [Uint8Array, Uint8Array, DataView] {
+  const slot = pretty ? depth : 0;
+  let prefixes = itemPrefixCache[slot];
+  if (!prefixes) {
+    const tabs = pretty ? '\n' + '\t'.repeat(depth) : '';
+    const next = Buffer.from(',' + tabs);
+    itemPrefixCache[slot] = prefixes = [Buffer.from('[' + tabs), next, viewOf(next)];
+  }
+  return prefixes;
 }
+const viewOf = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.length);
 const arrayClosings: Uint8Array[] = [];
 const arrayClosing = (depth: number) => (arrayClosings[depth] ??= Buffer.from('\n' + '\t'.repeat(depth) + ']'));
 
@@ -555,7 +561,7 @@ export function collection<T, S = unknown>(
         if (node instanceof FieldNode && !node.present(ctx)) continue;
       }
       // The first member's key is the same bytes without the comma.
-      if (keys && i < keys.count) w.bytes(keys.bytes, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
+      if (keys && i < keys.count) w.span(keys.bytes, keys.view, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
       else w.key(nameOf(item), depth + 1, first);
       if (node) node.write(w, depth + 1, ctx);
       else write!(source!, w, ctx);
@@ -583,11 +589,20 @@ export function collection<T, S = unknown>(
 // list stays the same array until the configuration changes, and ten thousand peer names
 // looked up one by one in the map of every name would each miss the cache. They are one
 // buffer, member i's key from at[i] to at[i + 1]: read in order, as they are written,
-// rather than ten thousand small arrays each a pointer away.
+// rather than ten thousand small arrays each a pointer away, and copied four bytes at a
+// time through `view` (JsonWriter.span).
 interface MemberKeys {
   readonly count: number;
   readonly bytes: Uint8Array;
+  readonly view: DataView;
   readonly at: Uint32Array;
+}
+function packKeys(names: readonly string[], depth: number, pretty: boolean): MemberKeys {
+  const each = names.map((name) => prefix(name, depth, false, pretty));
+  const at = new Uint32Array(each.length + 1);
+  for (let i = 0; i < each.length; i++) at[i + 1] = at[i] + each[i].length;
+  const bytes = Buffer.concat(each);
+  return { count: each.length, bytes, view: viewOf(bytes), at };
 }
 const keysByList = new WeakMap<object, Array<MemberKeys | undefined>>();
 function memberKeys<T>(list: Iterable<T>, nameOf: (item: T) => string, depth: number, pretty: boolean): MemberKeys | undefined {
@@ -597,10 +612,7 @@ function memberKeys<T>(list: Iterable<T>, nameOf: (item: T) => string, depth: nu
   const slot = depth * 2 + (pretty ? 1 : 0);
   const keys = forList[slot];
   if (keys?.count === list.length) return keys;
-  const each = list.map((item: T) => prefix(nameOf(item), depth, false, pretty));
-  const at = new Uint32Array(each.length + 1);
-  for (let i = 0; i < each.length; i++) at[i + 1] = at[i] + each[i].length;
-  return (forList[slot] = { count: each.length, bytes: Buffer.concat(each), at });
+  return (forList[slot] = packKeys(list.map(nameOf), depth, pretty));
 }
 
 /** The usual family branch: one flat instance per configured zone (a zone's text is the

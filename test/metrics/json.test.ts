@@ -42,3 +42,17 @@ t.test('numbers() writes an array as JSON.stringify does, in both layouts', asyn
   const long = Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? i + 0.5 : i * 1000));
   t.equal(written((w) => (w.numbers(long, Buffer.from('['), Buffer.from(',')), w.text(']'))), JSON.stringify(long), '5,000 numbers, some fractional');
 });
+
+t.test('span() copies any range of its bytes, four at a time or not', async (t) => {
+  const source = Buffer.from(',\n\t\t\t"127.0.0.1:8080": ,"a":');
+  const view = new DataView(source.buffer, source.byteOffset, source.length);
+  let wrong = 0;
+  for (let from = 0; from <= source.length; from++)
+    for (let to = from; to <= source.length; to++) {
+      const w = new JsonWriter(true);
+      w.bytes(Buffer.from('x'));
+      w.span(source, view, from, to);
+      if (w.result().toString('latin1') !== 'x' + source.subarray(from, to).toString('latin1')) wrong++;
+    }
+  t.equal(wrong, 0, 'every range of a 31-byte source, after one byte already written');
+});
