@@ -24,23 +24,34 @@ t.test('thousandths(v) is the text of Math.round(v * 1000) / 1000', async (t) =>
   t.equal(written((w) => w.thousandths(Number.NaN)), 'null', 'not a number: null, as JSON.stringify');
 });
 
+// A separator and the DataView numbers() reads it through.
+const separator = (text: string): [Buffer, DataView] => {
+  const b = Buffer.from(text);
+  return [b, new DataView(b.buffer, b.byteOffset, b.length)];
+};
+
 t.test('numbers() writes an array as JSON.stringify does, in both layouts', async (t) => {
   const lists = [[0], [7, 0, 12, 4294967295, 2147483648, 2147483647], [1.5, 3, -2, 1e21, 0.1], [5, 1.25, 9, Number.NaN, 10]];
   for (const values of lists) {
     const compact = written((w) => {
-      w.numbers(values, Buffer.from('['), Buffer.from(','));
+      w.numbers(values, Buffer.from('['), ...separator(','));
       w.text(']');
     });
     t.equal(compact, JSON.stringify(values), `compact ${JSON.stringify(values)}`);
-    const pretty = written((w) => {
-      w.numbers(values, Buffer.from('[\n\t'), Buffer.from(',\n\t'));
-      w.text('\n]');
-    });
-    t.equal(pretty, JSON.stringify(values, null, '\t'), `pretty ${JSON.stringify(values)}`);
+    // Items one level down, and five (a separator longer than four bytes, as a peer's
+    // histogram buckets have).
+    for (const depth of [1, 5]) {
+      const tabs = '\t'.repeat(depth);
+      const pretty = written((w) => {
+        w.numbers(values, Buffer.from('[\n' + tabs), ...separator(',\n' + tabs));
+        w.text('\n' + '\t'.repeat(depth - 1) + ']');
+      });
+      t.equal(pretty, JSON.stringify(values, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth - 1)), `pretty at depth ${depth}: ${JSON.stringify(values)}`);
+    }
   }
   // Past the writer's first buffer: the room made for the rest holds after a fallback.
   const long = Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? i + 0.5 : i * 1000));
-  t.equal(written((w) => (w.numbers(long, Buffer.from('['), Buffer.from(',')), w.text(']'))), JSON.stringify(long), '5,000 numbers, some fractional');
+  t.equal(written((w) => (w.numbers(long, Buffer.from('['), ...separator(',')), w.text(']'))), JSON.stringify(long), '5,000 numbers, some fractional');
 });
 
 t.test('span() copies any range of its bytes, four at a time or not', async (t) => {
