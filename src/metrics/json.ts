@@ -73,16 +73,16 @@ export class JsonWriter {
     } else this.bytes(closing(depth));
   }
 
-  /** Pre-encoded bytes, from index `from` up to `to`: short ones are copied by hand,
-   * which beats a call for them. */
-  bytes(b: Uint8Array, from = 0, to = b.length): void {
-    const n = to - from;
+  /** Pre-encoded bytes, from index `from` on: short ones are copied by hand, which beats
+   * a call for them. */
+  bytes(b: Uint8Array, from = 0): void {
+    const n = b.length - from;
     this.room(n);
     const buf = this.buf;
     let p = this.pos;
-    if (n < 48) for (let i = from; i < to; i++) buf[p++] = b[i];
+    if (n < 48) for (let i = from; i < b.length; i++) buf[p++] = b[i];
     else {
-      buf.set(from || to !== b.length ? b.subarray(from, to) : b, p);
+      buf.set(from ? b.subarray(from) : b, p);
       p += n;
     }
     this.pos = p;
@@ -117,29 +117,17 @@ export class JsonWriter {
     const n = values.length;
     const len = next.length;
     this.room(n * (len + 10) + first.length);
-    let buf = this.buf;
-    let view = this.view;
-    let p = this.pos;
     for (let i = 0; i < n; i++) {
-      if (i === 0) for (let j = 0; j < first.length; j++) buf[p++] = first[j];
-      else {
-        let j = 0;
-        for (; j + 4 <= len; j += 4, p += 4) view.setUint32(p, nextView.getUint32(j, true), true);
-        for (; j < len; j++) buf[p++] = next[j];
-      }
+      if (i === 0) this.bytes(first);
+      else this.span(next, nextView, 0, len);
       const v = values[i];
-      if (v >= 0 && v < 0x8000_0000 && v === Math.floor(v)) p = putUint(buf, p, v);
+      if (v >= 0 && v < 0x8000_0000 && v === Math.floor(v)) this.pos = putUint(this.buf, this.pos, v);
       else {
         // Any other number by the general path, with room made again for the rest.
-        this.pos = p;
         this.scalar(v);
         this.room((n - i) * (len + 10));
-        buf = this.buf;
-        view = this.view;
-        p = this.pos;
       }
     }
-    this.pos = p;
   }
 
   /** A time as ISO 8601 in UTC with milliseconds: each second's text is made once. */
