@@ -561,7 +561,7 @@ export function collection<T, S = unknown>(
         if (node instanceof FieldNode && !node.present(ctx)) continue;
       }
       // The first member's key is the same bytes without the comma.
-      if (keys && i < keys.count) w.span(keys.bytes, keys.view, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
+      if (keys) w.span(keys.bytes, keys.view, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
       else w.key(nameOf(item), depth + 1, first);
       if (node) node.write(w, depth + 1, ctx);
       else write!(source!, w, ctx);
