@@ -312,19 +312,27 @@ function readsExactly(t: Test, r: ReturnType<typeof readers>, slots: number[], w
   t.same([Array.from(h.buckets), h.count, h.sum], [want.buckets, 2 * slots.length, want.sumMs], `${what}: histogram`);
 }
 
-async function writeIn(name: string, slot: number, then = ''): Promise<Child> {
+/** A zone of `workers` slots that no process of the test claims, removed after it, with
+ * readers of its blocks. */
+function unwrittenZone(t: Test, tag: string, workers = 8, size = 1 << 18) {
+  const name = uniqueName(tag);
+  const zone = Zone.create(name, { size, workers, writer: false });
+  t.teardown(() => zone.remove());
+  return { name, zone, r: readers(zone) };
+}
+
+/** A child process that claims `slot` of zone `name` and writes its shards, then does
+ * `then`; killed after the test if it is still there. */
+async function writeIn(t: Test, name: string, slot: number, then = ''): Promise<Child> {
   const child = start('shard-writer.ts', [name, String(slot), then]);
+  t.teardown(() => child.proc.kill());
   await child.line(/^written$/);
   return child;
 }
 
 t.test('8 slots, only slot 3 written: every reader reads exactly that, and skips the rest', async (t) => {
-  const name = uniqueName('only3');
-  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
-  t.teardown(() => zone.remove());
-  const r = readers(zone);
-  const child = await writeIn(name, 3);
-  t.teardown(() => child.proc.kill());
+  const { name, zone, r } = unwrittenZone(t, 'only3');
+  await writeIn(t, name, 3);
   readsExactly(t, r, [3], 'slot 3 alone');
   // Values in the recent words of slot 5's shards, which no process claimed: not read.
   const f64 = new Float64Array(zone.block('raw', 8).buffer);
@@ -340,43 +348,29 @@ t.test('8 slots, only slot 3 written: every reader reads exactly that, and skips
 });
 
 t.test('a slot claimed after a first read is read by the next read', async (t) => {
-  const name = uniqueName('later');
-  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
-  t.teardown(() => zone.remove());
-  const r = readers(zone);
-  const first = await writeIn(name, 3);
-  t.teardown(() => first.proc.kill());
+  const { name, r } = unwrittenZone(t, 'later');
+  await writeIn(t, name, 3);
   readsExactly(t, r, [3], 'before');
-  const second = await writeIn(name, 6);
-  t.teardown(() => second.proc.kill());
+  await writeIn(t, name, 6);
   readsExactly(t, r, [3, 6], 'the same readers, after slot 6 was claimed');
 });
 
 t.test('the counts of a writer that gave its slot up, or was killed, are still read', async (t) => {
-  const name = uniqueName('gone');
-  const zone = Zone.create(name, { size: 1 << 18, workers: 8, writer: false });
-  t.teardown(() => zone.remove());
-  const r = readers(zone);
-  const detached = await writeIn(name, 2, 'detach');
-  const killed = await writeIn(name, 7);
+  const { name, r } = unwrittenZone(t, 'gone');
+  const detached = await writeIn(t, name, 2, 'detach');
+  const killed = await writeIn(t, name, 7);
   readsExactly(t, r, [2, 7], 'both written');
   detached.proc.disconnect();
   t.equal(await detached.exit(), 0, 'the writer that detached (releasing its slot) exited');
   killed.proc.kill('SIGKILL');
   t.equal(await killed.exit(), 'SIGKILL', 'the other was killed');
   readsExactly(t, r, [2, 7], 'both gone');
-  const again = await writeIn(name, 2);
-  t.teardown(() => again.proc.kill());
+  await writeIn(t, name, 2);
   t.same(Array.from(r.c.sums()), written([2, 2, 7]).c, 'a new writer in the released slot adds to what its predecessor left');
 });
 
 t.test("slots past the bitmap's first word, and the one in its sign bit", async (t) => {
-  const name = uniqueName('wide-slots');
-  const zone = Zone.create(name, { size: 1 << 20, workers: 40, writer: false });
-  t.teardown(() => zone.remove());
-  const r = readers(zone);
-  const children: Child[] = [];
-  for (const slot of [31, 35]) children.push(await writeIn(name, slot));
-  t.teardown(() => children.forEach((c) => c.proc.kill()));
+  const { name, r } = unwrittenZone(t, 'wide-slots', 40, 1 << 20);
+  for (const slot of [31, 35]) await writeIn(t, name, slot);
   readsExactly(t, r, [31, 35], 'slots 31 and 35 of 40');
 });
