@@ -1,7 +1,7 @@
 // The status tree as the API walks it. Families hand out nodes; the API resolves a path
 // to a node, then renders it as JSON or text. A node is made when a request reaches it,
 // so a request for one branch reads only that branch's memory.
-import { closing, JsonWriter, prefix } from './json.js';
+import { closing, encoded, JsonWriter, prefix, type Encoded } from './json.js';
 import { quantile } from '../engine/index.js';
 import type { Histogram, HistogramSnapshot } from '../engine/index.js';
 import { entryList, histogramJson, HISTOGRAM_HELP, HISTOGRAM_PERCENTILES, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
@@ -72,7 +72,7 @@ export class ObjectNode implements StatusNode {
       // if it is not: write() writes nothing and says false for an absent member, and
       // asking first would read its value twice.
       const list = this.list(ctx);
-      const keys = this.keysFor(list, depth + 1, w.pretty);
+      const keys = this.keys.of(list, memberName, depth + 1, w.pretty);
       for (let i = 0; i < list.length; i++) {
         const mark = w.pos;
         if (keys) w.span(keys.bytes, keys.view, keys.at[i] + (first ? 1 : 0), keys.at[i + 1]);
@@ -85,24 +85,10 @@ export class ObjectNode implements StatusNode {
     return true;
   }
 
-  // The members' keys (",\n\t\"name\": ", written from index 1 for the first member),
-  // once the same list comes a second time: most lists are made once per catalog, and
-  // looking each name up among every name ever written cost more than writing it. A
-  // list made for each answer is never seen twice, and costs nothing more.
-  private keyList: ReadonlyArray<[string, StatusNode]> | undefined = undefined;
-  private keyBytes: MemberKeys[] = [];
-  private keysFor(list: ReadonlyArray<[string, StatusNode]>, depth: number, pretty: boolean): MemberKeys | undefined {
-    if (list !== this.keyList) {
-      this.keyList = list;
-      this.keyBytes = [];
-      return undefined;
-    }
-    const slot = depth * 2 + (pretty ? 1 : 0);
-    const keys = this.keyBytes[slot];
-    // A list changed in place (none is, today) gets its keys again.
-    if (keys?.count === list.length) return keys;
-    return (this.keyBytes[slot] = packKeys(list.map(([name]) => name), depth, pretty));
-  }
+  // The members' keys, once the same list comes a second time: most lists are made once
+  // per catalog, and a list made for each answer (the server's members, `?fields=`) is
+  // never seen twice, and costs nothing more.
+  private readonly keys = new KeyMemo(false);
 
   visit(ctx: RenderContext, fn: (name: string, node: StatusNode) => void): void {
     if (this.each) this.each(ctx, fn);
@@ -296,63 +282,68 @@ function writeHistograms(w: JsonWriter, list: ReadonlyArray<readonly [string, Hi
 }
 
 function writeHistogram(w: JsonWriter, s: HistogramSnapshot, depth: number): void {
-  const k = histogramKeys(depth + 1, w.pretty);
-  w.open();
-  w.bytes(k[0]);
-  w.bytes(encodedBounds(s.bounds, depth + 1, w.pretty));
-  w.bytes(k[1]);
-  writeNumbers(w, s.buckets, depth + 1);
-  w.bytes(k[2]);
+  const t = histogramText(s.bounds, depth, w.pretty);
+  w.put(t.head);
+  // There is always a bucket: the one above the last bound.
+  w.numbers(s.buckets, NOTHING, t.next.bytes, t.next.view);
+  w.put(t.count);
   w.scalar(s.count);
-  w.bytes(k[3]);
+  w.put(t.sum);
   w.thousandths(s.sum);
+  // An empty histogram's percentiles are all null: one constant run of bytes.
+  if (s.count === 0) return w.put(t.emptyEnd);
   for (let i = 0; i < HISTOGRAM_PERCENTILES.length; i++) {
-    w.bytes(k[4 + i]);
+    w.put(t.percentiles[i]);
     const v = quantile(s, HISTOGRAM_PERCENTILES[i][1]);
-    if (v === undefined) w.bytes(NULL);
+    if (v === undefined) w.put(NULL);
     else w.thousandths(v);
   }
-  w.close(depth, false);
+  w.put(t.end);
 }
-const NULL = Buffer.from('null');
-// A histogram's member keys, in histogramJson()'s order, encoded once per depth and layout.
-const HISTOGRAM_MEMBERS = ['bounds', 'buckets', 'count', 'sum', ...HISTOGRAM_PERCENTILES.map(([name]) => name)];
-const histogramKeyCache: Uint8Array[][] = [];
-function histogramKeys(depth: number, pretty: boolean): Uint8Array[] {
-  return (histogramKeyCache[depth * 2 + (pretty ? 1 : 0)] ??= HISTOGRAM_MEMBERS.map((name, i) => prefix(name, depth, i === 0, pretty)));
-}
+const NOTHING = new Uint8Array(0);
+const NULL = encoded('null');
 
-/** An array of numbers as JSON.stringify(value, null, '\t') lays it out at `depth`. */
-function writeNumbers(w: JsonWriter, values: ArrayLike<number>, depth: number): void {
-  if (values.length === 0) return w.text('[]');
-  const [first, next, nextView] = itemPrefixes(depth + 1, w.pretty);
-  w.numbers(values, first, next, nextView);
-  if (w.pretty) w.bytes(arrayClosing(depth));
-  else w.text(']');
+/**
+ * A histogram's constant text at one depth and layout, in histogramJson()'s order, as a
+ * few runs of bytes written four at a time: everything from its `{` to its first bucket
+ * (the bounds are the same for every histogram of a catalog entry), then each key with
+ * what ends the value before it. Written member by member, its keys and bounds cost more
+ * than its figures.
+ */
+interface HistogramText {
+  readonly head: Encoded;
+  /** Between two buckets. */
+  readonly next: Encoded;
+  /** The buckets' `]` and the count's key. */
+  readonly count: Encoded;
+  readonly sum: Encoded;
+  readonly percentiles: readonly Encoded[];
+  /** The null percentiles of an empty histogram and its `}`. */
+  readonly emptyEnd: Encoded;
+  readonly end: Encoded;
 }
-
-const itemPrefixCache: Array<[Uint8Array, Uint8Array, DataView]> = [];
-function itemPrefixes(depth: number, pretty: boolean): [Uint8Array, Uint8Array, DataView] {
-  const slot = pretty ? depth : 0;
-  let prefixes = itemPrefixCache[slot];
-  if (!prefixes) {
-    const tabs = pretty ? '\n' + '\t'.repeat(depth) : '';
-    const next = Buffer.from(',' + tabs);
-    itemPrefixCache[slot] = prefixes = [Buffer.from('[' + tabs), next, viewOf(next)];
-  }
-  return prefixes;
+const histogramTexts = new WeakMap<readonly number[], HistogramText[]>();
+function histogramText(bounds: readonly number[], depth: number, pretty: boolean): HistogramText {
+  let forBounds = histogramTexts.get(bounds);
+  if (!forBounds) histogramTexts.set(bounds, (forBounds = []));
+  return (forBounds[depth * 2 + (pretty ? 1 : 0)] ??= makeHistogramText(bounds, depth, pretty));
 }
-const viewOf = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.length);
-const arrayClosings: Uint8Array[] = [];
-const arrayClosing = (depth: number) => (arrayClosings[depth] ??= Buffer.from('\n' + '\t'.repeat(depth) + ']'));
-
-// Bounds arrays come from the catalog: one encoding per array, depth and layout.
-const boundsBytes = new WeakMap<readonly number[], Uint8Array[]>();
-function encodedBounds(bounds: readonly number[], depth: number, pretty: boolean): Uint8Array {
-  let forBounds = boundsBytes.get(bounds);
-  if (!forBounds) boundsBytes.set(bounds, (forBounds = []));
-  const slot = depth * 2 + (pretty ? 1 : 0);
-  return (forBounds[slot] ??= Buffer.from(pretty ? JSON.stringify(bounds, null, '\t').replace(/\n/g, '\n' + '\t'.repeat(depth)) : JSON.stringify(bounds)));
+function makeHistogramText(bounds: readonly number[], depth: number, pretty: boolean): HistogramText {
+  const inner = pretty ? '\n' + '\t'.repeat(depth + 1) : '';
+  const item = pretty ? '\n' + '\t'.repeat(depth + 2) : '';
+  const key = (name: string, first = false) => Buffer.from(prefix(name, depth + 1, first, pretty)).toString();
+  const boundsText = pretty ? JSON.stringify(bounds, null, '\t').replace(/\n/g, inner) : JSON.stringify(bounds);
+  const end = pretty ? Buffer.from(closing(depth)).toString() : '}';
+  const percentiles = HISTOGRAM_PERCENTILES.map(([name]) => key(name));
+  return {
+    head: encoded('{' + key('bounds', true) + boundsText + key('buckets') + '[' + item),
+    next: encoded(',' + item),
+    count: encoded(inner + ']' + key('count')),
+    sum: encoded(key('sum')),
+    percentiles: percentiles.map((k) => encoded(k)),
+    emptyEnd: encoded(percentiles.map((k) => k + 'null').join('') + end),
+    end: encoded(end),
+  };
 }
 
 /** A field's histograms as one JSON object (see shape.ts Histograms). */
@@ -539,14 +530,15 @@ export function collection<T, S = unknown>(
   },
 ): ObjectNode {
   // Members are written here rather than through visit(): their keys come encoded once
-  // per list (memberKeys), and with `direct` no node is made at all.
+  // per list, and with `direct` no node is made at all.
+  const memberKeys = new KeyMemo(true);
   const writeMembers = (w: JsonWriter, depth: number, ctx: RenderContext) => {
     w.open();
     let first = true;
     let index = 0;
     direct?.prepare?.();
     const list = items();
-    const keys = memberKeys(list, nameOf, depth + 1, w.pretty);
+    const keys = memberKeys.of(list, nameOf, depth + 1, w.pretty);
     // The members' writer, looked up once for all of them (their presence is asked below).
     const write = direct ? compiled(direct.fields, depth + 1, w.pretty) : undefined;
     for (const item of list) {
@@ -601,19 +593,33 @@ function packKeys(names: readonly string[], depth: number, pretty: boolean): Mem
   const each = names.map((name) => prefix(name, depth, false, pretty));
   const at = new Uint32Array(each.length + 1);
   for (let i = 0; i < each.length; i++) at[i + 1] = at[i] + each[i].length;
-  const bytes = Buffer.concat(each);
-  return { count: each.length, bytes, view: viewOf(bytes), at };
+  return { count: each.length, ...encoded(Buffer.concat(each)), at };
 }
-const keysByList = new WeakMap<object, Array<MemberKeys | undefined>>();
-function memberKeys<T>(list: Iterable<T>, nameOf: (item: T) => string, depth: number, pretty: boolean): MemberKeys | undefined {
-  if (!Array.isArray(list)) return undefined;
-  let forList = keysByList.get(list);
-  if (!forList) keysByList.set(list, (forList = []));
-  const slot = depth * 2 + (pretty ? 1 : 0);
-  const keys = forList[slot];
-  if (keys?.count === list.length) return keys;
-  return (forList[slot] = packKeys(list.map(nameOf), depth, pretty));
+
+/** The packed keys of the last list a writer was given, by depth and layout: a writer is
+ * given the same array answer after answer until its configuration changes. `eager`
+ * packs them at once; otherwise only when the same list comes a second time, for lists
+ * that may be made for each answer. */
+class KeyMemo {
+  private list: readonly unknown[] | undefined = undefined;
+  private bySlot: MemberKeys[] = [];
+  constructor(private readonly eager: boolean) {}
+
+  of<T>(list: Iterable<T>, nameOf: (item: T) => string, depth: number, pretty: boolean): MemberKeys | undefined {
+    if (!Array.isArray(list)) return undefined;
+    if (list !== this.list) {
+      this.list = list;
+      this.bySlot = [];
+      if (!this.eager) return undefined;
+    }
+    const slot = depth * 2 + (pretty ? 1 : 0);
+    const keys = this.bySlot[slot];
+    // A list changed in place (none is, today) gets its keys again.
+    if (keys?.count === list.length) return keys;
+    return (this.bySlot[slot] = packKeys((list as T[]).map(nameOf), depth, pretty));
+  }
 }
+const memberName = (member: readonly [string, StatusNode]): string => member[0];
 
 /** The usual family branch: one flat instance per configured zone (a zone's text is the
  * flat `group_field value` form), labelled `zone` above it, made from its declarations. */
