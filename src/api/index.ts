@@ -7,6 +7,7 @@ import type { RenderContext } from '../metrics/shape.js';
 import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
 import { configJson, handleConfig, type ConfigChange } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
+import { inReadPass } from '../engine/index.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
 import { liveAnswers } from './live.js';
 import { mapRequest, type Mapped } from './mapping.js';
@@ -172,10 +173,10 @@ export function createApi(options: ApiOptions): ApiHandler {
       if (format !== 'prometheus')
         return apiError(400, 'BadRequest', `The "${format}" format is not supported: the one text format is "prometheus".`, head);
       if (segments[0] !== 'status') return apiError(400, 'BadRequest', 'The text format is only for the /status tree.', head);
-      return textResponse(200, TEXT_CONTENT_TYPE, exposition(trail.slice(1), ctx), head);
+      return textResponse(200, TEXT_CONTENT_TYPE, inReadPass(() => exposition(trail.slice(1), ctx)), head);
     }
     const w = new JsonWriter(bare || query.get('pretty') !== 'off');
-    target.write(w, 0, ctx);
+    inReadPass(() => target.write(w, 0, ctx));
     w.newline();
     const response: { -readonly [K in keyof ApiResponse]: ApiResponse[K] } = textResponse(200, 'application/json', w.result(), head);
     response.release = w.recycle();

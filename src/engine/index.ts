@@ -2,7 +2,7 @@
 // cells and seqlocked records, for processes that share them by name.
 export { Zone, ZoneFullError, removeZone } from './zone.js';
 export type { CreateZoneOptions, AttachZoneOptions, SlabStats } from './zone.js';
-export { CounterBlock, GaugeBlock } from './counters.js';
+export { CounterBlock, GaugeBlock, inReadPass } from './counters.js';
 export { AtomicCells } from './cells.js';
 export { SeqRecord } from './record.js';
 export { LimitReqTable, LimitConnTable, LimitReqMode, LIMIT_BUSY, LIMIT_EXHAUSTED, type LimitKey } from './limits.js';

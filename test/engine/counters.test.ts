@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { Histogram, histogramLength, Zone } from '../../src/engine/index.js';
+import { Histogram, histogramLength, inReadPass, Zone } from '../../src/engine/index.js';
 import { strideOf } from '../../src/engine/counters.js';
 import { start, uniqueName, type Child } from '../helpers.js';
 
@@ -353,6 +353,25 @@ t.test('a slot claimed after a first read is read by the next read', async (t) =
   readsExactly(t, r, [3], 'before');
   await writeIn(t, name, 6);
   readsExactly(t, r, [3, 6], 'the same readers, after slot 6 was claimed');
+});
+
+t.test('a read pass reads each zone\'s written slots once: a slot marked during it shows in the next pass', async (t) => {
+  const { name, r } = unwrittenZone(t, 'pass');
+  await writeIn(t, name, 3);
+  const before = written([3]).c[0];
+  inReadPass(() => {
+    t.equal(r.c.value(0), before, 'the first read of the pass');
+    // A stand-in setting slot 5's shard marks the slot, as a claim does.
+    r.c.setShard(5, 0, 7);
+    t.equal(r.c.value(0), before, 'the same pass, after slot 5 was marked');
+    t.equal(
+      inReadPass(() => r.c.sums()[0]),
+      before,
+      'a pass inside the pass is the same pass',
+    );
+  });
+  t.equal(r.c.value(0), before + 7, 'outside a pass, at once');
+  inReadPass(() => t.equal(r.c.value(0), before + 7, 'the next pass'));
 });
 
 t.test('the counts of a writer that gave its slot up, or was killed, are still read', async (t) => {
