@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include "limit.h"
 #include "segment.h"
 #include "slab.h"
@@ -213,29 +215,42 @@ class Zone : public Napi::ObjectWrap<Zone> {
   Napi::Value SlabStatsPacked(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Segment& s = seg(env);
-    SlabPool copy;
+    // Only the figures shown are copied under the lock, not the whole pool.
+    uint32_t npages = 0, free_pages = 0, nslots = 0;
+    SlotStats stats[kMaxSlotKinds];
     Guarded(env, [&] {
       Guard lock(s);
-      copy = s.header()->pool;
+      const SlabPool& pool = s.header()->pool;
+      npages = pool.npages;
+      free_pages = pool.free_pages;
+      nslots = pool.nslots < kMaxSlotKinds ? pool.nslots : kMaxSlotKinds;
+      std::memcpy(stats, pool.stats, nslots * sizeof(SlotStats));
       return 0;
     });
-    // Into the caller's array when it passes one large enough (a render reuses one).
-    const size_t length = 2 + 4 * copy.nslots;
-    Napi::Float64Array out = info.Length() > 0 && info[0].IsTypedArray() &&
-                                     info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
-                                     info[0].As<Napi::Float64Array>().ElementLength() >= length
-                                 ? info[0].As<Napi::Float64Array>()
-                                 : Napi::Float64Array::New(env, length);
-    out[0] = copy.npages - copy.free_pages;
-    out[1] = copy.free_pages;
-    for (uint32_t k = 0; k < copy.nslots; k++) {
-      const SlotStats& st = copy.stats[k];
+    // Into the caller's array when it passes one large enough (a render reuses one, once
+    // per zone per answer): one query of the array, where each of Napi's checks is one.
+    const size_t length = 2 + 4 * nslots;
+    napi_value result = info.Length() > 0 ? static_cast<napi_value>(info[0]) : nullptr;
+    napi_typedarray_type type;
+    size_t elements = 0;
+    void* data = nullptr;
+    if (result == nullptr || napi_get_typedarray_info(env, result, &type, &elements, &data, nullptr, nullptr) != napi_ok ||
+        type != napi_float64_array || elements < length) {
+      Napi::Float64Array fresh = Napi::Float64Array::New(env, length);
+      data = fresh.Data();
+      result = fresh;
+    }
+    double* out = static_cast<double*>(data);
+    out[0] = npages - free_pages;
+    out[1] = free_pages;
+    for (uint32_t k = 0; k < nslots; k++) {
+      const SlotStats& st = stats[k];
       out[2 + 4 * k] = static_cast<double>(st.used);
       out[3 + 4 * k] = static_cast<double>(st.total - st.used);
       out[4 + 4 * k] = static_cast<double>(st.reqs);
       out[5 + 4 * k] = static_cast<double>(st.fails);
     }
-    return out;
+    return Napi::Value(env, result);
   }
 
   Napi::Value Check(const Napi::CallbackInfo& info) {

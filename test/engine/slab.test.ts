@@ -124,3 +124,27 @@ t.test('random alloc and free against a model: stats exact, blocks never overlap
   t.same(zone.slabStats().pages, { used: 0, free: 64 }, 'all pages back after freeing everything');
   zone.remove();
 });
+
+t.test('slabStatsPacked() fills the array it is given when that is a large enough Float64Array, and makes one otherwise', async (t) => {
+  const zone = zoneOf(16);
+  t.teardown(() => zone.remove());
+  for (let i = 0; i < 70; i++) zone.alloc(33);
+  // 70 slots of 64 bytes take 2 of the 16 pages.
+  const want = [2, 14, ...SIZES.flatMap((size) => (size === 64 ? [70, 2 * 64 - 70, 70, 0] : [0, 0, 0, 0]))];
+  const out = new Float64Array(2 + 4 * 16).fill(-1);
+  t.equal(zone.slabStatsPacked(out), out, 'the same array back');
+  t.same(Array.from(out.subarray(0, want.length)), want, 'pages, then used, free, reqs and fails per slot size');
+  t.same(Array.from(out.subarray(want.length)), new Array(out.length - want.length).fill(-1), 'nothing written past the last slot size');
+  for (const [what, given] of [
+    ['no array', undefined],
+    ['one too short', new Float64Array(want.length - 1)],
+    ['an Int32Array', new Int32Array(100)],
+    ['a plain object', { length: 100 }],
+    ['a number', 7],
+  ] as const) {
+    const got = zone.slabStatsPacked(given as Float64Array | undefined);
+    t.not(got, given, `${what}: a new array`);
+    t.ok(got instanceof Float64Array, `${what}: a Float64Array`);
+    t.same(Array.from(got), want, `${what}: the same figures`);
+  }
+});
