@@ -88,17 +88,34 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
         claims(status, name),
         responseTime(status, name, settingOf(status, name)),
       ),
-    node: (status: StatusStore) =>
-      zoneCollection(
+    node: (status: StatusStore) => {
+      // A zone's memory, found once per catalog entry (the node is made once per catalog):
+      // finding its block, claims and histogram by name for every answer cost more than
+      // writing the zone.
+      const memory = new WeakMap<ServerZoneConfig, Omit<HttpZoneSource, 'sums'> & { readonly block: GaugeBlock }>();
+      const memoryOf = (z: ServerZoneConfig) => {
+        let m = memory.get(z);
+        if (!m)
+          memory.set(
+            z,
+            (m = {
+              block: block(status, z.name),
+              ssl: !!z.ssl,
+              claims: claims(status, z.name),
+              responseTime: responseTime(status, z.name, server ? z.histogram : histograms(status)?.[z.name]),
+            }),
+          );
+        return m;
+      };
+      return zoneCollection(
         () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
         declared,
-        (z: ServerZoneConfig) => ({
-          sums: block(status, z.name).sums(),
-          ssl: !!z.ssl,
-          claims: claims(status, z.name),
-          responseTime: responseTime(status, z.name, server ? z.histogram : histograms(status)?.[z.name]),
-        }),
-      ),
+        (z: ServerZoneConfig) => {
+          const m = memoryOf(z);
+          return { sums: m.block.sums(), ssl: m.ssl, claims: m.claims, responseTime: m.responseTime };
+        },
+      );
+    },
   };
 }
 

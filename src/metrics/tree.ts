@@ -633,5 +633,7 @@ export function zoneCollection<T extends string | { readonly name: string }, S>(
     items,
     (item: T) => (typeof item === 'string' ? item : item.name),
     (item: T): StatusNode => new FieldNode(fields, sourceOf(item), true),
+    // Written without a node: each zone's source, then its compiled writer.
+    { fields, fill: sourceOf },
   );
 }
