@@ -20,28 +20,47 @@ export const serverFields = group<ServerSource>('', [
 /** The server branch: declared fields, then `config_files` where allowed. It is marked
  * flat, and the text format shows only its generation. */
 export function serverNode(status: StatusStore): StatusNode {
-  const declared = new FieldNode(serverFields, { catalog: status.catalog() }, true);
-  // Made again only when the files are (at a reload): the same list each time lets its
-  // keys be encoded once, and the texts' JSON is kept by the writer.
-  let filesOf: Readonly<Record<string, string>> | undefined;
-  let filesNode: StatusNode | undefined;
+  // What the node shows, made again only when the catalog or the files change (a
+  // reload): the same member lists answer after answer let their keys be encoded once,
+  // and the texts' JSON is kept by the writer. The declared fields read the catalog and
+  // the request's address when written.
+  let kept:
+    | {
+        readonly catalog: Catalog;
+        readonly files: Readonly<Record<string, string>>;
+        readonly declared: FieldNode<ServerSource>;
+        filesNode?: StatusNode;
+        /** The members without config_files, and with. */
+        readonly lists: Array<Array<[string, StatusNode]> | undefined>;
+      }
+    | undefined;
+  const now = () => {
+    const catalog = status.catalog();
+    const files = status.configFiles();
+    if (kept?.catalog !== catalog || kept.files !== files) kept = { catalog, files, declared: new FieldNode(serverFields, { catalog }, true), lists: [] };
+    return kept;
+  };
   const configFiles = (ctx: RenderContext): StatusNode | undefined => {
     if (!ctx.configFiles) return undefined;
-    const files = status.configFiles();
-    if (files !== filesOf || !filesNode) {
-      const list = Object.entries(files).map(([path, text]): [string, StatusNode] => [path, new ValueNode(text)]);
-      filesOf = files;
-      filesNode = new ObjectNode(() => list);
+    const k = now();
+    if (!k.filesNode) {
+      const list = Object.entries(k.files).map(([path, text]): [string, StatusNode] => [path, new ValueNode(text)]);
+      k.filesNode = new ObjectNode(() => list);
     }
-    return filesNode;
+    return k.filesNode;
   };
   const members = (ctx: RenderContext): Array<[string, StatusNode]> => {
-    const out = declared.members(ctx);
-    const files = configFiles(ctx);
-    if (files) out.push(['config_files', files]);
-    return out;
+    const k = now();
+    const at = ctx.configFiles ? 1 : 0;
+    let list = k.lists[at];
+    if (!list) {
+      list = k.declared.members(ctx);
+      const files = configFiles(ctx);
+      if (files) list.push(['config_files', files]);
+      k.lists[at] = list;
+    }
+    return list;
   };
-  const find = (name: string, ctx: RenderContext) => (name === 'config_files' ? configFiles(ctx) : declared.child(name, ctx));
+  const find = (name: string, ctx: RenderContext) => (name === 'config_files' ? configFiles(ctx) : now().declared.child(name, ctx));
   return new ObjectNode(members, find, undefined, true, ['generation']);
 }
-

@@ -88,8 +88,9 @@ export class Status implements StatusStore {
     return this.catalogRecord.generation;
   }
 
-  configFiles(): Record<string, string> {
-    return this.configFilesRecord.readJSON<Record<string, string>>() ?? {};
+  configFiles(): Readonly<Record<string, string>> {
+    // The same object until the files change: the server node keeps what it made of it.
+    return this.configFilesRecord.readJSON<Record<string, string>>() ?? NO_FILES;
   }
 
   /** A reload: the new configuration, generation + 1, load time now. Zones the new
@@ -218,6 +219,8 @@ export const ZONAL_VERSION = '0.1.0';
 
 /** Room for every object's counter block and histogram (with a shard per worker), and
  * for the catalog twice over: a rewrite holds the old and the new copy for a moment. */
+const NO_FILES: Readonly<Record<string, string>> = Object.freeze({});
+
 function statusZoneBytes(config: StatusConfig, workers: number): number {
   const objects =
     (config.http?.serverZones?.length ?? 0) +

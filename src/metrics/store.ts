@@ -17,7 +17,7 @@ export interface StatusStore {
   /** Catalog changes so far: what a node made from the catalog is kept until. */
   readonly generation: number;
   /** Absolute path -> content of the configuration files (`api_config_files on`). */
-  configFiles(): Record<string, string>;
+  configFiles(): Readonly<Record<string, string>>;
   /** A zone of the instance by name (`~status` or a configured one), attached once. */
   zoneNamed(name: string): Zone;
   /** A counter block of a zone, made once per process. */
