@@ -139,11 +139,15 @@ export class JsonWriter {
   isoTime(ms: number): void {
     const t = Math.round(ms);
     const second = Math.floor(t / 1000);
-    if (second !== lastSecond) {
-      lastSecond = second;
-      lastPrefix = Buffer.from('"' + new Date(second * 1000).toISOString().slice(0, 20));
+    // Times of one answer fall in a few seconds, and alternate between them (ten thousand
+    // peers' last selection): a slot per second modulo 16 keeps each one's text.
+    const slot = second & 15;
+    let prefix = secondText[slot];
+    if (secondOf[slot] !== second) {
+      secondOf[slot] = second;
+      secondText[slot] = prefix = Buffer.from('"' + new Date(second * 1000).toISOString().slice(0, 20));
     }
-    this.bytes(lastPrefix);
+    this.bytes(prefix);
     this.room(5);
     const milli = t - second * 1000;
     const buf = this.buf;
@@ -239,8 +243,8 @@ function putUint(b: Uint8Array, p: number, x: number): number {
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 
-let lastSecond = NaN;
-let lastPrefix: Uint8Array = new Uint8Array(0);
+const secondOf = new Float64Array(16).fill(NaN);
+const secondText: Uint8Array[] = new Array<Uint8Array>(16).fill(new Uint8Array(0));
 
 // Strings a tree repeats (states, server names, zone names) encoded once; a bounded
 // cache. Long strings (the configuration files of config_files) have one of their own,

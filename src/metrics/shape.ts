@@ -147,17 +147,19 @@ export function entries<S>(
 /** A time as the request wants it: ISO 8601 in UTC with milliseconds, or epoch ms. */
 export function renderTime(ms: number, ctx: RenderContext): Scalar {
   if (ctx.dateEpoch) return Math.round(ms);
-  // Times in one response mostly fall in a few seconds: format each second once.
+  // Times in one response fall in a few seconds: each second is formatted once (a slot
+  // per second modulo 16, as JsonWriter.isoTime keeps them).
   const t = Math.round(ms);
   const second = Math.floor(t / 1000);
-  if (second !== lastSecond) {
-    lastSecond = second;
-    lastPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+  const slot = second & 15;
+  if (secondOf[slot] !== second) {
+    secondOf[slot] = second;
+    secondText[slot] = new Date(second * 1000).toISOString().slice(0, 20);
   }
-  return lastPrefix + String(t - second * 1000).padStart(3, '0') + 'Z';
+  return secondText[slot] + String(t - second * 1000).padStart(3, '0') + 'Z';
 }
-let lastSecond = NaN;
-let lastPrefix = '';
+const secondOf = new Float64Array(16).fill(NaN);
+const secondText: string[] = new Array<string>(16).fill('');
 
 /** What an instance renders from when its fields live in a counter block. */
 export interface Counted {

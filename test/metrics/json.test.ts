@@ -2,6 +2,7 @@
 // written them: the status tree's bytes are the JSON of its values.
 import t from 'tap';
 import { JsonWriter } from '../../src/metrics/json.js';
+import { renderTime } from '../../src/metrics/shape.js';
 
 const written = (write: (w: JsonWriter) => void): string => {
   const w = new JsonWriter(false);
@@ -66,4 +67,21 @@ t.test('span() copies any range of its bytes, four at a time or not', async (t) 
       if (w.result().toString('latin1') !== 'x' + source.subarray(from, to).toString('latin1')) wrong++;
     }
   t.equal(wrong, 0, 'every range of a 31-byte source, after one byte already written');
+});
+
+t.test('isoTime() and renderTime() write toISOString()\'s text for times that alternate between many seconds', async (t) => {
+  // 40 seconds (more than the 16 each keeps), visited back and forth, with every
+  // millisecond position and a rounding at the millisecond.
+  const base = Date.UTC(2026, 10, 26, 23, 59, 30);
+  const times: number[] = [];
+  for (let round = 0; round < 3; round++)
+    for (let s = 0; s < 40; s++) times.push(base + (s % 2 ? 40 - s : s) * 1000 + ((s * 37 + round * 101) % 1000) + (round === 2 ? 0.4 : 0));
+  times.push(0, 999.6, Date.UTC(1999, 11, 31, 23, 59, 59, 999));
+  let wrong = 0;
+  for (const ms of times) {
+    const want = new Date(Math.round(ms)).toISOString();
+    if (written((w) => w.isoTime(ms)) !== JSON.stringify(want)) wrong++;
+    if (renderTime(ms, { dateEpoch: false, address: '', configFiles: false, now: 0 }) !== want) wrong++;
+  }
+  t.equal(wrong, 0, `${times.length} times, each written both ways`);
 });
