@@ -372,13 +372,6 @@ export class GaugeBlock extends CounterBlock {
   }
 }
 
-/**
- * A zone's slots ever claimed for writing (the zone header's bitmap, set at each claim
- * before the claimer's first write, never cleared), as the list of shards a reader reads.
- * One per zone, shared by its blocks: the bitmap is loaded at every read, and the list
- * made again only when it changed, so that reading every shard costs what the plain loop
- * over all of them did.
- */
 // A render reads each zone's bitmap once: inside inReadPass(), a zone's list of written
 // shards is the one its first read in the pass found. A peer's render reads its blocks
 // several times (its sums, each time it shows, each average), and each read of the
@@ -401,6 +394,13 @@ export function inReadPass<T>(read: () => T): T {
   }
 }
 
+/**
+ * A zone's slots ever claimed for writing (the zone header's bitmap, set at each claim
+ * before the claimer's first write, never cleared), as the list of shards a reader reads.
+ * One per zone, shared by its blocks: the bitmap is loaded at every read (once per read
+ * pass, see above), and the list made again only when it changed, so that reading every
+ * shard costs what the plain loop over all of them did.
+ */
 export class WrittenSlots {
   private words: Int32Array;
   private list: Int32Array = new Int32Array(0);

@@ -217,10 +217,10 @@ export class Status implements StatusStore {
 
 export const ZONAL_VERSION = '0.1.0';
 
-/** Room for every object's counter block and histogram (with a shard per worker), and
- * for the catalog twice over: a rewrite holds the old and the new copy for a moment. */
 const NO_FILES: Readonly<Record<string, string>> = Object.freeze({});
 
+/** Room for every object's counter block and histogram (with a shard per worker), and
+ * for the catalog twice over: a rewrite holds the old and the new copy for a moment. */
 function statusZoneBytes(config: StatusConfig, workers: number): number {
   const objects =
     (config.http?.serverZones?.length ?? 0) +
