@@ -96,8 +96,8 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
     // own call without a cork, and cannot be aborted before it). The API reads no body
     // of a GET or HEAD, so none is waited for: uWS reads one that comes and drops it,
     // and the connection goes on (transport.test.ts sends both kinds).
-    if (method === 'GET' && req.getHeader('accept').includes('text/event-stream')) return onEventStream(res, req, path, query);
-    const request = new ReadRequest(method, path, query, address, localOf, req.getHeader('host'), req, res);
+    if (method === 'GET' && req.getHeader(ACCEPT).includes('text/event-stream')) return onEventStream(res, req, path, query);
+    const request = new ReadRequest(method, path, query, address, localOf, req.getHeader(HOST), req, res);
     const wire = answerLater(handler, request, onError);
     if (!(wire instanceof Promise)) {
       request.settle(false);
@@ -500,19 +500,29 @@ const METHODS: Record<string, string> = { get: 'GET', head: 'HEAD', put: 'PUT', 
 // has checked that no name or value holds a CR or LF. An answer's headers are mostly the
 // same strings as the last one's: the joined text is kept for them.
 let lastHeaders: Array<[string, string]> = [];
-let lastValue = '';
-function oneValue(headers: Array<[string, string]>): string {
-  if (headers === lastHeaders) return lastValue;
+let lastName: Uint8Array = new Uint8Array(0);
+let lastValue: Uint8Array = new Uint8Array(0);
+function writeHeaders(res: UWS.HttpResponse, headers: Array<[string, string]>): void {
   const n = headers.length;
-  let same = n === lastHeaders.length;
-  for (let i = 0; same && i < n; i++) same = headers[i][0] === lastHeaders[i][0] && headers[i][1] === lastHeaders[i][1];
-  if (same) return lastValue;
-  let value = headers[0][1];
-  for (let i = 1; i < n; i++) value += `\r\n${headers[i][0]}: ${headers[i][1]}`;
-  lastHeaders = headers;
-  lastValue = value;
-  return value;
+  let same = headers === lastHeaders;
+  if (!same) {
+    same = n === lastHeaders.length;
+    for (let i = 0; same && i < n; i++) same = headers[i][0] === lastHeaders[i][0] && headers[i][1] === lastHeaders[i][1];
+  }
+  if (!same) {
+    let value = headers[0][1];
+    for (let i = 1; i < n; i++) value += `\r\n${headers[i][0]}: ${headers[i][1]}`;
+    lastHeaders = headers;
+    lastName = Buffer.from(headers[0][0]);
+    lastValue = Buffer.from(value);
+  }
+  res.writeHeader(lastName, lastValue);
 }
+
+// Header names asked of every read, as bytes: uWS encodes a string argument anew on each
+// call.
+const ACCEPT = Buffer.from('accept');
+const HOST = Buffer.from('host');
 
 function addressText(res: UWS.HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
@@ -527,7 +537,7 @@ function send(res: UWS.HttpResponse, request: ApiRequest, answer: WireResponse |
     // uWS writes "200 OK" itself when no status was written: one call less for most answers.
     if (wire.status !== 200) res.writeStatus(wire.statusLine);
     const headers = wire.headers;
-    if (headers.length > 0) res.writeHeader(headers[0][0], oneValue(headers));
+    if (headers.length > 0) writeHeaders(res, headers);
     if (head) {
       res.writeHeader('Content-Length', String(wire.contentLength));
       res.endWithoutBody();
