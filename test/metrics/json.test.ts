@@ -1,7 +1,7 @@
 // JsonWriter's numbers written as digits must read back as JSON.stringify would have
 // written them: the status tree's bytes are the JSON of its values.
 import t from 'tap';
-import { JsonWriter } from '../../src/metrics/json.js';
+import { encoded, JsonWriter } from '../../src/metrics/json.js';
 import { renderTime } from '../../src/metrics/shape.js';
 
 const written = (write: (w: JsonWriter) => void): string => {
@@ -67,6 +67,22 @@ t.test('span() copies any range of its bytes, four at a time or not', async (t) 
       if (w.result().toString('latin1') !== 'x' + source.subarray(from, to).toString('latin1')) wrong++;
     }
   t.equal(wrong, 0, 'every range of a 31-byte source, after one byte already written');
+});
+
+t.test('put() copies runs short and long, across the buffer growing', async (t) => {
+  // Lengths about the point where put() hands a run to TypedArray.set, each after the
+  // bytes before it, until the writer has grown its first buffer several times.
+  const runs = Array.from({ length: 80 }, (_, n) => encoded(Buffer.from(Array.from({ length: n }, (_, i) => 0x21 + ((n * 7 + i) % 90)))));
+  const w = new JsonWriter(true);
+  const want: Buffer[] = [];
+  for (let round = 0; round < 8; round++)
+    for (const run of runs) {
+      w.put(run);
+      want.push(Buffer.from(run.bytes));
+    }
+  const total = Buffer.concat(want);
+  t.ok(total.length > 4 * 5120, `${total.length} bytes, more than the first buffer holds`);
+  t.ok(w.result().equals(total), 'the same bytes in the same order');
 });
 
 t.test('isoTime() and renderTime() write toISOString()\'s text for times that alternate between many seconds', async (t) => {
