@@ -73,14 +73,14 @@ export class JsonWriter {
     } else this.bytes(closing(depth));
   }
 
-  /** Pre-encoded bytes, from index `from` on: short ones are copied by hand, which beats
-   * a call for them. */
+  /** Pre-encoded bytes, from index `from` on: those under 16 bytes are copied by hand,
+   * which beats a call for them; a key with its indent (some twenty bytes) is not. */
   bytes(b: Uint8Array, from = 0): void {
     const n = b.length - from;
     this.room(n);
     const buf = this.buf;
     let p = this.pos;
-    if (n < 48) for (let i = from; i < b.length; i++) buf[p++] = b[i];
+    if (n < 16) for (let i = from; i < b.length; i++) buf[p++] = b[i];
     else {
       buf.set(from ? b.subarray(from) : b, p);
       p += n;

@@ -69,16 +69,19 @@ t.test('span() copies any range of its bytes, four at a time or not', async (t) 
   t.equal(wrong, 0, 'every range of a 31-byte source, after one byte already written');
 });
 
-t.test('put() copies runs short and long, across the buffer growing', async (t) => {
-  // Lengths about the point where put() hands a run to TypedArray.set, each after the
-  // bytes before it, until the writer has grown its first buffer several times.
+t.test('put() and bytes() copy runs short and long, across the buffer growing', async (t) => {
+  // Lengths about the points where they hand a run to TypedArray.set, each after the
+  // bytes before it, until the writer has grown its first buffer several times; bytes()
+  // from the start and from the second byte (a first member's key, without its comma).
   const runs = Array.from({ length: 80 }, (_, n) => encoded(Buffer.from(Array.from({ length: n }, (_, i) => 0x21 + ((n * 7 + i) % 90)))));
   const w = new JsonWriter(true);
   const want: Buffer[] = [];
   for (let round = 0; round < 8; round++)
     for (const run of runs) {
-      w.put(run);
-      want.push(Buffer.from(run.bytes));
+      const from = round % 4 === 3 ? Math.min(1, run.bytes.length) : 0;
+      if (round % 2 === 0) w.put(run);
+      else w.bytes(run.bytes, from);
+      want.push(Buffer.from(run.bytes.subarray(round % 2 === 0 ? 0 : from)));
     }
   const total = Buffer.concat(want);
   t.ok(total.length > 4 * 5120, `${total.length} bytes, more than the first buffer holds`);
