@@ -24,6 +24,8 @@ function testApi(seen: ApiRequest[]): ApiHandler {
     if (req.path === '/boom') throw new Error('handler exploded');
     if (req.path === '/bad-status') return { status: 42, headers: {}, body: '' };
     if (req.path === '/bad-header') return { status: 200, headers: { 'X-Evil': 'a\r\nInjected: yes' }, body: 'x' };
+    // A value with characters above 0x7f, which both transports send as UTF-8.
+    if (req.path === '/status/latin1') return { status: 200, headers: { 'Content-Type': 'text/plain', 'X-Name': 'caf\u00e9 \u00ff' }, body: 'x' };
     if (!req.path.startsWith('/status') && !req.path.startsWith('/config')) return undefined;
     const code = /^\/status\/code\/(\d+)$/.exec(req.path);
     if (code) return headFree(json(Number(code[1]), { code: Number(code[1]) }, { 'X-Zonal': 'yes' }));
@@ -201,6 +203,34 @@ for (const kind of transports) {
       t.equal((await c.read()).status, 413);
       await c.send(request('GET', '/status/after-chunked'));
       t.equal((await c.read()).status, 200);
+    });
+
+    t.test('answers with other headers one after another each carry their own, characters above 0x7f in UTF-8', async (t) => {
+      const c = await RawClient.connect(port);
+      t.teardown(() => c.destroy());
+      const own = (r: RawResponse) => r.headerList.filter(([name]) => !/^(date|content-length|connection|keep-alive)$/i.test(name));
+      const want: Record<string, Array<[string, string]>> = {
+        '/status/code/200': [
+          ['Content-Type', 'application/json'],
+          ['X-Zonal', 'yes'],
+        ],
+        '/status/latin1': [
+          ['Content-Type', 'text/plain'],
+          // The client reads a header's bytes one per character.
+          ['X-Name', Buffer.from('caf\u00e9 \u00ff').toString('latin1')],
+        ],
+        '/status/plain': [
+          ['Content-Type', 'application/json'],
+          ['Cache-Control', 'no-cache'],
+          ['Expires', 'Thu, 01 Jan 1970 00:00:01 GMT'],
+        ],
+      };
+      for (let round = 0; round < 2; round++)
+        for (const path of ['/status/code/200', '/status/latin1', '/status/latin1', '/status/plain', '/status/code/200']) {
+          await c.send(request('GET', path));
+          const r = await c.read();
+          t.same(own(r).map(([k, v]) => [k.toLowerCase(), v]), want[path].map(([k, v]) => [k.toLowerCase(), v]), `${path}, round ${round + 1}`);
+        }
     });
 
     t.test('a handler that throws gives 500 InternalError and the server goes on', async (t) => {
