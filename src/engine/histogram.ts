@@ -102,14 +102,20 @@ export class Histogram {
     let count = 0;
     for (let i = 0; i <= this.bounds.length; i++) count += v[i];
     let s = this.reused;
-    // sums() fills the same array every time: a view of it made once stays good.
-    if (!s || s.buckets.buffer !== v.buffer) this.reused = s = { bounds: this.bounds, buckets: v.subarray(0, this.bounds.length + 1), count: 0, sum: 0 };
+    // sums() fills the same array every time: a view of it made once stays good. The
+    // array itself is compared, not its `.buffer`, which V8 reads through a call.
+    if (!s || this.reusedOf !== v) {
+      this.reused = s = { bounds: this.bounds, buckets: v.subarray(0, this.bounds.length + 1), count: 0, sum: 0 };
+      this.reusedOf = v;
+    }
     s.count = count;
     s.sum = v[this.sumIndex] / 1000;
     return s;
   }
 
   private reused: { readonly bounds: readonly number[]; readonly buckets: Float64Array; count: number; sum: number } | undefined = undefined;
+  /** The array `reused` views. */
+  private reusedOf: Float64Array | undefined = undefined;
 }
 
 /**
