@@ -382,7 +382,11 @@ export function writeField<S>(field: Field<S>, source: S, w: JsonWriter, depth: 
   if (field.kind === 'leaf') {
     const v = field.value(source, ctx);
     if (v === undefined) return false;
-    w.scalar(field.time ? renderTime(v as number, ctx) : v);
+    // A time's text straight into the writer, as the compiled writers do: renderTime()
+    // would make a new string, which the writer's string cache then hashes every answer.
+    if (!field.time) w.scalar(v);
+    else if (ctx.dateEpoch) w.scalar(Math.round(v as number));
+    else w.isoTime(v as number);
     return true;
   }
   if (field.kind === 'group' && field.present && !field.present(source)) return false;

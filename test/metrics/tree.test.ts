@@ -4,7 +4,7 @@
 // and when the list itself changes.
 import t from 'tap';
 import { JsonWriter } from '../../src/metrics/json.js';
-import { group, leaf, type RenderContext } from '../../src/metrics/shape.js';
+import { group, leaf, time, type RenderContext } from '../../src/metrics/shape.js';
 import { FieldNode, ObjectNode, ValueNode, type StatusNode } from '../../src/metrics/tree.js';
 
 const ctx: RenderContext = { dateEpoch: false, address: '127.0.0.1', configFiles: false, now: 0 };
@@ -84,4 +84,25 @@ t.test('a new list is written as given, then its own code once it comes again', 
   // The same array with a member more: its writer is made again.
   list.push(['added', new ValueNode(4)]);
   for (let i = 0; i < 3; i++) t.equal(written(node, 2, true), '{\n\t\t\t"added": 4\n\t\t}', `the list grown in place, answer ${i + 1}`);
+});
+
+t.test('a time leaf written alone is toISOString()\'s text, or epoch milliseconds with date=epoch', async (t) => {
+  const source = { ms: 0 };
+  const node = new FieldNode(time<typeof source>('load_time', 'When.', (s) => s.ms), source);
+  const epoch: RenderContext = { ...ctx, dateEpoch: true };
+  let wrong = 0;
+  let checks = 0;
+  for (const ms of [999.5, Date.UTC(2026, 10, 26, 23, 59, 59, 999), Date.UTC(2026, 10, 27, 0, 0, 0, 1) + 0.4, 1.7e12 + 123]) {
+    source.ms = ms;
+    const w = new JsonWriter(true);
+    node.write(w, 2, ctx);
+    if (w.result().toString() !== JSON.stringify(new Date(Math.round(ms)).toISOString())) wrong++;
+    const e = new JsonWriter(false);
+    node.write(e, 0, epoch);
+    if (e.result().toString() !== String(Math.round(ms))) wrong++;
+    checks += 2;
+  }
+  t.equal(wrong, 0, `${checks} times, both ways`);
+  source.ms = 0;
+  t.equal(node.write(new JsonWriter(true), 0, ctx), false, 'absent while 0');
 });
