@@ -498,7 +498,7 @@ const METHODS: Record<string, string> = { get: 'GET', head: 'HEAD', put: 'PUT', 
 // uWS writes a header as `name: value` and CRLF, as given: the headers after the first
 // go out as the rest of the first one's value, in one call instead of one each. toWire
 // has checked that no name or value holds a CR or LF. An answer's headers are mostly the
-// same strings as the last one's: the joined text is kept for them.
+// same strings as the last one's: the joined text is kept for them, as bytes.
 let lastHeaders: Array<[string, string]> = [];
 let lastName: Uint8Array = new Uint8Array(0);
 let lastValue: Uint8Array = new Uint8Array(0);
