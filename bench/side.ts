@@ -7,7 +7,10 @@
 //   `uWebSockets: 20` header) | nginx's `stub_status`.
 // - full_tree: `GET /status/` (the whole tree) on the same admin listener | the bare
 //   uWebSockets.js server answering a body of the same byte size, built once: zonal's tree
-//   fetched once before the load, its length taken.
+//   fetched once before the load, its length taken | the floor (bench/floor.ts): the same
+//   bare server making every read of shared memory a render of the tree makes, then writing
+//   the tree's constant runs and numbers with a minimal writer. No target: it says how
+//   much of the gap to the bare server any renderer would have, and how much is zonal's.
 // - return_200: `return 200 "hello\n"` in a zonal server with `status_zone` on the server
 //   and the location (metrics on), and in the same configuration without any status_zone
 //   (metrics off) | a bare node:http server (one process, `Content-Type: text/plain`,
@@ -427,6 +430,7 @@ async function main(): Promise<void> {
     };
     const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
     const uwsPort = await freePort();
+    const floorPort = await freePort();
 
     const zonalExample = start('zonal (example configuration)', process.execPath, [ZONAL, '-c', join(dir, 'example.conf')]);
     const zonalOn = start('zonal (metrics on)', process.execPath, [ZONAL, '-c', join(dir, 'on.conf')]);
@@ -450,7 +454,9 @@ async function main(): Promise<void> {
     if (tree.status !== 200) broken(`zonal's admin listener answered GET /status/ with ${tree.status}: ${tree.body.slice(0, 300)}`);
     const treeBytes = Buffer.byteLength(tree.body);
     const uws = start('bare uWebSockets.js', process.execPath, [SCRIPT, '--uws', String(uwsPort), String(treeBytes)]);
-    await ready(uws, uwsPort);
+    // The floor reads the example server's zones, found by its primary's pid.
+    const floor = start('the floor of full_tree', process.execPath, [SCRIPT, '--floor', String(floorPort), String(zonalExample.process.pid), String(example.adminPort)]);
+    await Promise.all([ready(uws, uwsPort), ready(floor, floorPort)]);
 
     const backendPids = pidsOf(backend, 1);
     const zonalExamplePids = pidsOf(zonalExample, 1);
@@ -493,7 +499,8 @@ async function main(): Promise<void> {
         title: `GET /status/, the whole tree of the example configuration (${treeBytes} bytes)`,
         sides: [
           { key: 'zonal', name: 'zonal admin listener', port: example.adminPort, path: '/status/', pids: zonalExamplePids, check: isJsonObject },
-          { key: 'bare_uws', name: `bare uWebSockets.js, ${treeBytes} bytes built once`, port: uwsPort, path: '/status/', pids: pidsOf(uws, 0), check: (a) => (a.status === 200 && Buffer.byteLength(a.body) === treeBytes ? undefined : `answered ${a.status} with ${Buffer.byteLength(a.body)} bytes`) },
+          { key: 'bare_uws', name: `bare uWebSockets.js, ${treeBytes} bytes built once`, port: uwsPort, path: '/status/', pids: pidsOf(uws, 0), check: isBytes(treeBytes) },
+          { key: 'floor', name: 'the floor: bare uWebSockets.js, the same reads, a minimal writer', port: floorPort, path: '/status/', pids: pidsOf(floor, 0), check: isBytes(treeBytes) },
         ],
       },
       {
@@ -653,6 +660,7 @@ async function main(): Promise<void> {
       const out: Record<string, unknown> = {};
       for (const s of row.sides) out[s.key] = Math.round(rps(s.key));
       for (const s of row.sides.slice(1)) if (!s.key.startsWith('zonal')) out[`ratio_${s.key}`] = ratio(zonal, rps(s.key));
+      if (hasSide(row, 'floor')) out.floor_ratio_bare_uws = ratio(rps('floor'), rps('bare_uws'));
       if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
       if (hasSide(row, 'zonal_no_limit')) out.limit_req_overhead_pct = tenth(((rps('zonal_no_limit') - zonal) / rps('zonal_no_limit')) * 100);
       if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
@@ -681,6 +689,9 @@ async function main(): Promise<void> {
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === '--uws') bareUws(Number(args[0]), Number(args[1]));
+// The floor's module (the API, the engine's addon) is loaded only by its own child: the
+// bare references stay bare.
+else if (mode === '--floor') (await import('./floor.js')).floorServer(Number(args[0]), Number(args[1]), Number(args[2]));
 else if (mode === '--node-hello') nodeHello(Number(args[0]));
 else if (mode === '--node-proxy') nodeProxy(Number(args[0]), Number(args[1]), args[2] === 'keepalive');
 else await main();
