@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
 import { createApi } from '../src/api/index.js';
 import { AtomicCells, CounterBlock, inReadPass, INSTANCE_ENV, Zone } from '../src/engine/index.js';
+import { putUint } from '../src/metrics/json.js';
 import { Status } from '../src/metrics/status.js';
 import { toWire } from '../src/transport/common.js';
 import { HOST } from './processes.js';
@@ -99,22 +100,6 @@ function minimalWriter(runs: Buffer[], numbers: number[]): () => Uint8Array {
     }
     return out.subarray(0, p);
   };
-}
-
-function putUint(b: Uint8Array, p: number, x: number): number {
-  if (x < 10) {
-    b[p] = 48 + x;
-    return p + 1;
-  }
-  const n = x < 100 ? 2 : x < 1000 ? 3 : x < 10000 ? 4 : x < 100000 ? 5 : x < 1000000 ? 6 : x < 10000000 ? 7 : x < 100000000 ? 8 : x < 1000000000 ? 9 : 10;
-  let q = p + n;
-  while (x >= 10) {
-    const d = (x / 10) | 0;
-    b[--q] = 48 + x - d * 10;
-    x = d;
-  }
-  b[--q] = 48 + x;
-  return p + n;
 }
 
 /** `--floor <port> <primaryPid> <adminPort>`: the floor server, on `port`, of the zonal

@@ -231,7 +231,7 @@ export function encoded(text: string | Uint8Array): Encoded {
 /** Writes `x` (0 <= x < 2^31) in decimal at `p` of `b`, which has room for ten digits;
  * returns the position after it. Integer arithmetic below 2^31, which V8 turns into
  * multiplications. */
-function putUint(b: Uint8Array, p: number, x: number): number {
+export function putUint(b: Uint8Array, p: number, x: number): number {
   if (x < 10) {
     b[p] = 48 + x;
     return p + 1;
