@@ -2,8 +2,9 @@
 // renderer that did only what any renderer of it must. A bare uWebSockets.js server,
 // attached to the running zonal server's zones, answers GET /status/ by
 // - making every read of shared memory that one real render of the tree makes, in the
-//   same order and into the same arrays (counter blocks' sums, the slab statistics, the
-//   cells), recorded once at start by wrapping the engine's read methods for that render;
+//   same order and into the same arrays (counter blocks' sums, the largest and the
+//   weighted mean of a counter's shards, the slab statistics, the cells), recorded once at
+//   start by wrapping the engine's read methods for that render;
 // - then writing that render's bytes as what they are: constant runs (keys, indents, the
 //   configuration files, the histograms' bounds), copied four bytes at a time or, from 24
 //   bytes on, by one TypedArray.set, and its numbers, digit by digit.
@@ -41,6 +42,8 @@ function recordReads(render: () => Buffer): { reads: Read[]; body: Buffer } {
   };
   const undo = [
     wrap(CounterBlock.prototype, 'values'),
+    wrap(CounterBlock.prototype, 'max'),
+    wrap(CounterBlock.prototype, 'weightedMean'),
     wrap(CounterBlock.prototype, 'touch'),
     wrap(Zone.prototype, 'slabStatsPacked'),
     wrap(AtomicCells.prototype, 'load'),
