@@ -56,9 +56,9 @@ function recordReads(render: () => Buffer): { reads: Read[]; body: Buffer } {
   }
 }
 
-// JSON numbers that are values (after `: `, `[` or `,`, before `,`, `]`, `}` or a line's
-// end), never digits inside a string or a key.
-const VALUE = /(?<=(?:: |:|\[|,)\s*)-?\d+(?:\.\d+)?(?:e[+-]?\d+)?(?=\s*[,\]}\n])/g;
+// JSON numbers that are values (after `:`, `[` or `,` and any space, before `,`, `]`, `}`
+// or a line's end), never digits inside a string or a key.
+const VALUE = /(?<=[:[,]\s*)-?\d+(?:\.\d+)?(?:e[+-]?\d+)?(?=\s*[,\]}\n])/g;
 
 /** The body's constant runs and its numbers: run 0, number 0, run 1, ..., the last run. */
 function template(body: Buffer): { runs: Buffer[]; numbers: number[] } {
