@@ -134,7 +134,7 @@ export function floorServer(port: number, primaryPid: number, adminPort: number)
     for (let i = 0; i < reads.length; i++) reads[i]();
   };
   const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
-  (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
+  uWS._cfg('silent');
   uWS
     .App()
     .get('/status/', (res) => {

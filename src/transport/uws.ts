@@ -46,9 +46,8 @@ export { BODY_CAP, BODY_LIMIT } from './common.js';
 // callers and tap's TypeScript loader get the same object.
 const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
 // An API answer names no implementation: without this, uWS adds `uWebSockets: 20` to every
-// response. `_cfg('silent')` (not in the typings) sets the loop's no-mark flag, for every
-// uWS app of the process.
-(uWS as unknown as { _cfg(key: string): void })._cfg('silent');
+// response. `_cfg('silent')` sets the loop's no-mark flag, for every uWS app of the process.
+uWS._cfg('silent');
 
 export interface ServeApiOptions {
   /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`,

@@ -88,7 +88,8 @@ t.test('hits after the first are its bytes, and counted as it is', async (t) => 
   backend.answers.set('/same', { body: 'x'.repeat(1000), headers: { ETag: '"v1"', 'Content-Length': '1000' } });
   const miss = await onOneConnection([request('GET', '/same')]);
   t.equal(miss.responses[0].headers['x-cache-status'], 'MISS');
-  let zoneBefore, rootBefore, cacheBefore: Awaited<ReturnType<typeof status>>;
+  type Counts = Awaited<ReturnType<typeof status>>;
+  let zoneBefore: Counts, rootBefore: Counts, cacheBefore: Counts;
   let run: Awaited<ReturnType<typeof onOneConnection>> | undefined;
   let hits: string[] = [];
   // Five hits in one second (the Date's): asked again when a second turned (bounded).
