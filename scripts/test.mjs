@@ -6,27 +6,24 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { Parser } from 'tap-parser';
 
-// tap runs TypeScript without checking types: check them first, tests included.
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-// Plain .mjs fixtures run the built code: build it first.
-const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { stdio: 'inherit' });
-const typecheck = build.status === 0 ? spawnSync(process.execPath, [tsc, '-p', 'tsconfig.test.json'], { stdio: 'inherit' }) : build;
-if (typecheck.status !== 0) {
-  console.log('type check failed');
+// A step the suite needs first: its failure is the suite's, in the line CI reads.
+function before(what, command, args) {
+  if (spawnSync(command, args, { stdio: 'inherit' }).status === 0) return;
+  console.log(`${what} failed`);
   console.log('0 passed, 1 failed');
   process.exit(1);
 }
 
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+// Plain .mjs fixtures run the built code: build it first.
+before('build', process.execPath, [tsc, '-p', 'tsconfig.json']);
+// tap runs TypeScript without checking types: check them first, tests included.
+before('type check', process.execPath, [tsc, '-p', 'tsconfig.test.json']);
 // tap builds its test class from the plugins package.json configures (tsx in place of its
 // ts-node plugin, see test/tsx.mjs), but a run that finds them changed rebuilds it too late
 // for its own test files, which then load both compilers: on a fresh install, every file
 // of the suite. Building first costs some 6 s.
-const tapBuild = spawnSync('npx', ['tap', 'build'], { stdio: 'inherit' });
-if (tapBuild.status !== 0) {
-  console.log('tap build failed');
-  console.log('0 passed, 1 failed');
-  process.exit(1);
-}
+before('tap build', 'npx', ['tap', 'build']);
 
 let passed = 0;
 let failed = 0;
