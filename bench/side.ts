@@ -9,8 +9,11 @@
 //   uWebSockets.js server answering a body of the same byte size, built once: zonal's tree
 //   fetched once before the load, its length taken | the floor (bench/floor.ts): the same
 //   bare server making every read of shared memory a render of the tree makes, then writing
-//   the tree's constant runs and numbers with a minimal writer. No target: it says how
-//   much of the gap to the bare server any renderer would have, and how much is zonal's.
+//   the tree's constant runs and numbers with a minimal writer | the same floor behind
+//   zonal's API: serveApi and createApi, all zonal's code but the status root's write,
+//   which is the floor's. No target for either: they say how much of the gap to the bare
+//   server any renderer would have, behind a bare route and behind zonal's, and how much
+//   is zonal's render.
 // - return_200: `return 200 "hello\n"` in a zonal server with `status_zone` on the server
 //   and the location (metrics on), and in the same configuration without any status_zone
 //   (metrics off) | a bare node:http server (one process, `Content-Type: text/plain`,
@@ -431,6 +434,7 @@ async function main(): Promise<void> {
     const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
     const uwsPort = await freePort();
     const floorPort = await freePort();
+    const floorApiPort = await freePort();
 
     const zonalExample = start('zonal (example configuration)', process.execPath, [ZONAL, '-c', join(dir, 'example.conf')]);
     const zonalOn = start('zonal (metrics on)', process.execPath, [ZONAL, '-c', join(dir, 'on.conf')]);
@@ -455,8 +459,10 @@ async function main(): Promise<void> {
     const treeBytes = Buffer.byteLength(tree.body);
     const uws = start('bare uWebSockets.js', process.execPath, [SCRIPT, '--uws', String(uwsPort), String(treeBytes)]);
     // The floor reads the example server's zones, found by its primary's pid.
-    const floor = start('the floor of full_tree', process.execPath, [SCRIPT, '--floor', String(floorPort), String(zonalExample.process.pid), String(example.adminPort)]);
-    await Promise.all([ready(uws, uwsPort), ready(floor, floorPort)]);
+    const floorArgs = [String(zonalExample.process.pid), String(example.adminPort)];
+    const floor = start('the floor of full_tree', process.execPath, [SCRIPT, '--floor', String(floorPort), ...floorArgs]);
+    const floorApi = start("the floor behind zonal's API", process.execPath, [SCRIPT, '--floor-api', String(floorApiPort), ...floorArgs]);
+    await Promise.all([ready(uws, uwsPort), ready(floor, floorPort), ready(floorApi, floorApiPort)]);
 
     const backendPids = pidsOf(backend, 1);
     const zonalExamplePids = pidsOf(zonalExample, 1);
@@ -501,6 +507,7 @@ async function main(): Promise<void> {
           { key: 'zonal', name: 'zonal admin listener', port: example.adminPort, path: '/status/', pids: zonalExamplePids, check: isJsonObject },
           { key: 'bare_uws', name: `bare uWebSockets.js, ${treeBytes} bytes built once`, port: uwsPort, path: '/status/', pids: pidsOf(uws, 0), check: isBytes(treeBytes) },
           { key: 'floor', name: 'the floor: bare uWebSockets.js, the same reads, a minimal writer', port: floorPort, path: '/status/', pids: pidsOf(floor, 0), check: isBytes(treeBytes) },
+          { key: 'floor_api', name: "the floor behind zonal's API (serveApi, routing, headers)", port: floorApiPort, path: '/status/', pids: pidsOf(floorApi, 0), check: isJsonObject },
         ],
       },
       {
@@ -661,6 +668,7 @@ async function main(): Promise<void> {
       for (const s of row.sides) out[s.key] = Math.round(rps(s.key));
       for (const s of row.sides.slice(1)) if (!s.key.startsWith('zonal')) out[`ratio_${s.key}`] = ratio(zonal, rps(s.key));
       if (hasSide(row, 'floor')) out.floor_ratio_bare_uws = ratio(rps('floor'), rps('bare_uws'));
+      if (hasSide(row, 'floor_api')) out.floor_api_ratio_bare_uws = ratio(rps('floor_api'), rps('bare_uws'));
       if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
       if (hasSide(row, 'zonal_no_limit')) out.limit_req_overhead_pct = tenth(((rps('zonal_no_limit') - zonal) / rps('zonal_no_limit')) * 100);
       if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
@@ -692,6 +700,7 @@ if (mode === '--uws') bareUws(Number(args[0]), Number(args[1]));
 // The floor's module (the API, the engine's addon) is loaded only by its own child: the
 // bare references stay bare.
 else if (mode === '--floor') (await import('./floor.js')).floorServer(Number(args[0]), Number(args[1]), Number(args[2]));
+else if (mode === '--floor-api') await (await import('./floor.js')).floorApiServer(Number(args[0]), Number(args[1]), Number(args[2]));
 else if (mode === '--node-hello') nodeHello(Number(args[0]));
 else if (mode === '--node-proxy') nodeProxy(Number(args[0]), Number(args[1]), args[2] === 'keepalive');
 else await main();
