@@ -163,16 +163,26 @@ export async function runBench(name: string, body: (dir: string) => Promise<void
   if (error) fail(error instanceof Broken ? error.message : ((error as Error).stack ?? String(error)));
 }
 
-/** A port free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+// Ports handed out by freePort in this process: the kernel may pick a port again once its
+// probe is closed, and two servers given one port, the second failing to bind, had a run
+// measure nginx as if it were the bare node:http server.
+const handedOut = new Set<number>();
+
+/** A port free on 127.0.0.1 a moment ago, and not handed out before by this process. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createNetServer();
+      server.once('error', reject);
+      server.listen(0, HOST, () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
     });
-  });
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 export interface Answer {
