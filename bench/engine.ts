@@ -431,24 +431,38 @@ const WORKER_RECORDS = 30_000_000;
 const WORKER_WARMUP = 5_000_000;
 const SCALING_ROUNDS = 5;
 
-type ToWorker = { type: 'go'; n: number } | { type: 'exit' };
+/** What a worker records: into its shard of the shared zone, or into arrays of its own
+ * (`plain`, the reference: the same loop with nothing shared, which says how well the
+ * machine runs two such loops at once at that moment). */
+type Kind = 'zonal' | 'plain';
+type ToWorker = { type: 'go'; n: number; kind: Kind } | { type: 'exit' };
 /** `cpuNs`: the worker's own CPU time for the loop. Records per CPU second fall when the
  * workers get in each other's way in the memory system (shards sharing cache lines);
  * records per wall second fall too when another process takes one of the cores. */
 type FromWorker = { type: 'ready'; records: number } | { type: 'done'; records: number; ns: number; cpuNs: number };
 
-/** The child side: attach, warm up on its own shard, then run a loop per 'go'. */
+/** The child side: attach, warm up on its own shard and arrays, then run a loop per 'go'. */
 function worker(): void {
   const blocks = zonalBlocks(Zone.attach('bench-engine-scale'));
+  const own = plainBlocks();
+  // What the plain loops must have added to `own`, checked after each.
+  const expected = expectedFor(WORKER_WARMUP).slice();
   const send = (m: FromWorker) => process.send!(m);
   recordZonal(blocks, WORKER_WARMUP);
+  recordPlain(own, WORKER_WARMUP);
   process.on('message', (m: ToWorker) => {
     if (m.type === 'exit') return process.disconnect();
     const cpu = process.cpuUsage();
     const start = nowNs();
-    recordZonal(blocks, m.n);
+    if (m.kind === 'zonal') recordZonal(blocks, m.n);
+    else recordPlain(own, m.n);
     const ns = nowNs() - start;
     const used = process.cpuUsage(cpu);
+    if (m.kind === 'plain') {
+      const added = expectedFor(m.n);
+      for (let i = 0; i < K; i++) expected[i] += added[i];
+      verify('plain in a worker', own, expected);
+    }
     send({ type: 'done', records: m.n, ns, cpuNs: (used.user + used.system) * 1000 });
   });
   // Without the parent there is nobody to report to.
@@ -478,9 +492,11 @@ interface Round {
 }
 
 /** Starts the workers at once (each already warm and waiting). */
-async function runTogether(children: ChildProcess[], n: number, reported: number[]): Promise<Round> {
+/** One round: each of `children` runs a loop of n records of `kind` at once. The zonal
+ * records each reports go to `reported`, which the zone's counts are checked against. */
+async function runTogether(children: ChildProcess[], n: number, kind: Kind, reported: number[]): Promise<Round> {
   const answers = children.map(nextMessage);
-  for (const child of children) child.send({ type: 'go', n } satisfies ToWorker);
+  for (const child of children) child.send({ type: 'go', n, kind } satisfies ToWorker);
   const done = await Promise.all(answers);
   let records = 0;
   let ns = 0;
@@ -488,7 +504,7 @@ async function runTogether(children: ChildProcess[], n: number, reported: number
   let cpuNs = 0;
   done.forEach((m, i) => {
     if (m.type !== 'done') fail(`worker ${i} answered ${m.type} to go`);
-    reported.push(m.records);
+    if (kind === 'zonal') reported.push(m.records);
     records += m.records;
     ns = Math.max(ns, m.ns);
     elapsed += m.ns;
@@ -500,6 +516,9 @@ async function runTogether(children: ChildProcess[], n: number, reported: number
 interface Scaling {
   one: number;
   two: number;
+  /** The same loop on each worker's own arrays, in the same rounds: the machine's scaling. */
+  plainOne: number;
+  plainTwo: number;
   /** CPU ns per record with two workers over the same with one: 1 when the workers do not
    * slow each other down, whatever else runs on the machine. */
   cpuCost: number;
@@ -521,15 +540,17 @@ async function measureScaling(): Promise<Scaling> {
   }
   const one: Round[] = [];
   const two: Round[] = [];
+  const plainOne: Round[] = [];
+  const plainTwo: Round[] = [];
+  const steps: Array<() => Promise<void>> = [
+    async () => void one.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, 'zonal', reported)),
+    async () => void two.push(await runTogether(children, WORKER_RECORDS, 'zonal', reported)),
+    async () => void plainOne.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, 'plain', reported)),
+    async () => void plainTwo.push(await runTogether(children, WORKER_RECORDS, 'plain', reported)),
+  ];
   for (let round = 0; round < SCALING_ROUNDS; round++) {
-    // Alternating which goes first spreads slow spells of the machine over both.
-    if (round % 2 === 0) {
-      one.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, reported));
-      two.push(await runTogether(children, WORKER_RECORDS, reported));
-    } else {
-      two.push(await runTogether(children, WORKER_RECORDS, reported));
-      one.push(await runTogether(children.slice(0, 1), WORKER_RECORDS, reported));
-    }
+    // Each round starts one step further on: slow spells of the machine fall on all four.
+    for (let k = 0; k < steps.length; k++) await steps[(round + k) % steps.length]();
   }
   await Promise.all(children.map(stop));
 
@@ -546,6 +567,8 @@ async function measureScaling(): Promise<Scaling> {
   return {
     one: median(one.map((r) => r.rate)),
     two: median(two.map((r) => r.rate)),
+    plainOne: median(plainOne.map((r) => r.rate)),
+    plainTwo: median(plainTwo.map((r) => r.rate)),
     cpuCost,
     onCpuOne: median(one.map((r) => r.onCpu)),
     onCpuTwo: median(two.map((r) => r.onCpu)),
@@ -571,6 +594,7 @@ async function main(): Promise<void> {
   const histograms = await measureHistograms(zone);
   const scaling = await measureScaling();
   const ratio = scaling.two / scaling.one;
+  const plainRatio = scaling.plainTwo / scaling.plainOne;
 
   table(
     `Cost of one full request record (12 counter updates), median of ${ROUNDS} rounds`,
@@ -593,11 +617,13 @@ async function main(): Promise<void> {
     ],
   );
   table(
-    `zonal record rate across worker processes, median of ${SCALING_ROUNDS} rounds`,
+    `Record rate across worker processes, zonal's shared zone and each worker's own arrays, median of ${SCALING_ROUNDS} rounds`,
     ['workers', 'records/s', 'x 1 worker', 'CPU x 1 worker', 'on a CPU'],
     [
       [1, Math.round(scaling.one), 1, 1, scaling.onCpuOne],
       [2, Math.round(scaling.two), ratio, scaling.cpuCost, scaling.onCpuTwo],
+      ['1, on arrays of its own', Math.round(scaling.plainOne), 1, '', ''],
+      ['2, each on arrays of its own', Math.round(scaling.plainTwo), plainRatio, '', ''],
     ],
   );
   const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
@@ -608,6 +634,8 @@ async function main(): Promise<void> {
       ['record_ns_zonal <= 2 x record_ns_plain', `${fmt(zonal / plain)} x`, met(zonal <= 2 * plain)],
       ['record_ns_promclient / record_ns_zonal >= 20', `${fmt(promclient / zonal)} x`, met(promclient / zonal >= 20)],
       ['scaling_2_workers >= 1.8', `${fmt(ratio)} x`, met(ratio >= 1.8)],
+      // No target: what the machine gave two loops sharing nothing, in the same rounds.
+      ['scaling_2_workers_plain (the machine)', `${fmt(plainRatio)} x`, '-'],
     ],
   );
   zone.remove();
@@ -621,6 +649,7 @@ async function main(): Promise<void> {
     record_ns_zonal_without_histograms: histograms.recordWithout,
     record_ns_zonal_with_3_histograms: histograms.recordWith,
     scaling_2_workers: ratio,
+    scaling_2_workers_plain: plainRatio,
     scaling_2_workers_cpu_cost: scaling.cpuCost,
     scaling_2_workers_on_cpu: scaling.onCpuTwo,
     records_per_s_1_worker: scaling.one,
