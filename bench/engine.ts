@@ -491,9 +491,9 @@ interface Round {
   onCpu: number;
 }
 
-/** Starts the workers at once (each already warm and waiting). */
-/** One round: each of `children` runs a loop of n records of `kind` at once. The zonal
- * records each reports go to `reported`, which the zone's counts are checked against. */
+/** One round: each of `children`, warm and waiting, runs a loop of n records of `kind`,
+ * all started at once. The zonal records each reports go to `reported`, which the zone's
+ * counts are checked against. */
 async function runTogether(children: ChildProcess[], n: number, kind: Kind, reported: number[]): Promise<Round> {
   const answers = children.map(nextMessage);
   for (const child of children) child.send({ type: 'go', n, kind } satisfies ToWorker);
