@@ -507,7 +507,7 @@ async function main(): Promise<void> {
           { key: 'zonal', name: 'zonal admin listener', port: example.adminPort, path: '/status/', pids: zonalExamplePids, check: isJsonObject },
           { key: 'bare_uws', name: `bare uWebSockets.js, ${treeBytes} bytes built once`, port: uwsPort, path: '/status/', pids: pidsOf(uws, 0), check: isBytes(treeBytes) },
           { key: 'floor', name: 'the floor: bare uWebSockets.js, the same reads, a minimal writer', port: floorPort, path: '/status/', pids: pidsOf(floor, 0), check: isBytes(treeBytes) },
-          { key: 'floor_api', name: "the floor behind zonal's API (serveApi, routing, headers)", port: floorApiPort, path: '/status/', pids: pidsOf(floorApi, 0), check: isJsonObject },
+          { key: 'floor_api', name: "the floor behind zonal's API (serveApi, routing, headers)", port: floorApiPort, path: '/status/', pids: pidsOf(floorApi, 0), check: isBytes(treeBytes) },
         ],
       },
       {
