@@ -258,7 +258,8 @@ export class Peer {
   }
 
   /** The peer reached max_fails, from up or recovering (slow start). Only the worker
-   * that makes the change counts it. */
+   * that makes the change counts it. A failed check of a peer already unavailable is
+   * not a new outage and does not come here (balancer.ts, "Passive health"). */
   becameUnavailable(now = Date.now()): boolean {
     let from = this.cells.compareExchange(PeerCell.state, PeerState.up, PeerState.unavailable);
     if (from === PeerState.recovering) from = this.cells.compareExchange(PeerCell.state, PeerState.recovering, PeerState.unavailable);

@@ -30,6 +30,20 @@
 //   available again (recovering first, with slow_start); its failure keeps it
 //   unavailable for another fail_timeout. A checking request still running after
 //   fail_timeout is taken for lost (its worker may have died): another may check.
+// - health.unavailable counts outages: each time the peer goes from up (or recovering)
+//   to unavailable. A failed check is not one: the peer never came back, and /status
+//   showed it unavailable throughout. Its outage goes on: downstart stays when the
+//   outage began, and downtime runs from downstart through every failed check to the
+//   successful one, which adds it to the total (metrics.becameAvailable()). So a peer
+//   whose backend stays down for 14 minutes shows unavailable 1 (and fails, selected
+//   growing by one check per fail_timeout) and a downtime of 14 minutes. This is Angie's
+//   accounting (ngx_http_upstream_stat() and ngx_stream_upstream_stat() in its
+//   *_upstream_round_robin.c): `unavailable++` and downstart only when
+//   `peer->fails == max_fails`, which a failed check, taking fails past max_fails, never
+//   meets; downtime added and downstart cleared only on a success (zonal keeps showing
+//   downstart after that, DESIGN.md: it appears once the peer has been unavailable).
+//   nginx keeps no count: its free_peer logs "upstream server temporarily disabled" on
+//   every failure with fails >= max_fails, each failed check included.
 // - Differences from nginx: nginx forgets every failure once no peer at all is left
 //   ("all peers failed, mark them as live for quick recovery"); here a peer comes back
 //   only through its checking request, so `unavailable` means what /status shows.
@@ -686,7 +700,9 @@ export class Balancer {
     const c = m.cells;
     if (pick.trial) {
       const state = c.load(STATE);
-      // Still unavailable: another fail_timeout, then another check.
+      // Still unavailable: another fail_timeout, then another check. The same outage:
+      // not counted in `unavailable` again, downstart kept, downtime still running (the
+      // header above says why: Angie's accounting).
       if (state === PeerState.unavailable) c.store(DOWN_AT, t);
       c.compareExchange(CHECKING, pick.token, 0);
       if (state === PeerState.unavailable) return;
