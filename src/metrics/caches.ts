@@ -106,8 +106,9 @@ export class Cache {
 
   /** A response went out with cache status `status`, `bytes` of it read from the cache
    * (hit, stale, updating, revalidated) or from the proxied server (miss, expired,
-   * bypass). `written`: for miss, expired and bypass, the bytes written to the cache,
-   * when the response was written to it (0 counts as a response written). */
+   * bypass: every body byte read, whether the response was written to the cache or not).
+   * `written`: for miss, expired and bypass, the bytes written to the cache, when the
+   * response was written to it (0 counts as a response written). */
   served(status: CacheStatus, bytes: number, written?: number): void {
     const s = statuses[status];
     this.block.add(s.responses.index);

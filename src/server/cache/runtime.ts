@@ -22,7 +22,7 @@ export const KEYS = 'cache/keys';
 /** How often a request waiting for proxy_cache_lock looks again. */
 const LOCK_POLL_MS = 10;
 /** Responses larger than this are passed on, not cached. */
-const MAX_CACHED_BODY = 64 * 1024 * 1024;
+export const MAX_CACHED_BODY = 64 * 1024 * 1024;
 /** A worker's copies of recent bodies, so that a hit need not read its file again. */
 const MEMO_BYTES = 32 * 1024 * 1024;
 /** How long a worker trusts its copy of a file without looking at the file. */
@@ -340,6 +340,7 @@ class CachedRequest implements VariableContext, ProxyTap {
   private peerStatusText = '';
   private peerHeaders: string[] | undefined;
   private body: Buffer[] | undefined;
+  /** The body's bytes read from the peer, kept or not: the status's `bytes`. */
   private bodyLength = 0;
   private cacheable = false;
   private validUntil = 0;
@@ -569,8 +570,11 @@ class CachedRequest implements VariableContext, ProxyTap {
   }
 
   data(chunk: Buffer): void {
-    if (!this.cacheable) return;
+    // Every byte read from the peer counts in the status's `bytes`, stored or not (a
+    // response that is not cacheable, or grew past MAX_CACHED_BODY); only a cacheable
+    // one keeps its chunks, and `bytes_written` is what complete() wrote.
     this.bodyLength += chunk.length;
+    if (!this.cacheable) return;
     if (this.bodyLength > MAX_CACHED_BODY) {
       this.cacheable = false;
       this.body = undefined;
@@ -626,7 +630,8 @@ class CachedRequest implements VariableContext, ProxyTap {
     }
     if (!this.done) {
       this.done = true;
-      this.runtime.recorder.served(this.status, 0);
+      // What was read before the peer failed (mid-body): read from it, never written.
+      this.runtime.recorder.served(this.status, this.bodyLength);
     }
     return false;
   }
