@@ -271,12 +271,30 @@ function read(status: Status, t: Target, defaults: boolean): Json | undefined {
   }
   const entity = entityOf(t, peerSet(status, t.upstream).peers, defaults);
   if (entity !== undefined || t.name === undefined) return entity;
-  // A name /config added: its parameters, as its peers take them.
+  // A name the resolver follows, the configuration file's or one /config added: its
+  // parameters, as its peers take them.
   const named = nameOf(t.upstream, t.name);
-  const entry = named && !('error' in named) ? readNames(status, t.upstream).find((e) => sameName(e, named)) : undefined;
+  if (!named || 'error' in named) return undefined;
+  const entry = readNames(status, t.upstream).find((e) => sameName(e, named)) ?? fileName(t.upstream, named);
   if (!entry) return undefined;
-  const shown: { [key: string]: Json } = { ...(entry.service !== undefined ? { service: entry.service } : {}), resolve: true, ...peerJson({ ...entry.params, server: entry.server }, t.protocol, defaults) };
+  const shown = nameJson(entry, t.protocol, defaults);
   return t.param ? (shown[t.param.name] ?? t.param.default) : shown;
+}
+
+/** What /config shows of a followed name, and takes back unchanged: where its peers come
+ * from (`server`, `service`, `resolve`), then the parameters they are made with. */
+function nameJson(e: NameEntry, protocol: Protocol, defaults: boolean): { [key: string]: Json } {
+  return { server: e.server, ...(e.service !== undefined ? { service: e.service } : {}), resolve: true, ...peerJson({ ...e.params, server: e.server }, protocol, defaults) };
+}
+
+/** A `server <name> resolve` of the configuration file that `n` names: the file may write
+ * `srv.test` for the name /config spells `srv.test:80`. */
+function fileName(u: UpstreamConfig, n: PeerName): NameEntry | undefined {
+  const r = (u.resolve ?? []).find((r) => {
+    const parsed = parsePeerName(r.service !== undefined ? `${r.service}@${r.server}` : r.server);
+    return !('error' in parsed) && sameName(parsed, n);
+  });
+  return r && { server: r.server, ...(r.service !== undefined ? { service: r.service } : {}), params: r.params ?? {} };
 }
 
 /** A host name (or `<service>@<name>`) in an upstream with a resolver: a name its
@@ -290,15 +308,14 @@ function nameOf(u: UpstreamConfig, name: string): PeerName | { error: string } |
   return 'error' in parsed ? { error: parsed.error } : parsed;
 }
 
-const sameName = (e: NameEntry, n: PeerName) => e.server === n.server && e.service === n.service;
+const sameName = (e: { server: string; service?: string }, n: PeerName) => e.server === n.server && e.service === n.service;
 
 /** PUT, PATCH or DELETE of a name: the names record (metrics/peers.ts), which the
  * primary's resolver follows; its peers appear as it resolves, keyed by address. */
 function writeName(status: Status, t: Target, req: ConfigRequest, body: Json | undefined, named: PeerName): ApiResponse {
   const u = t.upstream!;
   const merge = req.method === 'PATCH';
-  if ((u.resolve ?? []).some((r) => r.server === named.server && r.service === named.service))
-    return apiError(400, 'FormatError', `The server "${t.name}" is the configuration's ("server ... resolve"): it is changed there.`);
+  if (fileName(u, named)) return apiError(400, 'FormatError', fileNameError(t.name!));
   const current = readNames(status, u).find((e) => sameName(e, named));
   if (req.method === 'DELETE') {
     if (!current || t.param) return pathNotFound(req.path);
@@ -316,7 +333,7 @@ function writeName(status: Status, t: Target, req: ConfigRequest, body: Json | u
       if (merge && body === null) delete params[t.param.key];
       else setParam(params, t.param, body!, false, u);
       checkSlowStart(u, params);
-    } else params = applyParams(t.protocol!, u, current && merge ? current.params : {}, body!, merge, undefined);
+    } else params = applyParams(t.protocol!, u, current && merge ? current.params : {}, withoutOrigin(body!, named), merge, undefined);
   } catch (e) {
     if (e instanceof FormatError) return apiError(400, 'FormatError', e.description);
     throw e;
@@ -327,6 +344,21 @@ function writeName(status: Status, t: Target, req: ConfigRequest, body: Json | u
   if (!current)
     return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created: its peers are its addresses, as the resolver finds them.` }, true, false);
   return jsonResponse(200, { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` }, true, false);
+}
+
+const fileNameError = (name: string) => `The server "${name}" is the configuration file's ("server ... resolve"): it is changed there.`;
+
+/** A name's body without what GET shows of its origin (`server`, `service`, `resolve`),
+ * which may be sent back as it is shown, and not changed. */
+function withoutOrigin(body: Json, named: PeerName): Json {
+  if (!isObject(body)) return body;
+  const shown: { [key: string]: Json } = { server: named.server, service: named.service ?? null, resolve: true };
+  const out: { [key: string]: Json } = {};
+  for (const [field, value] of Object.entries(body)) {
+    if (!Object.hasOwn(shown, field)) out[field] = value;
+    else if (value !== shown[field]) throw new FormatError(`The "${field}" field of the server "${named.service !== undefined ? `${named.service}@` : ''}${named.server}" is its name's: it cannot be changed.`);
+  }
+  return out;
 }
 
 /** The entity an upstream's path names, from a set of its peers. */
@@ -435,13 +467,16 @@ const withParams = (p: PeerConfig, params: Params): PeerConfig => {
   return { ...params, server, ...(service !== undefined ? { service } : {}), ...(name !== undefined ? { name } : {}) };
 };
 
-/** The servers of an upstream after a PUT or PATCH of its `servers` object. */
-function applyServers(protocol: Protocol, u: UpstreamConfig, peers: readonly PeerEntry[], body: Json, merge: boolean): PeerConfig[] {
-  if (!isObject(body)) throw new FormatError('"servers" is a JSON object of servers by name.');
+/** The servers of an upstream after a PUT or PATCH of its `servers` object (`body`),
+ * or a DELETE (`body` undefined). The peers of followed names are `names`'s: those of a
+ * name it keeps stay, the others go, whatever the body lists by address. */
+function applyServers(protocol: Protocol, u: UpstreamConfig, peers: readonly PeerEntry[], body: Json | undefined, merge: boolean, names: NamesPlan): PeerConfig[] {
+  if (body !== undefined && !isObject(body)) throw new FormatError('"servers" is a JSON object of servers by name.');
   const byName = new Map(peers.map((p) => [peerName(p), stripId(p)]));
   const out = merge ? new Map(byName) : new Map<string, PeerConfig>();
   const seen = new Map<string, string>();
-  for (const [name, value] of Object.entries(body)) {
+  for (const [name, value] of Object.entries(body ?? {})) {
+    if (names.listed.has(name)) continue;
     const key = byName.has(name) ? name : keyOf(name);
     const twice = seen.get(key);
     if (twice !== undefined) throw new FormatError(`The servers "${twice}" and "${name}" are the same server ${key}.`);
@@ -454,7 +489,89 @@ function applyServers(protocol: Protocol, u: UpstreamConfig, peers: readonly Pee
     const params = applyParams(protocol, u, existing && merge ? paramsOfPeer(existing) : {}, value, merge, existing);
     out.set(key, existing ? withParams(existing, params) : newPeer(name, params));
   }
+  for (const [key, p] of byName) {
+    const followed = names.follows(p);
+    if (followed === false) out.delete(key);
+    else if (followed && !out.has(key)) out.set(key, p);
+  }
   return [...out.values()];
+}
+
+/** What a write of a whole collection (an upstream's `servers`, or the upstream) does to
+ * the names its resolver follows. The file's names are the file's: their peers stay. The
+ * names /config added are the collection's: a PUT keeps those its body lists by name, a
+ * PATCH merges its body's into them, a DELETE ends them all; the peers of an ended name
+ * go in the same publication, and the follower stops (resolver/peers.ts). */
+interface NamesPlan {
+  /** Body keys that are names (not addresses). */
+  readonly listed: ReadonlySet<string>;
+  /** The names /config follows after the write; undefined when they stay as they are. */
+  readonly names?: NameEntry[];
+  /** Of a peer: true when a followed name made it and keeps it, false when its name
+   * ends, undefined when no name made it. */
+  follows(p: PeerConfig): boolean | undefined;
+}
+
+const madeByName = (p: PeerConfig, e: { server: string; service?: string }) => p.name !== undefined && p.server === e.server && p.service === e.service;
+
+function namesPlan(status: Status, protocol: Protocol, u: UpstreamConfig, body: Json | undefined, mode: 'replace' | 'merge' | 'keep'): NamesPlan {
+  const current = u.resolver ? readNames(status, u) : [];
+  const file = u.resolve ?? [];
+  const listed = new Set<string>();
+  let names: NameEntry[] | undefined;
+  if (mode !== 'keep') {
+    const next = new Map<string, NameEntry>(mode === 'merge' ? current.map((e) => [`${e.service ?? ''}@${e.server}`, e]) : []);
+    for (const [key, value] of isObject(body) ? Object.entries(body) : []) {
+      const named = nameOf(u, key);
+      if (!named) continue;
+      if ('error' in named) throw new FormatError(serverNameError(key, named.error));
+      if (fileName(u, named)) throw new FormatError(fileNameError(key));
+      listed.add(key);
+      const id = `${named.service ?? ''}@${named.server}`;
+      const had = next.get(id);
+      if (value === null && mode === 'merge') {
+        next.delete(id);
+        continue;
+      }
+      const params = applyParams(protocol, u, had && mode === 'merge' ? had.params : {}, withoutOrigin(value, named), mode === 'merge', undefined);
+      next.set(id, { server: named.server, ...(named.service !== undefined ? { service: named.service } : {}), params });
+    }
+    names = [...next.values()];
+  }
+  const kept = names ?? current;
+  return {
+    listed,
+    ...(names ? { names } : {}),
+    follows: (p) => {
+      if (file.some((e) => madeByName(p, e)) || kept.some((e) => madeByName(p, e))) return true;
+      return current.some((e) => madeByName(p, e)) ? false : undefined;
+    },
+  };
+}
+
+/** A write of a whole collection: what it does to the servers. */
+interface Collection {
+  readonly mode: 'replace' | 'merge' | 'keep';
+  /** The `servers` object written (undefined: none, a DELETE). */
+  readonly body?: Json;
+}
+
+/** The collection write a request makes, when it names an upstream or its `servers`. */
+function collectionWrite(t: Target, method: string, body: Json | undefined): Collection | undefined {
+  if (t.name !== undefined) return undefined;
+  const merge = method === 'PATCH';
+  if (method === 'DELETE') return { mode: 'replace' };
+  if (t.servers) {
+    if (!isObject(body)) throw new FormatError('"servers" is a JSON object of servers by name.');
+    return { mode: merge ? 'merge' : 'replace', body };
+  }
+  // The upstream: `servers` is its one member.
+  if (!isObject(body)) throw new FormatError('An upstream is a JSON object with a "servers" member.');
+  for (const field of Object.keys(body)) if (field !== 'servers') throw new FormatError(`The "${field}" field is unknown.`);
+  if (!('servers' in body)) return merge ? { mode: 'keep' } : { mode: 'replace' };
+  if (body.servers === null && merge) return { mode: 'replace' };
+  if (!isObject(body.servers)) throw new FormatError('"servers" is a JSON object of servers by name.');
+  return { mode: merge ? 'merge' : 'replace', body: body.servers };
 }
 
 /** Whether a peer is the one a path names: by its key, or by its name as it is listed
@@ -478,16 +595,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
       // Checked on the set being replaced, inside the compare-and-swap: of two writers
       // holding the same tag, the second sees the first's change and fails.
       if (conditional && !preconditionsHold(entityOf(t, list, false), req.ifMatch, req.ifNoneMatch)) return { error: new PreconditionFailed() };
-      if (!t.servers) {
-        // The upstream: `servers` is its one member.
-        if (del) return [];
-        if (!isObject(body)) throw new FormatError('An upstream is a JSON object with a "servers" member.');
-        for (const field of Object.keys(body)) if (field !== 'servers') throw new FormatError(`The "${field}" field is unknown.`);
-        if (!('servers' in body)) return merge ? list : [];
-        if (body.servers === null && merge) return [];
-        return applyServers(protocol, u, peers, body.servers, merge);
-      }
-      if (t.name === undefined) return del ? [] : applyServers(protocol, u, peers, body!, merge);
+      if (collection) return collection.mode === 'keep' ? list : applyServers(protocol, u, peers, collection.body, collection.mode === 'merge', plan!);
       const at = list.findIndex((p) => isNamed(p, t));
       const existing = at >= 0 ? list[at] : undefined;
       if (!t.param) {
@@ -496,7 +604,7 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
           return list.filter((_, i) => i !== at);
         }
         const params = applyParams(protocol, u, existing && merge ? paramsOfPeer(existing) : {}, body!, merge, existing);
-        if (!existing) return [...list, newPeer(t.name, params)];
+        if (!existing) return [...list, newPeer(t.name!, params)];
         list[at] = withParams(existing, params);
         return list;
       }
@@ -520,6 +628,15 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
   // A parameter path or a DELETE of a server needs the server: look before writing.
   const before = peerSet(status, u).peers;
   if ((t.param || (del && t.name !== undefined)) && !before.some((p) => isNamed(p, t))) return pathNotFound(req.path);
+  let collection: Collection | undefined;
+  let plan: NamesPlan | undefined;
+  try {
+    collection = collectionWrite(t, req.method, body);
+    if (collection) plan = namesPlan(status, protocol, u, collection.body, collection.mode);
+  } catch (e) {
+    if (e instanceof FormatError) return apiError(400, 'FormatError', e.description);
+    throw e;
+  }
   const result = changePeers(status, u, change, t.key);
   if (!result.ok) {
     if (result.error === 'no-room')
@@ -530,6 +647,13 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
     return apiError(400, 'FormatError', (result.error as FormatError).description);
   }
   if (missing) return pathNotFound(req.path);
+  // The names after the peers: a request the peers' compare-and-swap refused (a format
+  // error, a failed condition) has changed nothing. A name's follower that answers in
+  // between puts back peers its watcher removes on its next look (200 ms).
+  if (plan?.names && !updateNames(status, u, () => plan.names!)) {
+    changePeers(status, u, () => before.map(stripId));
+    return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+  }
   // The entity's new tag, for the writer's next conditional write.
   const after = entityOf(t, peerSet(status, u).peers, false);
   const tag: Record<string, string> = after === undefined ? {} : { ETag: entityTag(after) };

@@ -89,7 +89,7 @@ export interface UpstreamConfig {
   /** Servers whose peers a resolver makes (`server <name> resolve`), as `server` and
    * `service` of the peers it makes: room is kept for their addresses (and for those
    * they replace while requests to them end), and a reload keeps their peers. */
-  resolve?: Array<{ server: string; service?: string }>;
+  resolve?: Array<{ server: string; service?: string; params?: Omit<PeerConfig, 'server' | 'service' | 'name'> }>;
   /** The upstream has a resolver: /config takes host names and services too. */
   resolver?: boolean;
 }

@@ -27,6 +27,13 @@ export function peerConfig(p: PeerParams): PeerConfig {
   };
 }
 
+/** A `server <name> resolve` as /config shows it: its name and the parameters its
+ * peers are made with. */
+function resolvedServer(p: PeerParams): NonNullable<UpstreamConfig['resolve']>[number] {
+  const { server, service, name: _address, ...params } = peerConfig(p);
+  return { server, ...(service !== undefined ? { service } : {}), params };
+}
+
 /** Every upstream is counted, implicit ones too (every proxied request is); a zone
  * without a name is the upstream's, without a size the runtime's choice. */
 function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
@@ -37,9 +44,7 @@ function upstreamConfig(u: UpstreamBlockConfig): UpstreamConfig {
     // The peers of `resolve` servers are their addresses, which the resolver adds
     // (resolver/peers.ts).
     peers: u.servers.filter((p) => !p.resolve).map(peerConfig),
-    ...(u.servers.some((p) => p.resolve)
-      ? { resolve: u.servers.filter((p) => p.resolve).map((p) => ({ server: p.server, ...(p.service !== undefined ? { service: p.service } : {}) })) }
-      : {}),
+    ...(u.servers.some((p) => p.resolve) ? { resolve: u.servers.filter((p) => p.resolve).map(resolvedServer) } : {}),
     ...(u.resolver ? { resolver: true } : {}),
     ...(u.probes?.length ? { probes: true } : {}),
     ...(u.probes?.some((p) => p.essential) ? { essential: true } : {}),

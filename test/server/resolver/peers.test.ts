@@ -111,7 +111,7 @@ http {
     getJson(nameUrl, { method, ...(body === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }) });
   const created = await send('PUT', { weight: 3 });
   t.equal(created.status, 201, `a name is created in an upstream with a resolver: ${JSON.stringify(created.body)}`);
-  t.same((await getJson(nameUrl)).body, { resolve: true, weight: 3 }, 'its path shows it, with its parameters');
+  t.same((await getJson(nameUrl)).body, { server: `extra.test:${port}`, resolve: true, weight: 3 }, 'its path shows it, with its parameters');
   t.equal((await send('PATCH', { max_fails: 2 })).status, 200, 'and takes changes');
   await dns.setHosts('127.0.0.2 app.test\n127.0.0.3 app.test\n127.0.0.4 nowhere.test\n127.0.0.2 extra.test\n');
   t.ok(await eventually(async () => Object.keys(await peers('ghost')).includes(`127.0.0.2:${port}`), 7000), 'its address becomes a peer');
