@@ -24,10 +24,13 @@ export interface Branch {
 
 const some = (list: readonly unknown[] | undefined) => !!list && list.length > 0;
 
+// The root's members in Angie's order (`resolvers` before `http`): the spec lists them
+// without saying an order, and an operator comparing the two trees sees the same one.
 export const branches: Branch[] = [
   { path: ['server'], present: () => true, node: serverNode },
   { path: ['connections'], present: () => true, node: connectionsNode },
   { path: ['slabs'], present: (c) => slabZones(c, 1).length > 0, node: slabsNode },
+  { path: ['resolvers'], present: (c) => some(c.resolvers), node: resolversNode },
   { path: ['http', 'server_zones'], present: (c) => some(c.http?.serverZones), node: serverZones.node },
   { path: ['http', 'location_zones'], present: (c) => some(c.http?.locationZones), node: locationZones.node },
   { path: ['http', 'caches'], present: (c) => some(c.http?.caches), node: cachesNode },
@@ -37,7 +40,6 @@ export const branches: Branch[] = [
   { path: ['stream', 'server_zones'], present: (c) => some(c.stream?.serverZones), node: streamZonesNode },
   { path: ['stream', 'limit_conns'], present: (c) => some(c.stream?.limitConns), node: streamLimitConns.node },
   { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
-  { path: ['resolvers'], present: (c) => some(c.resolvers), node: resolversNode },
 ];
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. The
