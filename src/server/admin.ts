@@ -8,7 +8,8 @@ import { serveApi, type ApiServer } from '../transport/uws.js';
 import type { ServerConfig, VirtualServerConfig } from './config/model.js';
 import type { Verdict } from './http/guard.js';
 import { ServerNames } from './http/server-names.js';
-import { Site, type Place } from './http/site.js';
+import { Site, type Place, type Route } from './http/site.js';
+import { absoluteLocation, encodePath, errorPage } from './http/pages.js';
 import { normalizeUri } from './http/uri.js';
 import { listenGroups } from './listens.js';
 import { auditLine, logAudit } from './audit.js';
@@ -67,25 +68,43 @@ export class AdminListeners {
     const only = servers.length === 1 ? sites.get(servers[0]) : undefined;
     // A client polls the same few paths: where one leads (its site's location) is kept,
     // per site, rather than normalized and matched again. Bounded, as paths are anyone's.
-    const places = new Map<Site, Map<string, Place>>();
+    const places = new Map<Site, Map<string, Route>>();
     return (req) => {
       const site = only ?? sites.get(names.select(req.host))!;
       const head = req.method === 'HEAD';
       let known = places.get(site);
-      let place = known?.get(req.path);
-      if (place === undefined) {
+      let route = known?.get(req.path);
+      if (route === undefined) {
         const uri = normalizeUri(req.path);
         if (uri === undefined) return apiError(400, 'BadRequest', `The request path "${req.path}" is not valid.`, head);
-        place = site.find(uri);
+        route = site.route(uri);
         if (!known) places.set(site, (known = new Map()));
         if (known.size >= PLACES_MAX) known.clear();
-        known.set(req.path, place);
+        known.set(req.path, route);
       }
+      // A location's auto redirect, before its access checks, as on the data plane.
+      if (route.redirect !== undefined) return redirect(route.redirect, req, address.port, head);
+      const place = route.place;
       if (place.guard.open) return content(place, req, head);
       const verdict = place.guard.check(req.remoteAddress ?? '', req.authorization);
       return typeof verdict === 'number' ? guarded(verdict, place, req, head) : verdict.then((v) => guarded(v, place, req, head));
     };
   }
+}
+
+/** The 301 of a location's auto redirect (sendRedirect() of the data plane). */
+function redirect(path: string, req: ApiRequest, port: number, head: boolean): ApiResponse {
+  const query = req.query === '' ? '' : `?${req.query}`;
+  const body = errorPage(301);
+  return {
+    status: 301,
+    headers: {
+      Location: absoluteLocation(encodePath(path) + query, { host: req.host, secure: req.secure === true, localAddress: req.address, localPort: port }),
+      'Content-Type': 'text/html',
+      'Content-Length': String(Buffer.byteLength(body)),
+    },
+    body: head ? '' : body,
+  };
 }
 
 function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {

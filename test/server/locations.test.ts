@@ -143,3 +143,86 @@ t.test('no locations, and a regex with state in it', async (t) => {
     ['/a', 'g'],
   ]);
 });
+
+/** A location whose own content is the API (`api /status/;`): it auto-redirects when its
+ * path ends with '/'. */
+function apiLoc(name: string, modifier: LocationConfig['modifier'], path: string, locations: LocationConfig[] = []): LocationConfig {
+  const location: LocationConfig = { ...loc(name, modifier, path, locations), api: '/status/' };
+  names.set(location, name);
+  return location;
+}
+
+/** [uri, location, whether it answers with a redirect to its path] */
+type RedirectRow = [uri: string, expected: string | undefined, redirect: boolean];
+
+function redirects(t: Test, index: LocationIndex, rows: RedirectRow[]) {
+  for (const [uri, expected, redirect] of rows) {
+    const found = index.match(uri);
+    t.equal(found === undefined ? undefined : names.get(found.location), expected, `${uri} -> ${expected ?? 'no location'}`);
+    t.equal(found?.redirect === true, redirect, `${uri}: ${redirect ? 'a redirect' : 'no redirect'}`);
+  }
+}
+
+t.test("nginx's auto redirect: the URI without the final slash of an api or proxy_pass location", async (t) => {
+  const index = new LocationIndex([
+    loc('root', '', '/'),
+    apiLoc('status', '', '/status/'),
+    // Ends with a slash but has no api or proxy_pass: no redirect.
+    loc('plain', '', '/plain/'),
+    // An exact location of the URI itself wins over the redirect.
+    apiLoc('exactDir', '', '/exact/'),
+    loc('exact', '=', '/exact'),
+    // So does a prefix location of the URI itself.
+    apiLoc('bothDir', '', '/both/'),
+    loc('both', '', '/both'),
+    // A prefix that does not end with a slash never redirects.
+    apiLoc('noSlash', '', '/noslash'),
+    // An exact location ending with a slash redirects too (nginx's flag is per location).
+    apiLoc('exactSlash', '=', '/only/'),
+    // The redirect ends the search: the regexes are not tried.
+    loc('regex', '~', '^/status$'),
+    loc('regexOther', '~', '^/stat'),
+    apiLoc('outer', '', '/outer/', [apiLoc('inner', '', '/outer/inner/')]),
+    loc('shortPrefix', '^~', '/sta'),
+  ]);
+  redirects(t, index, [
+    ['/status', 'status', true],
+    // Only the redirect skips the regexes: below the location they are tried as ever.
+    ['/status/', 'regexOther', false],
+    ['/status/http', 'regexOther', false],
+    ['/statusx', 'shortPrefix', false],
+    ['/plain', 'root', false],
+    ['/plain/', 'plain', false],
+    ['/exact', 'exact', false],
+    ['/exact/', 'exactDir', false],
+    ['/both', 'both', false],
+    ['/both/', 'bothDir', false],
+    ['/noslash', 'noSlash', false],
+    ['/noslash/', 'noSlash', false],
+    ['/only', 'exactSlash', true],
+    ['/only/', 'exactSlash', false],
+    ['/outer', 'outer', true],
+    // Nested: the outer prefix leads to the nested level, whose location redirects.
+    ['/outer/inner', 'inner', true],
+    ['/outer/inner/', 'inner', false],
+  ]);
+  t.same(index.match('/status')?.captures, [], 'a redirect has no captures');
+});
+
+t.test('auto redirect: the exact location of the same path, and a redirect nested in a regex location', async (t) => {
+  // nginx keeps both in one node: the exact one's settings answer, and the flag of either
+  // makes it redirect.
+  const exactFirst = new LocationIndex([loc('exactPlain', '=', '/d/'), apiLoc('prefixApi', '', '/d/')]);
+  redirects(t, exactFirst, [
+    ['/d', 'exactPlain', true],
+    ['/d/', 'exactPlain', false],
+  ]);
+  // A redirect found in a regex location's nested level is a match there: nginx returns
+  // NGX_OK for whatever the nested search found.
+  const inRegex = new LocationIndex([loc('r', '~', '^/r', [apiLoc('nested', '', '/rx/')])]);
+  redirects(t, inRegex, [
+    ['/rx', 'nested', false],
+    ['/rx/', 'nested', false],
+    ['/ry', 'r', false],
+  ]);
+});

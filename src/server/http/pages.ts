@@ -1,6 +1,8 @@
 // The answers the server writes itself: nginx's small HTML error pages, `return` with
-// its text or redirect, and JSON errors for API locations.
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+// its text or redirect, the redirects it makes itself (a directory, a location's auto
+// redirect), and JSON errors for API locations.
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { ApiResponse } from '../../api/types.js';
 import type { ReturnConfig } from '../config/model.js';
 import { compileValue, type VariableContext } from './variables.js';
@@ -22,6 +24,80 @@ export function sendPage(res: ServerResponse, code: number, head: boolean, extra
   const body = errorPage(code);
   res.writeHead(code, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(body), ...extra });
   res.end(head ? undefined : body);
+}
+
+/** Where a request came in, for an absolute redirect. */
+export interface RequestOrigin {
+  /** The Host header as sent. */
+  readonly host?: string;
+  readonly secure: boolean;
+  /** The address and port of the socket that took the request. */
+  readonly localAddress?: string;
+  readonly localPort?: number;
+}
+
+export function requestOrigin(req: IncomingMessage): RequestOrigin {
+  const socket = req.socket;
+  return {
+    host: req.headers.host,
+    secure: (socket as TLSSocket).encrypted === true,
+    localAddress: socket.localAddress,
+    localPort: socket.localPort,
+  };
+}
+
+/** A Host header's host, as nginx keeps it (`$host`): without the port, lower-case, without
+ * a final dot; undefined when it is absent or not a host name or address. */
+function hostOf(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]/?#@\s\\]+)(?::\d*)?$/.exec(header);
+  if (!m) return undefined;
+  const host = m[1].toLowerCase().replace(/\.$/, '');
+  return host === '' ? undefined : host;
+}
+
+/**
+ * The Location of a redirect the server makes itself (a directory, a location's auto
+ * redirect) to `target` (a path, with its query), as nginx writes it under its defaults
+ * (`absolute_redirect on`, `server_name_in_redirect off`, `port_in_redirect on`): the
+ * scheme, the host of the Host header (else the local address), the local port unless it
+ * is the scheme's default, then the target.
+ */
+export function absoluteLocation(target: string, origin: RequestOrigin): string {
+  let host = hostOf(origin.host);
+  if (host === undefined) {
+    const local = (origin.localAddress ?? '127.0.0.1').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+    host = local.includes(':') ? `[${local}]` : local;
+  }
+  const scheme = origin.secure ? 'https' : 'http';
+  const port = origin.localPort;
+  const shown = port === undefined || port === (origin.secure ? 443 : 80) ? '' : `:${port}`;
+  return headerSafe(`${scheme}://${host}${shown}${target}`);
+}
+
+/** A path as a URI path: percent-encoded where a URI cannot hold it as is (a location's
+ * path and the URI matched against it are decoded). */
+export function encodePath(path: string): string {
+  try {
+    return encodeURI(path);
+  } catch {
+    // A lone surrogate: nothing a client could have sent or a file could hold.
+    return headerSafe(path);
+  }
+}
+
+/** The query of a request target with its '?', or '' when it has none or an empty one
+ * (nginx appends `?$args` only when there are args). */
+export function queryOf(target: string): string {
+  const q = target.indexOf('?');
+  return q < 0 || q === target.length - 1 ? '' : target.slice(q);
+}
+
+/** A 301 to `path` (a location's path, or a directory's URI with '/'), the request's query
+ * kept, with nginx's page for the code. */
+export function sendRedirect(req: IncomingMessage, res: ServerResponse, path: string): void {
+  const location = absoluteLocation(encodePath(path) + queryOf(req.url ?? ''), requestOrigin(req));
+  sendPage(res, 301, req.method === 'HEAD', { Location: location });
 }
 
 /** What a header value cannot hold (Node refuses it with an exception), percent-encoded:

@@ -20,10 +20,10 @@ import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
 import { listenGroups } from '../listens.js';
 import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
-import { errorPage, sendPage } from './pages.js';
+import { errorPage, sendPage, sendRedirect } from './pages.js';
 import { ServerNames } from './server-names.js';
 import type { ConditionContext } from './conditions.js';
-import { runIfs, Site, type Place } from './site.js';
+import { runIfs, Site, type Place, type Route } from './site.js';
 import { serveStatic } from './static.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
@@ -217,7 +217,16 @@ export class HttpPlane {
     }
     // The server's `if` blocks may answer before any location is searched.
     const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
-    const routed = answered ?? site.route(uri);
+    const routed: Route = answered ?? site.route(uri);
+    if (routed.redirect !== undefined) {
+      // A location's auto redirect: answered as nginx does once it found the location,
+      // before the location's `if` blocks, limits and access checks.
+      const location = routed.place.zone;
+      location?.requestStarted();
+      sendRedirect(req, res, routed.redirect);
+      this.answered(socket, conn, res, zone, location, started);
+      return;
+    }
     let place = routed.place;
     let captures: readonly string[] | undefined = routed.captures;
     // The location's `if` blocks choose the settings the request goes on with.

@@ -65,6 +65,14 @@ export function runIfs(place: Place, c: ConditionContext): Place {
   return routed;
 }
 
+/** Where a request goes: a place, with its regex captures, or a redirect (`redirect`: the
+ * path, as the location is written, that a 301 sends the client to). */
+export interface Route {
+  readonly place: Place;
+  readonly captures?: readonly string[];
+  readonly redirect?: string;
+}
+
 export interface SiteOptions {
   readonly status: Status;
   /** Whether its traffic is counted: admin listeners' is not. */
@@ -166,16 +174,17 @@ export class Site {
     visit(config.locations);
   }
 
-  /** The place that answers `uri`: a location's, or the server's own when none matches. */
-  find(uri: string): Place {
-    return this.route(uri).place;
-  }
-
-  /** find(), with the groups of the regex location that matched ($1 is `captures[0]`). */
-  route(uri: string): { readonly place: Place; readonly captures?: string[] } {
+  /** The place that answers `uri` (a location's, or the server's own when none matches),
+   * with the groups of the regex location that matched ($1 is `captures[0]`); or the path
+   * a location's auto redirect answers `uri` with: a 301 to it, in the place of that
+   * location (its zone counts it), before its `if` blocks, limits and access checks (nginx
+   * redirects as it finds the location). */
+  route(uri: string): Route {
     if (this.place.return) return this;
     const match = this.index.match(uri);
-    return match ? { place: this.places.get(match.location)!, captures: match.captures } : this;
+    if (match === undefined) return this;
+    const place = this.places.get(match.location)!;
+    return match.redirect ? { place, redirect: match.location.path } : { place, captures: match.captures };
   }
 }
 

@@ -6,7 +6,7 @@ import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { pipeline } from 'node:stream';
-import { sendPage } from './pages.js';
+import { sendPage, sendRedirect } from './pages.js';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html',
@@ -50,8 +50,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   let info = await statOrUndefined(path);
   if (!('error' in info) && info.isDirectory()) {
     if (!uri.endsWith('/')) {
-      const location = uri + '/' + (req.url?.includes('?') ? req.url.slice(req.url.indexOf('?')) : '');
-      sendPage(res, 301, head, { Location: location });
+      sendRedirect(req, res, uri + '/');
       return;
     }
     path = join(path, 'index.html');
