@@ -194,6 +194,56 @@ export class CounterBlock {
     this.recent[this.low + i] = v;
   }
 
+  /**
+   * Publishes `values`, half the block's length, as this process's sample: figures that belong together and are
+   * set, not added to (a worker's runtime, metrics/runtime.ts, where heap used and heap
+   * total from two different samples could show more used than there is). The block holds
+   * two copies of a sample, each half its length: `values` go into the copy readers are
+   * not reading, with plain stores, and one bump of the shard's sequence word makes it the
+   * current one. So a reader (published()) never waits for a writer: one stopped or
+   * killed half way through leaves the current copy as it was. For blocks written only
+   * this way: values below 2^52 in magnitude, as set()'s.
+   */
+  publish(values: ArrayLike<number>): void {
+    if (this.slot < 0) throw new Error('this process opened the zone with writer: false and has no shard to write');
+    const half = this.length >> 1;
+    if (values.length !== half) throw new RangeError(`${values.length} values for a block of ${this.length}, which holds two copies of ${half}`);
+    const i32 = this.i32;
+    const seq = this.seqIndex(this.slot);
+    // Bumps of 2 keep the word even: odd is a move in progress to every other reader.
+    const next = (((Atomics.load(i32, seq) >> 1) + 1) & 1) * half;
+    const recent = this.recent;
+    const low = this.low + next;
+    for (let i = 0; i < values.length; i++) recent[low + i] = values[i];
+    Atomics.add(i32, seq, 2);
+  }
+
+  /** Shard `slot`'s last sample that publish() wrote, whole, into `out` (half the
+   * block's length); zeros where nothing was published. */
+  published(slot: number, out: Float64Array = new Float64Array(this.length >> 1)): Float64Array {
+    this.checkShard(slot);
+    const { f64, i32 } = this;
+    const half = this.length >> 1;
+    const seq = this.seqIndex(slot);
+    const first = this.offset / 8 + slot * this.stride + HEAD;
+    // The current copy is not written to while the sequence word stays the same: a read
+    // during which it moved (a writer publishing, seldom more than once a second) is made
+    // again.
+    for (let attempt = 0; attempt < SPINS; attempt++) {
+      const before = Atomics.load(i32, seq);
+      if (before & 1) continue;
+      const at = first + ((before >> 1) & 1) * half;
+      for (let i = 0; i < half; i++) out[i] = f64[at + i];
+      if (Atomics.load(i32, seq) === before) break;
+    }
+    return out;
+  }
+
+  /** The slots whose shards readers read: those ever claimed for writing, lowest first. */
+  writtenSlots(): Int32Array {
+    return this.written.shards();
+  }
+
   /** Counter i of this process's own shard, as set() left it (a worker's running average). */
   own(i: number): number {
     return this.recent[this.low + i];
