@@ -10,6 +10,10 @@
 // A histogram (zonal's `histograms` extension) is a Prometheus histogram named after its
 // path with `_seconds` added: cumulative `_bucket{le="..."}` lines, `_sum` and `_count`,
 // in seconds as Prometheus's conventions want, where the JSON has milliseconds.
+//
+// A field may carry a name of its own (shape.ts TextName), which replaces the one its path
+// makes: a worker's runtime metrics are exported under prom-client's default names
+// (`process_cpu_user_seconds_total{worker="0"}`), which existing dashboards query.
 import type { HistogramSnapshot } from '../engine/index.js';
 import type { RenderContext, Scalar } from '../metrics/shape.js';
 import type { StatusNode } from '../metrics/tree.js';
@@ -89,9 +93,10 @@ function labelled(node: StatusNode, at: NameNode, labels: string, ctx: RenderCon
   if (node.histogram) {
     let family = at.family;
     if (!family) {
-      const name = `${at.name}_seconds`;
+      const name = node.text?.name ?? `${at.name}_seconds`;
+      const help = node.text ? (node.help ?? name) : `${node.help ?? name} In seconds.`;
       family = families.get(name);
-      if (!family) families.set(name, (family = { type: 'histogram', help: `${node.help ?? name} In seconds.`, samples: [] }));
+      if (!family) families.set(name, (family = { type: 'histogram', help, samples: [] }));
       at.family = family;
     }
     family.samples.push(...histogramSamples(node.histogram, labels));
@@ -99,12 +104,19 @@ function labelled(node: StatusNode, at: NameNode, labels: string, ctx: RenderCon
   }
   if (node.kind === 'leaf') {
     if (!node.metric) return;
-    const v = node.json(ctx);
-    const n = v === undefined ? undefined : numeric(node, v as Scalar);
+    // A leaf with a name of its own exports its value before rendering (a time's epoch
+    // milliseconds), in the name's unit.
+    const text = node.text;
+    const v = text && node.raw ? node.raw(ctx) : node.json(ctx);
+    let n = v === undefined ? undefined : numeric(node, v as Scalar);
     if (n === undefined) return;
+    // The tree's figures have at most three decimals (thousandths of a millisecond):
+    // rounded there, 827.494 ms is 0.827494 s rather than 0.8274940000000001.
+    if (text?.per) n = Math.round(n * 1000) / (text.per * 1000);
     let family = at.family;
     if (!family) {
-      const name = node.metric === 'counter' && !at.name.endsWith('_total') ? `${at.name}_total` : at.name;
+      const own = text?.name ?? at.name;
+      const name = node.metric === 'counter' && !own.endsWith('_total') ? `${own}_total` : own;
       family = families.get(name);
       if (!family) families.set(name, (family = { type: node.metric, help: node.help ?? name, samples: [] }));
       at.family = family;

@@ -118,6 +118,10 @@ export interface StatusConfig {
   stream?: StreamConfig;
   /** Resolver zones (`status_zone=` of a resolver). */
   resolvers?: string[];
+  /** zonal's `workers` member: each worker's Node runtime metrics, as the workers that
+   * run runtimeMetrics() (metrics/runtime.ts) sample them. Absent by default, so that the
+   * tree is the spec's unless asked. */
+  runtime?: boolean;
 }
 
 /** The record: the configuration plus what reloads change. */

@@ -7,6 +7,7 @@ import { connectionsNode } from './connections.js';
 import { locationZones, serverZones } from './http-zones.js';
 import { httpLimitConns, httpLimitReqs, streamLimitConns } from './limits.js';
 import { resolversNode } from './resolvers.js';
+import { workersNode } from './runtime.js';
 import { serverNode } from './server.js';
 import { slabsNode } from './slabs.js';
 import { upstreamsNode } from './upstreams.js';
@@ -40,6 +41,8 @@ export const branches: Branch[] = [
   { path: ['stream', 'server_zones'], present: (c) => some(c.stream?.serverZones), node: streamZonesNode },
   { path: ['stream', 'limit_conns'], present: (c) => some(c.stream?.limitConns), node: streamLimitConns.node },
   { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
+  // zonal's extension, after the spec's members: each worker's Node runtime.
+  { path: ['workers'], present: (c) => !!c.runtime, node: workersNode },
 ];
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. The

@@ -21,9 +21,24 @@ export interface RenderContext {
 export type MetricType = 'counter' | 'gauge';
 export type Scalar = number | string | boolean;
 
+/**
+ * A field the text format exports under a name of its own rather than the one its path
+ * makes (`zonal_...`): a worker's runtime metrics (metrics/runtime.ts) take prom-client's
+ * default names, which existing dashboards query. The name is the whole family name
+ * (`process_cpu_user_seconds_total`); instances keep the labels of their path.
+ */
+export interface TextName {
+  readonly name: string;
+  /** JSON units per unit of the name: 1000 where the JSON has milliseconds and the name
+   * seconds. */
+  readonly per?: number;
+}
+
 export interface Leaf<S> {
   readonly kind: 'leaf';
   readonly name: string;
+  /** The text format's own name for it (see TextName). */
+  readonly text?: TextName;
   /** The value, or undefined when the field is absent for this instance. */
   value(source: S, ctx: RenderContext): Scalar | undefined;
   /** How the text format exports it; strings are exported only through `numeric`. */
@@ -56,6 +71,20 @@ export interface Group<S> {
   readonly fields: ReadonlyArray<Field<S>>;
   /** Absent when this says so (an `ssl` object of a server that does not listen with SSL). */
   present?(source: S): boolean;
+  /** Its members are instances, which the text format shows as this label's values
+   * (`kind="minor"`) rather than as parts of the name: a worker's GC kinds. */
+  readonly label?: string;
+  /** The text format exports the group whole as this one histogram, instead of its
+   * leaves: a GC kind's `{ count, time }`, which the text has with its buckets. */
+  readonly histogram?: GroupHistogram<S>;
+}
+
+/** What a group's text is, when it is a histogram (see Group.histogram). */
+export interface GroupHistogram<S> {
+  readonly text: TextName;
+  readonly help: string;
+  /** Bounds in milliseconds, as every histogram's; exported in seconds. */
+  snapshot(source: S): HistogramSnapshot;
 }
 
 /**

@@ -227,6 +227,7 @@ function statusZoneBytes(config: StatusConfig, workers: number): number {
     (config.http?.locationZones?.length ?? 0) +
     (config.stream?.serverZones?.length ?? 0) +
     (config.resolvers?.length ?? 0) +
+    (config.runtime ? 1 : 0) +
     1;
   return 256 * 1024 + objects * (workers * 2560 + 2560) + 3 * JSON.stringify(config).length;
 }

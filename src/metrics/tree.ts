@@ -4,7 +4,7 @@
 import { closing, encoded, JsonWriter, prefix, type Encoded } from './json.js';
 import { quantile } from '../engine/index.js';
 import type { Histogram, HistogramSnapshot } from '../engine/index.js';
-import { entryList, histogramJson, HISTOGRAM_HELP, HISTOGRAM_PERCENTILES, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar } from './shape.js';
+import { entryList, histogramJson, HISTOGRAM_HELP, HISTOGRAM_PERCENTILES, renderTime, type Entries, type Field, type Group, type Json, type MetricType, type RenderContext, type Scalar, type TextName } from './shape.js';
 
 export interface StatusNode {
   readonly kind: 'object' | 'leaf';
@@ -30,6 +30,11 @@ export interface StatusNode {
   numeric?(value: Scalar): number;
   /** One histogram (zonal's `histograms` extension): the text format exports it whole. */
   readonly histogram?: HistogramSnapshot;
+  /** The text format's own name for a leaf or a histogram, instead of its path's. */
+  readonly text?: TextName;
+  /** A leaf's value as its field gives it, before JSON renders it (a time's epoch
+   * milliseconds, where the JSON may have ISO 8601): what a text name exports. */
+  raw?(ctx: RenderContext): Scalar | undefined;
 }
 
 const NO_MEMBERS: Array<[string, StatusNode]> = [];
@@ -117,6 +122,8 @@ export class FieldNode<S> implements StatusNode {
   readonly metric?: MetricType;
   readonly help?: string;
   numeric?: (value: Scalar) => number;
+  readonly text?: TextName;
+  readonly histogram?: HistogramSnapshot;
 
   constructor(
     private readonly field: Field<S>,
@@ -124,12 +131,24 @@ export class FieldNode<S> implements StatusNode {
     readonly flat?: boolean,
   ) {
     this.kind = field.kind === 'leaf' ? 'leaf' : 'object';
-    if (field.kind === 'entries') this.label = field.label;
+    if (field.kind === 'entries' || field.kind === 'group') this.label = field.label;
     if (field.kind === 'leaf' || field.kind === 'entries') {
       this.metric = field.metric;
       this.help = field.help;
     }
-    if (field.kind === 'leaf') this.numeric = field.numeric;
+    if (field.kind === 'leaf') {
+      this.numeric = field.numeric;
+      this.text = field.text;
+    }
+    if (field.kind === 'group' && field.histogram) {
+      this.histogram = field.histogram.snapshot(source);
+      this.text = field.histogram.text;
+      this.help = field.histogram.help;
+    }
+  }
+
+  raw(ctx: RenderContext): Scalar | undefined {
+    return this.field.kind === 'leaf' ? this.field.value(this.source, ctx) : undefined;
   }
 
   members(ctx: RenderContext): Array<[string, StatusNode]> {
