@@ -16,6 +16,8 @@ const allowed: Record<string, string[]> = {
   api: ['metrics', 'engine'],
   transport: ['api', 'metrics', 'engine'],
   server: ['transport', 'api', 'metrics', 'engine'],
+  // The embedding adapters (undici upstreams; instrument(), Express, Fastify): the top, over the server's balancer.
+  embed: ['server', 'transport', 'api', 'metrics', 'engine'],
 };
 
 function files(dir: string): string[] {

@@ -81,6 +81,31 @@ export interface BalancerOptions {
   protocol?: Protocol;
 }
 
+/**
+ * The balancing method of a catalog entry (metrics/catalog.ts UpstreamConfig.method, a
+ * kind only), for a balancer made outside the server's configuration (src/embed): the
+ * server passes its parsed `BalancingMethod` instead. What a kind cannot say takes
+ * nginx's default: `random` without `two`, `hash` not consistent (its key, a variable
+ * expression in the server, is what the caller hands pick()). `least_time` is an NGINX
+ * Plus method this balancer does not have: refused rather than balanced otherwise.
+ */
+export function balancingMethodOf(kind: UpstreamConfig['method']): BalancingMethod {
+  switch (kind ?? 'round_robin') {
+    case 'round_robin':
+      return { kind: 'round_robin' };
+    case 'least_conn':
+      return { kind: 'least_conn' };
+    case 'random':
+      return { kind: 'random', two: false };
+    case 'hash':
+      return { kind: 'hash', key: '', consistent: false };
+    case 'ip_hash':
+      return { kind: 'ip_hash' };
+    default:
+      throw new Error(`balancing method "${kind}" is not one zonal's balancer has (round_robin, least_conn, random, hash, ip_hash)`);
+  }
+}
+
 /** Points of the consistent hash ring per unit of weight (nginx's and ketama's 160). */
 export const RING_POINTS = 160;
 /** Tries of hash and ip_hash before they fall back to round robin (nginx's 20). */
