@@ -239,7 +239,9 @@ export function runtimeMetrics(status: StatusStore, options: RuntimeMetricsOptio
 
   const delay: IntervalHistogram = monitorEventLoopDelay({ resolution });
   delay.enable();
-  let elu: EventLoopUtilization = performance.eventLoopUtilization();
+  // Utilisation since the last sample; the first sample's is since the loop started, as
+  // its interval is none.
+  let elu: EventLoopUtilization | undefined;
   // GC entries as Node reports them (a little after each collection), counted here until
   // the next sample: prom-client's histogram, per kind.
   const observer = new PerformanceObserver((list) => {
@@ -273,7 +275,7 @@ export function runtimeMetrics(status: StatusStore, options: RuntimeMetricsOptio
     } else for (const i of Object.values(DELAY)) v[i] = NaN;
     delay.reset();
     const now = performance.eventLoopUtilization();
-    v[UTILIZATION] = performance.eventLoopUtilization(now, elu).utilization || 0;
+    v[UTILIZATION] = (elu ? performance.eventLoopUtilization(now, elu) : now).utilization || 0;
     elu = now;
     const mem = process.memoryUsage();
     v[HEAP_USED] = mem.heapUsed;
