@@ -116,6 +116,8 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     ...(config.http?.resolverZones || config.stream?.resolverZones
       ? { resolvers: [...new Set([...(config.http?.resolverZones ?? []), ...(config.stream?.resolverZones ?? [])])] }
       : {}),
+    // status_runtime on: each worker's runtime, after the spec's members.
+    ...(config.statusRuntime ? { runtime: true } : {}),
     ...(config.stream
       ? {
           stream: {

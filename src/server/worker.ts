@@ -3,6 +3,8 @@
 // listen addresses and records its traffic. On "drain" (a reload or a stop) it stops
 // accepting, lets requests in flight finish, and exits.
 import { Status } from '../metrics/status.js';
+import { runtimeMetrics, type RuntimeMetrics } from '../metrics/runtime.js';
+import { RUNTIME_INTERVAL_MS } from './runtime/config.js';
 import { loadConfig, formatConfigError } from './config/load.js';
 import { HttpPlane } from './http/plane.js';
 import { CacheKeeper } from './cache/keeper.js';
@@ -16,6 +18,7 @@ keepNextTickFast();
 let plane: HttpPlane | undefined;
 let stream: StreamPlane | undefined;
 let keeper: CacheKeeper | undefined;
+let runtime: RuntimeMetrics | undefined;
 let draining = false;
 
 function send(message: ToPrimary): void {
@@ -26,6 +29,8 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   const { config, errors } = loadConfig(message.file, { files: message.files });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
   const status = Status.attach();
+  // status_runtime on: this worker's runtime in /status/workers, sampled off the request path.
+  if (config.statusRuntime) runtime = runtimeMetrics(status, { intervalMs: RUNTIME_INTERVAL_MS });
   const ticketKeys = Buffer.from(message.ticketKeys, 'base64');
   plane = new HttpPlane(config, { status, ticketKeys });
   if (config.stream) stream = new StreamPlane(config, { status, ticketKeys });
@@ -43,7 +48,11 @@ function drain(): void {
   if (draining) return;
   draining = true;
   keeper?.stop();
-  const done = () => process.exit(0);
+  // A draining worker still runs (its requests in flight): its member goes as it exits.
+  const done = () => {
+    runtime?.stop();
+    process.exit(0);
+  };
   if (!plane) done();
   else void Promise.all([plane.drain(), stream?.drain()]).then(done, done);
 }

@@ -18,6 +18,7 @@ import { checkResolvers, parseResolvedServer, resolverDirectives } from '../reso
 import { probeDirectives } from '../probes/config.js';
 import { dashboardDirectives } from '../dashboard/config.js';
 import { histogramDirectives } from '../histograms/config.js';
+import { runtimeDirectives } from '../runtime/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -199,6 +200,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [
   probeDirectives,
   dashboardDirectives,
   histogramDirectives,
+  runtimeDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -45,7 +45,14 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   const stream = level.stream && resolveStream(level.stream, checker, httpListens, httpZones);
   if (errors.length) return { errors };
   return {
-    config: { file: main, workerProcesses: level.workerProcesses ?? 1, ...(http ? { http } : {}), ...(stream ? { stream } : {}), files },
+    config: {
+      file: main,
+      workerProcesses: level.workerProcesses ?? 1,
+      ...(level.statusRuntime ? { statusRuntime: true } : {}),
+      ...(http ? { http } : {}),
+      ...(stream ? { stream } : {}),
+      files,
+    },
     errors,
   };
 }
