@@ -69,7 +69,8 @@ interface Backend {
 
 /** A node:http server on `host`: `/ok` (200, its address), `/missing` (404), `/chunked`
  * (200, a chunked body), `/echo` (200, the request body's length), `/hold` (200 once
- * released), `/flaky` (502 when `flaky`, else as `/ok`). */
+ * released), `/flaky` (502 when `flaky`, else as `/ok`), `/slow` (no answer when `flaky`,
+ * else as `/ok`). */
 async function backend(t: Test, host: string, flaky = false): Promise<Backend> {
   const sockets = new Set<Socket>();
   const held: Array<() => void> = [];
@@ -81,7 +82,8 @@ async function backend(t: Test, host: string, flaky = false): Promise<Backend> {
       res.statusCode = 502;
       return void res.end('bad gateway');
     }
-    if (path === '/ok' || path === '/flaky') return void res.end(address);
+    if (path === '/slow' && flaky) return;
+    if (path === '/ok' || path === '/flaky' || path === '/slow') return void res.end(address);
     if (path === '/missing') {
       res.statusCode = 404;
       return void res.end('not here');
@@ -460,6 +462,20 @@ async function tests() {
     t.same(p[x.address].responses, { 502: 1 });
     t.equal(peers('flaky')[x.address].data.received, 0, 'nor are its bytes');
     t.equal(p[x.address].data.received * 2, x.bytes().written, "the answer's bytes: X wrote two alike, one dropped, one passed on");
+  });
+
+  t.test('a timeout (undici’s headersTimeout) is retried on the next peer', async (t) => {
+    const [x, y] = await Promise.all([backend(t, '127.0.0.24', true), backend(t, '127.0.0.25')]);
+    const { status, peers } = setup(t, [{ name: 'slow', peers: [{ server: x.address }, { server: y.address }] }]);
+    const dispatcher = upstreamDispatcher(status, 'slow', { agent: { headersTimeout: 300 } });
+    t.teardown(() => dispatcher.destroy());
+    const r = await undiciFetch('http://slow/slow', { dispatcher });
+    t.same([r.status, await r.text()], [200, y.address], 'X gave no answer in time: Y answered');
+    const p = peers('slow');
+    t.equal(p[x.address].health.fails, 1, 'the timeout is a failed attempt');
+    t.equal(p[x.address].state, 'unavailable');
+    t.equal(p[x.address].selected.current, 0, 'released');
+    t.same(p[y.address].responses, { 200: 1 });
   });
 
   t.test('upstreamDispatcher: no live peer, and errors that are not the peer’s', async (t) => {
