@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "limit.h"
 #include "segment.h"
@@ -28,6 +29,24 @@ struct Mapping {
     }
   }
 };
+
+// The slots this thread claimed, each with a hold on its mapping: given up when the
+// thread's Node environment ends (a worker thread exiting), so that the next thread finds
+// them free at once. (A slot whose thread ended is free anyway once that is seen; this
+// makes it so at the thread's end, and does not depend on it.)
+struct Claimed {
+  Mapping* mapping;
+  int32_t slot;
+};
+thread_local std::vector<Claimed> claimed;
+
+void ReleaseClaimed() {
+  for (const Claimed& c : claimed) {
+    if (!c.mapping->segment->detached()) ReleaseSlot(*c.mapping->segment, c.slot);
+    c.mapping->Release();
+  }
+  claimed.clear();
+}
 
 template <class F>
 auto Guarded(Napi::Env env, F&& f) -> decltype(f()) {
@@ -365,7 +384,14 @@ class Zone : public Napi::ObjectWrap<Zone> {
     Segment& s = seg(env);
     int32_t slot = -1;
     if (info.Length() > 0 && !info[0].IsUndefined()) slot = static_cast<int32_t>(NumberArg(info, 0, "worker slot"));
-    return Napi::Number::New(env, Guarded(env, [&] { return ClaimSlot(s, slot); }));
+    const int32_t got = Guarded(env, [&] { return ClaimSlot(s, slot); });
+    bool known = false;
+    for (const Claimed& c : claimed) known = known || (c.mapping == mapping_ && c.slot == got);
+    if (!known) {
+      mapping_->refs++;
+      claimed.push_back({mapping_, got});
+    }
+    return Napi::Number::New(env, got);
   }
 
   Napi::Value Release(const Napi::CallbackInfo& info) {
@@ -697,6 +723,7 @@ class Zone : public Napi::ObjectWrap<Zone> {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = Zone::Define(env);
   env.SetInstanceData(new Napi::FunctionReference(Napi::Persistent(ctor)));
+  env.AddCleanupHook(ReleaseClaimed);
   exports.Set("NativeZone", ctor);
   exports.Set("pageSize", Napi::Number::New(env, static_cast<double>(sysconf(_SC_PAGESIZE))));
   exports.Set("layoutVersion", Napi::Number::New(env, kLayoutVersion));

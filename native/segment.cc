@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +94,32 @@ uint64_t SelfOwner() {
   return owner;
 }
 
+uint64_t SelfThreadOwner() {
+  thread_local uint64_t owner = 0;
+  // After a fork the thread id is another: the word is made again.
+  uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  if (owner == 0 || OwnerPid(owner) != tid) owner = StartTime(tid) << 22 | tid;
+  return owner;
+}
+
+uint32_t OwnerProcess(uint64_t owner) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%u/status", OwnerPid(owner));
+  FILE* f = fopen(path, "re");
+  if (!f) return 0;
+  char line[256];
+  uint32_t tgid = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "Tgid:", 5) == 0) {
+      tgid = static_cast<uint32_t>(strtoul(line + 5, nullptr, 10));
+      break;
+    }
+  fclose(f);
+  return tgid;
+}
+
+// A thread id is in the pid space: kill() finds a thread by it as it finds a process, and
+// /proc/<tid>/stat gives the thread's own start time.
 bool OwnerAlive(uint64_t owner) {
   uint32_t pid = OwnerPid(owner);
   if (pid == 0) return false;

@@ -90,7 +90,14 @@ class Guard {
 // Owner words: start time << 22 | pid. A pid alone can be reused by a later process;
 // with the start time (clock ticks since boot) the pair names one process for good.
 uint64_t SelfOwner();
+// The same word for the calling thread: its start time and thread id. A worker slot is
+// claimed by a thread, so that two threads of one process never write one shard; for a
+// process's main thread (its thread id is its pid) it is SelfOwner().
+uint64_t SelfThreadOwner();
+// Alive: the process or thread the word names still runs.
 bool OwnerAlive(uint64_t owner);
 inline uint32_t OwnerPid(uint64_t owner) { return static_cast<uint32_t>(owner & 0x3fffff); }
+// The process an owner word's thread belongs to (its pid for a process); 0 if unknown.
+uint32_t OwnerProcess(uint64_t owner);
 
 }  // namespace zonal

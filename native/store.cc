@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include "slab.h"
 
@@ -163,9 +164,30 @@ std::string RecordRead(Segment& s, uint64_t record) {
   return std::string(s.at<const char>(block + sizeof(uint64_t)), *s.at<uint64_t>(block));
 }
 
+namespace {
+
+// Who holds a slot, as an error message says it: a thread of this process, or another
+// process (and its thread, when that is not the main one).
+std::string Holder(uint64_t owner) {
+  const uint32_t tid = OwnerPid(owner);
+  const uint32_t process = OwnerProcess(owner);
+  if (process == static_cast<uint32_t>(getpid()))
+    return "live thread " + std::to_string(tid) +
+           " of this process: each thread that writes needs a slot of its own (a worker thread claims a free one "
+           "unless setWorkerSlot() names one)";
+  if (process != 0 && process != tid)
+    return "live process " + std::to_string(process) + " (its thread " + std::to_string(tid) + ")";
+  return "live process " + std::to_string(tid);
+}
+
+}  // namespace
+
 int32_t ClaimSlot(Segment& s, int32_t slot) {
   Header* h = s.header();
-  const uint64_t self = SelfOwner();
+  // A slot is a thread's: two threads of one process writing one shard would lose counts
+  // (their plain stores race), so they are two owners. A process's main thread is the
+  // process, as before threads had slots of their own.
+  const uint64_t self = SelfThreadOwner();
   const int32_t slots = static_cast<int32_t>(h->worker_slots);
   if (slot >= slots)
     throw ZoneError("worker slot " + std::to_string(slot) + " is out of range: the zone has " + std::to_string(slots) +
@@ -185,8 +207,7 @@ int32_t ClaimSlot(Segment& s, int32_t slot) {
   };
   if (slot >= 0) {
     if (take(slot)) return written(slot);
-    throw ZoneError("worker slot " + std::to_string(slot) + " is held by live process " +
-                    std::to_string(OwnerPid(h->claims[slot].load())));
+    throw ZoneError("worker slot " + std::to_string(slot) + " is held by " + Holder(h->claims[slot].load()));
   }
   for (int32_t i = 0; i < slots; i++)
     if (h->claims[i].load(std::memory_order_acquire) == self) return written(i);
@@ -195,11 +216,11 @@ int32_t ClaimSlot(Segment& s, int32_t slot) {
   throw ZoneError("all " + std::to_string(slots) + " worker slots of the zone are held by live processes");
 }
 
-void ReleaseSlot(Segment& s, int32_t slot) {
+bool ReleaseSlot(Segment& s, int32_t slot) {
   Header* h = s.header();
-  if (slot < 0 || slot >= static_cast<int32_t>(h->worker_slots)) return;
-  uint64_t self = SelfOwner();
-  h->claims[slot].compare_exchange_strong(self, 0, std::memory_order_acq_rel);
+  if (slot < 0 || slot >= static_cast<int32_t>(h->worker_slots)) return false;
+  uint64_t self = SelfThreadOwner();
+  return h->claims[slot].compare_exchange_strong(self, 0, std::memory_order_acq_rel);
 }
 
 }  // namespace zonal

@@ -32,9 +32,12 @@ RecordWriteResult RecordWrite(Segment& s, uint64_t record, const uint8_t* data, 
 // A consistent copy of the record's content: never a mix of two writes.
 std::string RecordRead(Segment& s, uint64_t record);
 
-// Claims a worker slot for this process: `slot` itself, or any free one when slot < 0.
-// A slot whose owner died is free again (its shard keeps its counts).
+// Claims a worker slot for the calling thread (a process's main thread is the process):
+// `slot` itself, or any free one when slot < 0. A slot whose owner died (a process, or a
+// thread that ended) is free again, its shard keeping its counts; one a live owner holds
+// is refused with an error that names the slot and its holder.
 int32_t ClaimSlot(Segment& s, int32_t slot);
-void ReleaseSlot(Segment& s, int32_t slot);
+// Gives the calling thread's claim on `slot` up; false when it held none there.
+bool ReleaseSlot(Segment& s, int32_t slot);
 
 }  // namespace zonal
