@@ -94,9 +94,32 @@ export interface UpstreamConfig {
   resolver?: boolean;
 }
 
+/**
+ * Zones made at run time (Angie 1.8's `status_zone <key> zone=<name>:<count>`): each
+ * request's key names a zone of the group, made the first time any worker records it, up
+ * to `count` zones; past those, keys count in the zone `name`, which the group always has
+ * (metrics/zone-groups.ts). A reload that keeps the group keeps its zones.
+ */
+export interface ZoneGroupConfig {
+  /** The group, and its own zone: where keys past `count` are counted. */
+  name: string;
+  /** Most zones the group makes (Angie's `:count`); 0: every key counts in `name`. */
+  count: number;
+  /** Server zones: the group's zones show `ssl`. */
+  ssl?: boolean;
+  /** Bounds of the response time histogram of each of the group's zones. */
+  histogram?: HistogramSetting;
+}
+
 export interface HttpConfig {
   serverZones?: ServerZoneConfig[];
   locationZones?: string[];
+  /** Server zones made at run time, by group (`status_zone $host zone=hosts:100` in a
+   * server). */
+  serverZoneGroups?: ZoneGroupConfig[];
+  /** Location zones made at run time, by group (`status_zone $uri zone=routes:100` in a
+   * location; route zones of an embedding framework). */
+  locationZoneGroups?: ZoneGroupConfig[];
   /** Location zones whose histogram is not the default, by name. */
   locationHistograms?: Record<string, HistogramSetting>;
   caches?: CacheConfig[];

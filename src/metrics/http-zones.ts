@@ -3,12 +3,13 @@
 // a location. A server zone's `ssl` object appears only when its server listens with
 // SSL; a location zone never has `ssl` nor `requests.processing`.
 import type { AtomicCells, GaugeBlock, Histogram } from '../engine/index.js';
-import type { HistogramSetting, ServerZoneConfig } from './catalog.js';
+import type { HistogramSetting, ServerZoneConfig, ZoneGroupConfig } from './catalog.js';
 import { histogramIn } from './histograms.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, Layout, type Counted, type Field, type Group } from './shape.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { zoneCollection } from './tree.js';
+import { ListedZones, ZoneGroup, zoneKeyName } from './zone-groups.js';
 
 // A zone's one-histogram list, made once per histogram.
 const lists = new WeakMap<Histogram, ReadonlyArray<readonly [string, Histogram]>>();
@@ -58,7 +59,10 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
   const keys = new Map<string, { block: string; claims: string }>();
   const key = (name: string) => {
     let k = keys.get(name);
-    if (!k) keys.set(name, (k = { block: `http/${kind}/${name}`, claims: `http/${kind}/${name}/codes` }));
+    if (!k) {
+      const base = `http/${kind}/${zoneKeyName(name)}`;
+      keys.set(name, (k = { block: base, claims: `${base}/codes` }));
+    }
     return k;
   };
   const block = (status: StatusStore, name: string, own?: readonly number[]) => status.gauges(STATUS_ZONE, key(name).block, layout.size, own);
@@ -70,24 +74,45 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
     return server ? http?.serverZones?.find((z) => z.name === name)?.histogram : http?.locationHistograms?.[name];
   };
   // Location zones are names in the catalog: one list of objects per catalog list, so that
-  // their keys are encoded once (tree.ts memberKeys).
-  const named = new WeakMap<readonly string[], Array<{ name: string }>>();
-  const asZones = (names: readonly string[]) => {
+  // their keys are encoded once (tree.ts memberKeys), each with its histogram's bounds.
+  const named = new WeakMap<readonly string[], ServerZoneConfig[]>();
+  const asZones = (status: StatusStore, names: readonly string[]) => {
     let zones = named.get(names);
-    if (!zones) named.set(names, (zones = names.map((name) => ({ name }))));
+    if (!zones) {
+      const histograms = status.catalog().http?.locationHistograms;
+      named.set(names, (zones = names.map((name) => (histograms?.[name] !== undefined ? { name, histogram: histograms[name] } : { name }))));
+    }
     return zones;
   };
-  const histograms = (status: StatusStore) => status.catalog().http?.locationHistograms;
+  const recorderOf = (status: StatusStore, name: string, setting: HistogramSetting | undefined) =>
+    new HttpZone(
+      { ssl, total, processing, discarded, responses, received, sent },
+      block(status, name, layout.gauges),
+      claims(status, name),
+      responseTime(status, name, setting),
+    );
+  // A group's recording side, one per process and group.
+  const groups = new WeakMap<StatusStore, Map<string, ZoneGroup<HttpZone>>>();
 
   return {
     fields: declared,
-    recorder: (status: StatusStore, name: string) =>
-      new HttpZone(
-        { ssl, total, processing, discarded, responses, received, sent },
-        block(status, name, layout.gauges),
-        claims(status, name),
-        responseTime(status, name, settingOf(status, name)),
-      ),
+    /** The recorder of the configured zone `name`. */
+    recorder: (status: StatusStore, name: string) => recorderOf(status, name, settingOf(status, name)),
+    /** The zones of the group `name` (the catalog's serverZoneGroups or
+     * locationZoneGroups): `group.recorder(key)` is the recorder of the zone `key` names,
+     * made at its first use by any worker, or of the group's own zone once the group has
+     * made its count of zones. The same object for every call in a process. */
+    group: (status: StatusStore, name: string): ZoneGroup<HttpZone> => {
+      let inStatus = groups.get(status);
+      if (!inStatus) groups.set(status, (inStatus = new Map()));
+      let g = inStatus.get(name);
+      if (!g)
+        inStatus.set(
+          name,
+          (g = new ZoneGroup(status, kind, name, (zone, group) => recorderOf(status, zone, group ? group.histogram : settingOf(status, zone)))),
+        );
+      return g;
+    },
     node: (status: StatusStore) => {
       // A zone's memory, found once per catalog entry (the node is made once per catalog):
       // finding its block, claims and histogram by name for every answer cost more than
@@ -102,13 +127,19 @@ function httpZone(kind: 'server_zones' | 'location_zones') {
               block: block(status, z.name),
               ssl: !!z.ssl,
               claims: claims(status, z.name),
-              responseTime: responseTime(status, z.name, server ? z.histogram : histograms(status)?.[z.name]),
+              responseTime: responseTime(status, z.name, z.histogram),
             }),
           );
         return m;
       };
+      // The zones groups made, after their group's own zone.
+      const listed = new ListedZones<ServerZoneConfig>(status, kind, (group: ZoneGroupConfig, name: string) => ({
+        name,
+        ...(server && group.ssl ? { ssl: true } : {}),
+        ...(group.histogram !== undefined ? { histogram: group.histogram } : {}),
+      }));
       return zoneCollection(
-        () => (server ? (status.catalog().http?.serverZones ?? []) : asZones(status.catalog().http?.locationZones ?? [])),
+        () => listed.of(server ? (status.catalog().http?.serverZones ?? []) : asZones(status, status.catalog().http?.locationZones ?? [])),
         declared,
         (z: ServerZoneConfig) => {
           const m = memoryOf(z);

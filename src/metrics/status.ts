@@ -9,6 +9,7 @@ import { ConnectionLimiter, RequestLimiter, type LimitConnOptions, type LimitReq
 import { statusRoot } from './root.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { publishUpstreams } from './upstreams.js';
+import { reloadZoneGroups, withGroupZones, zoneGroupBytes } from './zone-groups.js';
 
 export { STATUS_ZONE };
 
@@ -108,6 +109,8 @@ export class Status implements StatusStore {
     }
     for (const z of wanted) if (!this.zones.has(z.name)) this.createZone(z.name, z.size);
     this.publish(config, old.generation + 1, old.server.version, configFiles);
+    // Groups the new configuration keeps keep the zones they made (as many as it allows).
+    reloadZoneGroups(this, old, this.catalog());
     this.allocate();
   }
 
@@ -134,7 +137,8 @@ export class Status implements StatusStore {
   }
 
   private publish(config: StatusConfig, generation: number, version?: string, configFiles?: Record<string, string>): void {
-    const catalog: Catalog = { ...config, server: { version: version ?? ZONAL_VERSION, ...config.server }, generation, loadTime: Date.now() };
+    // Each zone group's own zone is among its family's zones: readers see it as any other.
+    const catalog: Catalog = { ...withGroupZones(config), server: { version: version ?? ZONAL_VERSION, ...config.server }, generation, loadTime: Date.now() };
     if (!this.catalogRecord.writeJSON(catalog)) throw new Error('the status zone has no room for the catalog');
     if (configFiles && !this.configFilesRecord.writeJSON(configFiles))
       throw new Error('the status zone has no room for the configuration files');
@@ -229,7 +233,7 @@ function statusZoneBytes(config: StatusConfig, workers: number): number {
     (config.resolvers?.length ?? 0) +
     (config.runtime ? 1 : 0) +
     1;
-  return 256 * 1024 + objects * (workers * 2560 + 2560) + 3 * JSON.stringify(config).length;
+  return 256 * 1024 + objects * (workers * 2560 + 2560) + 3 * JSON.stringify(config).length + zoneGroupBytes(config, workers);
 }
 
 /** What a process keeps of one zone, by key: made when first asked for. */
