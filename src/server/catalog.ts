@@ -1,10 +1,11 @@
 // What the status tree lists for a configuration: the server zones of `status_zone` in
-// servers and the location zones of `status_zone` in locations, in order of appearance,
+// servers and the location zones of `status_zone` in locations, in order of appearance
+// (with the groups of zones `status_zone <key> zone=<name>:<count>` makes at run time),
 // and every upstream with its peers; the same for the stream block. Admin servers have
 // no zones: their traffic is not counted.
 import type { CacheZone } from './cache/config.js';
-import type { CacheConfig, HistogramSetting, PeerConfig, StatusConfig, UpstreamConfig } from '../metrics/catalog.js';
-import type { LocationConfig, PeerParams, ServerConfig, UpstreamBlockConfig } from './config/model.js';
+import type { CacheConfig, HistogramSetting, PeerConfig, StatusConfig, UpstreamConfig, ZoneGroupConfig } from '../metrics/catalog.js';
+import type { LocationConfig, PeerParams, ServerConfig, StatusZoneKey, UpstreamBlockConfig } from './config/model.js';
 
 /** A configured peer as /config holds one: only what differs from the defaults /config
  * shows with `defaults=on` (src/api/config.ts PARAMS), so that GET /config shows what a
@@ -74,14 +75,22 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
   // A zone's histogram bounds: those where it first appears (a zone is one histogram).
   const serverHistograms = new Map<string, HistogramSetting | undefined>();
   const locationHistograms = new Map<string, HistogramSetting | undefined>();
-  const addLocation = (zone: string, histogram: HistogramSetting | undefined) => {
+  // Zones made at run time (`status_zone <key> zone=<name>:<count>`): a group's count is
+  // the largest any of its `status_zone` writes, as Angie takes it; a zone of the same name
+  // written without a key counts 0 towards it.
+  const serverCounts = new Map<string, number>();
+  const locationCounts = new Map<string, number>();
+  const count = (counts: Map<string, number>, zone: string, key: StatusZoneKey | undefined) =>
+    counts.set(zone, Math.max(counts.get(zone) ?? 0, key?.count ?? 0));
+  const addLocation = (zone: string, key: StatusZoneKey | undefined, histogram: HistogramSetting | undefined) => {
     locationZones.add(zone);
+    count(locationCounts, zone, key);
     if (!locationHistograms.has(zone)) locationHistograms.set(zone, histogram);
   };
   const visit = (locations: readonly LocationConfig[]) => {
     for (const l of locations) {
-      if (l.statusZone) addLocation(l.statusZone, l.histogram);
-      for (const i of l.ifs ?? []) if (i.statusZone) addLocation(i.statusZone, i.histogram);
+      if (l.statusZone) addLocation(l.statusZone, l.statusZoneKey, l.histogram);
+      for (const i of l.ifs ?? []) if (i.statusZone) addLocation(i.statusZone, i.statusZoneKey, i.histogram);
       visit(l.locations);
     }
   };
@@ -90,8 +99,20 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     // Servers may share a zone: it shows `ssl` when any of them listens with SSL.
     if (s.statusZone) serverZones.set(s.statusZone, (serverZones.get(s.statusZone) ?? false) || s.listens.some((l) => l.ssl));
     if (s.statusZone && !serverHistograms.has(s.statusZone)) serverHistograms.set(s.statusZone, s.histogram);
+    if (s.statusZone) count(serverCounts, s.statusZone, s.statusZoneKey);
     visit(s.locations);
   }
+  // A group with no count is a zone like any other: every key counts in it.
+  const groups = (counts: Map<string, number>, settings: (zone: string) => Omit<ZoneGroupConfig, 'name' | 'count'>): ZoneGroupConfig[] =>
+    [...counts].filter(([, n]) => n > 0).map(([name, n]) => ({ name, count: n, ...settings(name) }));
+  const serverZoneGroups = groups(serverCounts, (zone) => {
+    const histogram = serverHistograms.get(zone);
+    return { ...(serverZones.get(zone) ? { ssl: true } : {}), ...(histogram !== undefined ? { histogram } : {}) };
+  });
+  const locationZoneGroups = groups(locationCounts, (zone) => {
+    const histogram = locationHistograms.get(zone);
+    return histogram !== undefined ? { histogram } : {};
+  });
   const notDefault = [...locationHistograms].filter((e): e is [string, HistogramSetting] => e[1] !== undefined);
   const zones = config.http?.limitZones ?? [];
   const limit = (z: (typeof zones)[number]) => ({ name: z.name, zoneSize: z.size, ...(z.rate !== undefined ? { rate: z.rate } : {}) });
@@ -107,6 +128,8 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
       }),
       locationZones: [...locationZones],
       ...(notDefault.length ? { locationHistograms: Object.fromEntries(notDefault) } : {}),
+      ...(serverZoneGroups.length ? { serverZoneGroups } : {}),
+      ...(locationZoneGroups.length ? { locationZoneGroups } : {}),
       ...(config.http?.caches ? { caches: config.http.caches.map(cacheConfig) } : {}),
       ...(zones.some((z) => z.kind === 'conn') ? { limitConns: zones.filter((z) => z.kind === 'conn').map(limit) } : {}),
       ...(zones.some((z) => z.kind === 'req') ? { limitReqs: zones.filter((z) => z.kind === 'req').map(limit) } : {}),

@@ -16,6 +16,7 @@ import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { repairLimitSlot } from '../metrics/limits.js';
 import { repairStreamZones } from '../metrics/stream-zones.js';
+import { zoneGroupBytes } from '../metrics/zone-groups.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
@@ -74,7 +75,10 @@ export class Primary {
     if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
     // Twice the workers (a reload's new ones start while the old drain), and the primary's.
     const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()) + 1);
-    const status = Status.create(statusConfigOf(config), { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) });
+    const catalog = statusConfigOf(config);
+    // Room for the zones of `status_zone <key> zone=<name>:<count>` groups too: a reload
+    // that adds groups has what the first sizing left over.
+    const status = Status.create(catalog, { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) + zoneGroupBytes(catalog, slots) });
     const primary = new Primary(file, config, status, log);
     // Each worker accepts on the shared listening socket itself: no hand-off through the
     // primary for every connection.

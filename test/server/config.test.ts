@@ -903,7 +903,7 @@ t.test('several errors are reported together, in order', async (t) => {
       '  }',
       '}',
     ),
-    'servers.conf': conf('server {', '  listen 8081;', '  location /a/ { status_zone a b; }', '  auth_basic "r";', '}'),
+    'servers.conf': conf('server {', '  listen 8081;', '  location /a/ { status_zone a b c; }', '  auth_basic "r";', '}'),
   });
   const main = path.join(dir, 'zonal.conf');
   const included = path.join(dir, 'servers.conf');

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Checker, IfLevel, InheritableLevel, LocationLevel, ServerIfLevel, ServerLevel } from './levels.js';
 import type { BalancingMethod, IfCondition, NextUpstreamCondition, PeerParams } from './model.js';
 import { parseTime, readStateFile, StateFileError } from '../../metrics/peers.js';
+import { MAX_GROUP_COUNT } from '../../metrics/zone-groups.js';
 import { normaliseOrigin } from '../../api/origin.js';
 import { limitDirectives } from '../limits/config.js';
 import { streamDirectives } from '../stream/config.js';
@@ -598,15 +599,36 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     },
   }),
 
+  // `status_zone <zone>`, `status_zone off`, or Angie 1.8's `status_zone <key>
+  // zone=<name>[:<count>]`: each request's key names its zone, made at run time, up to
+  // `count` zones of the group `<name>`; past them (and without a count) requests count in
+  // `<name>` itself (metrics/zone-groups.ts).
   status_zone: define({
     contexts: ['server', 'location', 'if'],
-    args: [1, 1],
+    args: [1, 2],
     apply(d, level, c) {
-      const [name] = d.args;
-      if (name === 'off' && level.kind !== 'server') level.statusZone = false;
-      else if (name === 'off') c.error(d.origin, `"status_zone off" is allowed only in a location`);
-      else if (!isZoneName(name)) c.error(d.origin, `invalid zone name "${name}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
-      else level.statusZone = name;
+      const [name, group] = d.args;
+      if (group === undefined) {
+        if (name === 'off' && level.kind !== 'server') level.statusZone = false;
+        else if (name === 'off') c.error(d.origin, `"status_zone off" is allowed only in a location`);
+        else if (name.includes('$'))
+          c.error(d.origin, `"status_zone ${name}" has variables: the zone a key names needs a group, "status_zone ${name} zone=<name>:<count>"`);
+        else if (!isZoneName(name)) c.error(d.origin, `invalid zone name "${name}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
+        else level.statusZone = name;
+        return;
+      }
+      const spec = /^zone=([^:]*)(?::(.*))?$/.exec(group);
+      if (!spec || name === 'off') return c.error(d.origin, `invalid parameter "${name === 'off' ? name : group}"`);
+      const [, zone, countArg] = spec;
+      if (!isZoneName(zone)) return c.error(d.origin, `invalid zone name "${zone}" in "status_zone" directive: letters, digits, "_", "-" and "." only`);
+      const count = countArg === undefined ? 0 : /^\d{1,6}$/.test(countArg) ? Number(countArg) : NaN;
+      if (!(count >= (countArg === undefined ? 0 : 1) && count <= MAX_GROUP_COUNT))
+        return c.error(d.origin, `invalid zone count "${countArg}" in "status_zone" directive: a whole number from 1 to ${MAX_GROUP_COUNT}`);
+      // The request's variables, and in a location a regex location's captures.
+      const error = checkVariables(name, (v) => requestVariable(v) || v === 'server_name' || (level.kind !== 'server' && /^[1-9]$/.test(v)));
+      if (error) return c.error(d.origin, error);
+      level.statusZone = zone;
+      level.statusZoneKey = { key: name, count };
     },
   }),
 

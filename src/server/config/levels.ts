@@ -1,6 +1,6 @@
 // What each block of the configuration says by itself, before inheritance: the directive
 // table fills these in, resolve.ts merges them into the model.
-import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig } from './model.js';
+import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig, StatusZoneKey } from './model.js';
 import type { Directive } from './syntax.js';
 
 interface Level {
@@ -86,6 +86,7 @@ export interface ServerLevel extends InheritableLevel {
   readonly listens: ListenConfig[];
   readonly names: string[];
   statusZone?: string;
+  statusZoneKey?: StatusZoneKey;
   sslCertificate?: string;
   sslCertificateKey?: string;
   /** Milliseconds. */
@@ -116,6 +117,7 @@ export interface LocationLevel extends InheritableLevel {
   readonly regex?: RegExp;
   /** `false` for `status_zone off`. */
   statusZone?: string | false;
+  statusZoneKey?: StatusZoneKey;
   return?: At<ReturnConfig>;
   api?: At<string>;
   apiConfigFiles?: boolean;
@@ -141,6 +143,7 @@ export interface IfLevel extends InheritableLevel {
   /** Undefined after an error in it. */
   readonly condition?: IfCondition;
   statusZone?: string | false;
+  statusZoneKey?: StatusZoneKey;
   return?: At<ReturnConfig>;
   api?: At<string>;
   apiConfigFiles?: boolean;

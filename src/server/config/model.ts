@@ -172,6 +172,19 @@ export type IfCondition =
   | { readonly kind: 'file'; readonly test: 'f' | 'd' | 'e' | 'x'; readonly path: string; readonly negate: boolean };
 
 /**
+ * `status_zone <key> zone=<name>[:<count>]` (Angie 1.8): the zone `<name>` is a group of
+ * zones made at run time, each named by a request's key (metrics/zone-groups.ts): up to
+ * `count` of them, the largest count any `status_zone` of the group writes; past those,
+ * and with no count, requests count in `<name>` itself.
+ */
+export interface StatusZoneKey {
+  /** The key, with variables: `$host`, `$uri`, `$http_x_tenant`. */
+  readonly key: string;
+  /** `:<count>` as written here; 0 without one. */
+  readonly count: number;
+}
+
+/**
  * An `if` block of a location: nginx's implicit nested location. It holds every setting of
  * the location it is in, and its own: when its condition holds, the request goes on with
  * them (the last true `if` wins). Content (`api`, `proxy_pass`, files) it does not set
@@ -181,6 +194,8 @@ export interface IfConfig extends Inherited {
   readonly condition: IfCondition;
   /** Its own `status_zone`, else the location's (absent under `status_zone off`). */
   readonly statusZone?: string;
+  /** With `status_zone <key> zone=...`: `statusZone` is a group, each request's key its zone. */
+  readonly statusZoneKey?: StatusZoneKey;
   readonly return?: ReturnConfig;
   readonly api?: string;
   /** Its own `proxy_pass`, with the location's `proxy_*` settings. */
@@ -199,6 +214,8 @@ export interface LocationConfig extends Inherited {
   /** The location zone requests ending here count in; absent under `status_zone off`
    * or when no enclosing level set one. */
   readonly statusZone?: string;
+  /** With `status_zone <key> zone=...`: `statusZone` is a group, each request's key its zone. */
+  readonly statusZoneKey?: StatusZoneKey;
   /** Not inherited, as in nginx: a `return` answers only in its own location. */
   readonly return?: ReturnConfig;
   /** `if` blocks in the order written, not inherited by nested locations. */
@@ -222,6 +239,8 @@ export interface VirtualServerConfig extends Inherited {
   readonly names: readonly string[];
   /** The server zone of the server's requests. */
   readonly statusZone?: string;
+  /** With `status_zone <key> zone=...`: `statusZone` is a group, each request's key its zone. */
+  readonly statusZoneKey?: StatusZoneKey;
   /** Present when a listen has `ssl`: absolute paths, and `ssl_handshake_timeout` in ms. */
   readonly ssl?: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number };
   /** Its listens are admin listens (all of them or none: mixing is an error). */

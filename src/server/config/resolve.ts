@@ -297,6 +297,7 @@ class Resolver {
       listens: s.listens,
       names: s.names,
       ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
+      ...(s.statusZoneKey !== undefined ? { statusZoneKey: s.statusZoneKey } : {}),
       ...(ssl ? { ssl } : {}),
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
@@ -323,9 +324,9 @@ class Resolver {
   }
 
   /** `zone`: the enclosing location's zone, already undefined under `status_zone off`. */
-  private location(l: LocationLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean): LocationConfig {
+  private location(l: LocationLevel, outer: Merged, zone: ZoneSetting | undefined, apiConfigFiles: boolean): LocationConfig {
     const merged = merge(outer, l);
-    const statusZone = l.statusZone === false ? undefined : l.statusZone ?? zone;
+    const statusZone = zoneSetting(l, zone);
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
     if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
@@ -338,7 +339,7 @@ class Resolver {
       modifier: l.modifier,
       path: l.path,
       ...(l.regex ? { regex: l.regex } : {}),
-      ...(statusZone !== undefined ? { statusZone } : {}),
+      ...statusZone,
       ...(l.return ? { return: l.return.value } : {}),
       ...(ifs.length ? { ifs } : {}),
       ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
@@ -354,17 +355,17 @@ class Resolver {
 
   /** An `if` block: nginx merges the location's settings into it as into a nested
    * location, so it has all of them but those it sets itself. Undefined after an error. */
-  private ifBlock(i: IfLevel, outer: Merged, zone: string | undefined, apiConfigFiles: boolean, locationPass: ProxyPass | undefined): IfConfig | undefined {
+  private ifBlock(i: IfLevel, outer: Merged, zone: ZoneSetting | undefined, apiConfigFiles: boolean, locationPass: ProxyPass | undefined): IfConfig | undefined {
     if (!i.condition) return undefined;
     const merged = merge(outer, i);
-    const statusZone = i.statusZone === false ? undefined : i.statusZone ?? zone;
+    const statusZone = zoneSetting(i, zone);
     // A block that sets proxy_cache proxies with its location's proxy_pass and its own cache.
     const pass = i.proxyPass ?? (i.cache?.cache !== undefined ? locationPass : undefined);
     const proxy = pass && this.proxy(pass, merged);
     return {
       ...this.settle(merged),
       condition: i.condition,
-      ...(statusZone !== undefined ? { statusZone } : {}),
+      ...statusZone,
       ...(i.return ? { return: i.return.value } : {}),
       ...(i.api ? { api: i.api.value } : {}),
       ...(proxy ? { proxy } : {}),
@@ -373,6 +374,18 @@ class Resolver {
       origin: i.origin,
     };
   }
+}
+
+/** A location's zone as it passes to nested locations and `if` blocks: the name, and the
+ * key when the zone is a group of zones made at run time. */
+type ZoneSetting = Pick<LocationConfig, 'statusZone' | 'statusZoneKey'>;
+
+/** The zone of a location or `if` block: its own `status_zone` (key and all), none under
+ * `status_zone off`, else the enclosing one's, as nginx merges the setting. */
+function zoneSetting(level: LocationLevel | IfLevel, outer: ZoneSetting | undefined): ZoneSetting | undefined {
+  if (level.statusZone === false) return undefined;
+  if (level.statusZone === undefined) return outer;
+  return level.statusZoneKey ? { statusZone: level.statusZone, statusZoneKey: level.statusZoneKey } : { statusZone: level.statusZone };
 }
 
 /** A server's `if` blocks: only those that answer do anything. */

@@ -42,6 +42,9 @@ interface Conn {
   /** Socket byte counts at the end of the previous request. */
   read: number;
   written: number;
+  /** A TLS handshake not counted yet: its server's zone is a request's (a group's), so it
+   * counts in its first request's zone, or in `zone` (the group's own) if none comes. */
+  handshake?: { readonly zone?: HttpZone; readonly reused: boolean };
 }
 
 /** Where a connection's accounting is kept: on its socket (for TLS, on both sockets). */
@@ -142,12 +145,21 @@ export class HttpPlane {
         }
       },
     });
-    // The zone a handshake counts in: the server its SNI names, else the default one.
-    const zoneOf = (socket: TLSSocket) => this.site(names.selectServername((socket as TLSSocket & { servername?: string | false }).servername || undefined)).zone;
+    // The zone a handshake counts in: the server its SNI names, else the default one; when
+    // that server's zone is a request's (a group's), its first request's, or the group's
+    // own for one that fails or sends none.
+    const siteOf = (socket: TLSSocket) => this.site(names.selectServername((socket as TLSSocket & { servername?: string | false }).servername || undefined));
+    const zoneOf = (socket: TLSSocket) => {
+      const site = siteOf(socket);
+      return site.zone ?? site.groupZone;
+    };
     const raw = (socket: TLSSocket) => ((socket as TLSSocket & { _parent?: Socket })._parent ?? socket) as Counted;
     server.on('secureConnection', (socket: TLSSocket) => {
-      (socket as Counted)[CONN] = raw(socket)[CONN];
-      zoneOf(socket)?.sslHandshaked(socket.isSessionReused());
+      const conn = raw(socket)[CONN];
+      (socket as Counted)[CONN] = conn;
+      const site = siteOf(socket);
+      if (site.zoneOf && conn) conn.handshake = { zone: site.groupZone, reused: socket.isSessionReused() };
+      else site.zone?.sslHandshaked(socket.isSessionReused());
     });
     server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
       const conn = raw(socket)[CONN];
@@ -166,6 +178,7 @@ export class HttpPlane {
     this.conns.accepted();
     socket.once('close', () => {
       this.live.delete(entry);
+      if (conn.handshake) conn.handshake.zone?.sslHandshaked(conn.handshake.reused);
       if (conn.requests === 0 && conn.closedByServer) this.conns.dropped();
       else this.conns.closed(conn.idle);
     });
@@ -206,10 +219,15 @@ export class HttpPlane {
     // The response time histograms' start, the request's headers in: read only for a
     // server whose zones have histograms (0 otherwise: nothing is timed).
     const started = site.timed ? performance.now() : 0;
-    const zone = site.zone;
+    const uri = normalizeUri(req.url ?? '/');
+    // A group's zone is the one the request's key names ($uri as normalised).
+    const zone = site.zoneOf ? site.zoneOf({ req, uri: uri ?? '', serverName: site.config.names[0] ?? '' }) : site.zone;
+    if (conn?.handshake) {
+      (zone ?? conn.handshake.zone)?.sslHandshaked(conn.handshake.reused);
+      conn.handshake = undefined;
+    }
     zone?.requestStarted();
     const head = req.method === 'HEAD';
-    const uri = normalizeUri(req.url ?? '/');
     if (uri === undefined) {
       sendPage(res, 400, head);
       this.answered(socket, conn, res, zone, undefined, started);
@@ -221,7 +239,7 @@ export class HttpPlane {
     if (routed.redirect !== undefined) {
       // A location's auto redirect: answered as nginx does once it found the location,
       // before the location's `if` blocks, limits and access checks.
-      const location = routed.place.zone;
+      const location = routed.place.zoneOf ? routed.place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : routed.place.zone;
       location?.requestStarted();
       sendRedirect(req, res, routed.redirect);
       this.answered(socket, conn, res, zone, location, started);
@@ -235,7 +253,7 @@ export class HttpPlane {
       place = runIfs(place, c);
       captures = c.captures;
     }
-    const location = place.zone;
+    const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.

@@ -4,8 +4,9 @@
 import { createApi, type ApiHandler, type ConfigChange } from '../../api/index.js';
 import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
+import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
-import type { IfConfig, LocationConfig, VirtualServerConfig } from '../config/model.js';
+import type { IfConfig, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
 import { apiHostRule } from './api-hosts.js';
 import { parseAuthorization } from './auth.js';
 import { compileCondition, type Condition, type ConditionContext } from './conditions.js';
@@ -14,12 +15,17 @@ import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
+import { compileValue, type VariableContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
   readonly zone?: HttpZone;
+  /** With `status_zone <key> zone=...`: the zone of a request, the one its key names
+   * (made at its first use), or the group's own once the group is full; undefined for a
+   * key that names none (empty, or over 256 bytes), as Angie does not count it. */
+  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
   readonly guard: Guard;
   readonly return?: Return;
   readonly api?: ApiHandler;
@@ -88,6 +94,11 @@ export interface SiteOptions {
 export class Site {
   readonly config: VirtualServerConfig;
   readonly zone?: HttpZone;
+  /** With `status_zone <key> zone=...` in the server: its requests' zone (see Place). */
+  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
+  /** Where a TLS handshake counts when the zone is a request's (zoneOf): the first
+   * request's zone, or the group's own for a connection that sends none. */
+  readonly groupZone?: HttpZone;
   /** What answers a request no location matches, and a server-level `return`. */
   readonly place: Place;
   /** Some zone of the server (its own, a location's) has a response time histogram: the
@@ -107,7 +118,27 @@ export class Site {
       if (r.timed) this.timed = true;
       return r;
     };
-    this.zone = record('server', config.statusZone);
+    // A zone that is a group (a key, and a count somewhere in the configuration): the
+    // request's key chooses. A group with no count is its zone alone.
+    const keyed = (kind: 'server' | 'location', name: string | undefined, key: StatusZoneKey | undefined) => {
+      if (!options.record || !name || !key) return undefined;
+      if (!groupsOf(options.status.catalog().http, kind === 'server' ? 'server_zones' : 'location_zones').some((g) => g.name === name)) return undefined;
+      const group = (kind === 'server' ? serverZones : locationZones).group(options.status, name);
+      // Its zones have the group's histogram: timed when the group's own zone is.
+      if (group.recorder(name)?.timed) this.timed = true;
+      const value = compileValue(key.key);
+      return (c: VariableContext) => group.recorder(value(c));
+    };
+    const zoneOf = (kind: 'server' | 'location', block: { readonly statusZone?: string; readonly statusZoneKey?: StatusZoneKey }) => {
+      const chooser = keyed(kind, block.statusZone, block.statusZoneKey);
+      return chooser ? { zoneOf: chooser } : { zone: record(kind, block.statusZone) };
+    };
+    const own = zoneOf('server', config);
+    this.zone = own.zone;
+    if (own.zoneOf) {
+      this.zoneOf = own.zoneOf;
+      this.groupZone = record('server', config.statusZone);
+    }
     const serverName = config.names[0] ?? '';
     const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
       options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
@@ -138,7 +169,7 @@ export class Site {
     const visit = (locations: readonly LocationConfig[]) => {
       for (const l of locations) {
         const place: Place = {
-          zone: record('location', l.statusZone),
+          ...zoneOf('location', l),
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
@@ -152,7 +183,7 @@ export class Site {
           // location's content handler, and merges its `proxy_pass` into the block.
           const own = i.return !== undefined || i.api !== undefined || i.proxy !== undefined;
           return {
-            zone: record('location', i.statusZone),
+            ...zoneOf('location', i),
             guard: new Guard(i),
             ...(i.return ? { return: new Return(i.return) } : {}),
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
