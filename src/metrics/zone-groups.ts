@@ -242,17 +242,23 @@ export class ZoneGroup<R> {
     /** The recorder of a zone, its memory made (throws ZoneFullError when there is no
      * room); `group` for a zone the group makes, undefined for an existing one. */
     private readonly recorderOf: (zone: string, group: ZoneGroupConfig | undefined) => R,
-  ) {}
+  ) {
+    // A name the catalog does not declare is a mistake to say at once: its counts would
+    // go where no render looks. (One a later reload drops counts nowhere: see recorder().)
+    if (!groupsOf(status.catalog().http, family).some((g) => g.name === name))
+      throw new Error(`no zone group "${name}" in the catalog's http.${family === 'server_zones' ? 'serverZoneGroups' : 'locationZoneGroups'}`);
+  }
 
   /** The recorder for a request whose key is `key`; undefined when the key names no zone
-   * (empty, or over 256 bytes): that request is not counted, as in Angie. */
+   * (empty, or over 256 bytes): that request is not counted, as in Angie; undefined too
+   * once a reload has dropped the group (a draining worker's requests). */
   recorder(key: string): R | undefined {
     if (this.status.generation !== this.catalogGeneration) this.refresh();
     const r = this.known.get(key);
     if (r !== undefined) return r;
     if (!isZoneKey(key)) return undefined;
     const config = this.config;
-    if (!config) return this.own();
+    if (!config) return undefined;
     if (this.configured.has(key)) return this.keep(key, this.recorderOf(key, undefined));
     // A zone another group made is that zone.
     for (const g of groupsOf(this.status.catalog().http, this.family))

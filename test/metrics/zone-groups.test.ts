@@ -122,7 +122,8 @@ t.test('in one process: a key that names a configured zone counts there; count 0
       http: {
         serverZones: [{ name: 'main' }],
         serverZoneGroups: [{ name: 'none', count: 0 }, { name: 'hosts', count: 2, histogram: [10, 100] }],
-        locationZones: ['static'],
+        locationZones: ['listed', 'static'],
+        locationZoneGroups: [{ name: 'listed', count: 1 }],
       },
     },
     { workers: 1, instance: uniqueName('local'), writer: true },
@@ -130,6 +131,7 @@ t.test('in one process: a key that names a configured zone counts there; count 0
   t.teardown(() => status.remove());
   const hosts = serverZones.group(status, 'hosts');
   t.equal(hosts, serverZones.group(status, 'hosts'), 'one group object per process');
+  t.throws(() => serverZones.group(status, 'hots'), /no zone group "hots" in the catalog's http.serverZoneGroups/, 'a name the catalog lacks');
   hosts.recorder('main')!.requestStarted();
   hosts.recorder('a.example')!.requestStarted();
   t.equal(hosts.recorder('a.example'), hosts.recorder('a.example'), 'the recorder of a made zone is kept');
@@ -147,8 +149,9 @@ t.test('in one process: a key that names a configured zone counts there; count 0
   t.same(zones.hosts.histograms.response_time.buckets, [0, 1, 0], "the group's histogram bounds (10, 100): one of 50 ms");
   t.ok(zones['a.example'].histograms, 'its zones have its histogram');
   t.notOk(zones.main.histograms, 'a configured zone keeps its own setting');
-  // A location group of a name the configuration lists is that zone, where it is listed.
-  t.equal(locationZones.group(status, 'static').recorder('/x'), locationZones.group(status, 'static').recorder('/x'));
+  // A group the catalog lists among its zones is where it is listed, its zones after it.
+  locationZones.group(status, 'listed').recorder('/x')!.requestStarted();
+  t.same(Object.keys(apiOf(status).get('/status/http/location_zones/').body), ['listed', '/x', 'static']);
 });
 
 t.test('a reload keeps the zones of a group it keeps, the first `count` of one it shrinks, none of one it drops', async (t) => {
@@ -164,7 +167,9 @@ t.test('a reload keeps the zones of a group it keeps, the first `count` of one i
   // After the reload, the group is full at 2: a new key counts in "b".
   locationZones.group(status, 'b').recorder('b/9')!.requestStarted();
   t.equal(apiOf(status).get('/status/http/location_zones/b').body.requests.total, 1);
-  // The dropped group's zones come back with their memory if it comes back.
+  // A dropped group counts nowhere (a draining worker's requests)...
+  t.equal(locationZones.group(status, 'c').recorder('c/4'), undefined, 'a group the reload dropped');
+  // ...and its zones come back with their memory if it comes back.
   status.reload(config);
   locationZones.group(status, 'c').recorder('c/1')!.requestStarted();
   t.equal(apiOf(status).get('/status/http/location_zones/').body['c/1'].requests.total, 2);
