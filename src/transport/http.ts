@@ -38,8 +38,10 @@ export interface ApiListenerOptions {
 export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {}): ApiListener {
   const onError = options.onError ?? reportError;
 
-  /** `captures`: the `$1`..`$9` the request's server matched (ApiRequest.captures). */
-  return (req, res, next, captures) => {
+  /** `captures`: the `$1`..`$9` the request's server matched (ApiRequest.captures). It
+   * comes as a rest parameter so that the function takes three (`length` 3): Express
+   * takes a function of four for an error handler, and never calls it for a request. */
+  return (req, res, next, ...[captures]) => {
     const method = (req.method ?? 'GET').toUpperCase();
     const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
     const { path, query } = splitTarget(target);
