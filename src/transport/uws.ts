@@ -85,11 +85,13 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
   const uWS = loadUws();
   if (!uWS) {
     const log = options.log ?? ((line: string) => process.stderr.write(`zonal: ${line}\n`));
-    log(
-      `uWebSockets.js is not installed: the API on ${options.host}:${options.port} is served by node:http ` +
-        `(Server-Sent Events push, WebSockets do not); \`npm install ${UWS_PACKAGE}\` for the uWebSockets.js listener`,
-    );
-    return serveHttpApi(options);
+    return serveHttpApi(options).then((server) => {
+      log(
+        `uWebSockets.js is not installed: the API on ${options.host}:${server.port} is served by node:http ` +
+          `(Server-Sent Events push, WebSockets do not); \`npm install ${UWS_PACKAGE}\` for the uWebSockets.js listener`,
+      );
+      return server;
+    });
   }
   const { host, port, handler } = options;
   const onError = options.onError ?? reportError;
