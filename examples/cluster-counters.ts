@@ -4,7 +4,7 @@
 //
 //   node dist/examples/cluster-counters.js [requests per worker]
 import cluster from 'node:cluster';
-import { Zone, WORKER_SLOT_ENV } from '../src/engine/index.js';
+import { WORKER_SLOT_ENV, Zone } from '../src/index.js';
 
 const ZONE = 'example';
 const WORKERS = 2;

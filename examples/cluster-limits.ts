@@ -7,11 +7,7 @@
 //   node dist/examples/cluster-limits.js [--serve]
 import cluster from 'node:cluster';
 import { createServer, request } from 'node:http';
-import { createApi } from '../src/api/index.js';
-import { repairLimitSlot } from '../src/metrics/limits.js';
-import { Status } from '../src/metrics/status.js';
-import { serveApi } from '../src/transport/uws.js';
-import { WORKER_SLOT_ENV } from '../src/engine/index.js';
+import { createApi, repairLimitSlot, serveApi, Status, WORKER_SLOT_ENV } from '../src/index.js';
 
 const WORKERS = 2;
 const serve = process.argv.includes('--serve');

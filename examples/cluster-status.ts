@@ -5,12 +5,7 @@
 //   node dist/examples/cluster-status.js [--serve]
 import cluster from 'node:cluster';
 import { createServer } from 'node:http';
-import { createApi } from '../src/api/index.js';
-import { connections } from '../src/metrics/connections.js';
-import { locationZones, serverZones } from '../src/metrics/http-zones.js';
-import { Status } from '../src/metrics/status.js';
-import { serveApi } from '../src/transport/uws.js';
-import { WORKER_SLOT_ENV } from '../src/engine/index.js';
+import { connections, createApi, locationZones, serveApi, serverZones, Status, WORKER_SLOT_ENV } from '../src/index.js';
 
 const WORKERS = 2;
 const serve = process.argv.includes('--serve');

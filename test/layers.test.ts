@@ -1,5 +1,5 @@
 // The layers of DESIGN.md, checked on the source: the folder a file is in says what it may
-// import, and no module of src/metrics reaches up to status.ts, which builds the tree out
+// import (src/index.ts, the front door, may import every layer, and nothing imports it), and no module of src/metrics reaches up to status.ts, which builds the tree out
 // of the families (an import circle there once tied twelve files together).
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -18,6 +18,8 @@ const allowed: Record<string, string[]> = {
   server: ['transport', 'api', 'metrics', 'engine'],
   // The embedding adapters (undici upstreams; instrument(), Express, Fastify): the top, over the server's balancer.
   embed: ['server', 'transport', 'api', 'metrics', 'engine'],
+  // The package's front door (src/index.ts) exports from every layer.
+  'index.ts': ['embed', 'server', 'transport', 'api', 'metrics', 'engine'],
 };
 
 function files(dir: string): string[] {
@@ -96,4 +98,10 @@ t.test('no import circles anywhere in src/, type imports included', async (t) =>
   for (const file of sources) if (!order.has(file)) visit(file);
   t.ok(graph.size > 50, `${graph.size} files`);
   t.same(circles, [], 'every import graph of src/ is a tree of layers, without circles');
+});
+
+t.test('nothing in src/ imports the front door', async (t) => {
+  const index = join(src, 'index.ts');
+  const into = files(src).filter((f) => importsOf(f).some((spec) => resolve(dirname(f), spec).replace(/\.js$/, '.ts') === index));
+  t.same(into.map((f) => relative(root, f)), []);
 });

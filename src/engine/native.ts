@@ -1,6 +1,9 @@
 // The only module that loads the addon. Everything else in src/ goes through engine/.
 import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import { endianness } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Kinds of directory entries, as native/layout.h numbers them. */
 export const EntryKind = { Block: 1, Counters: 2, Cells: 3, Record: 4 } as const;
@@ -96,18 +99,29 @@ interface Addon {
 // little-endian word order of every platform Node ships for on Linux.
 if (endianness() !== 'LE') throw new Error('zonal needs a little-endian machine');
 
-// This file runs from src/engine (tests) and from dist/src/engine (everything else).
+// The package's root holds binding.gyp: two folders up from src/engine (the tests run the
+// sources), three from dist/src/engine (everything else). node-gyp-build loads from there
+// the addon built in this checkout (build/Release: the source build of a clone, or the
+// fallback build of an install on a platform without a prebuild), else the prebuilt one
+// that matches this platform (prebuilds/<platform>-<arch>/, shipped in the package).
 function load(): Addon {
   const require = createRequire(import.meta.url);
-  const candidates = ['../../build/Release/zonal.node', '../../../build/Release/zonal.node'];
-  for (const path of candidates) {
-    try {
-      return require(path);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
-    }
+  const root = ['../..', '../../..'].map((up) => fileURLToPath(new URL(`${up}/`, import.meta.url))).find((dir) => existsSync(join(dir, 'binding.gyp')));
+  if (root === undefined) throw new Error(`zonal: binding.gyp is missing beside ${fileURLToPath(import.meta.url)}: the package is incomplete`);
+  const nodeGypBuild = require('node-gyp-build') as (dir: string) => Addon;
+  try {
+    return nodeGypBuild(root);
+  } catch (e) {
+    const message = (e as Error).message;
+    if (!message.startsWith('No native build was found')) throw e;
+    throw new Error(
+      `zonal: no prebuilt addon for ${process.platform}-${process.arch} in ${root}prebuilds, and none built. ` +
+        'Build it from source (a C++17 compiler, make and python3 needed): `npm rebuild zonal` in your app runs ' +
+        "zonal's install script, node-gyp-build, which builds it when no prebuild loads (an npm that asks to approve " +
+        'install scripts first needs `npm install-scripts approve zonal`). ' +
+        `node-gyp-build said: ${message.trim()}`,
+    );
   }
-  throw new Error('the zonal addon is not built: run `npm install` (or `npm run build`) first');
 }
 
 export const addon: Addon = load();

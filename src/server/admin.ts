@@ -1,5 +1,6 @@
 // Admin listeners (`listen ... admin`): served by uWebSockets.js in the primary through
-// the API transport. Their servers hold only API locations, `return`, access rules and
+// the API transport (by node:http when uWebSockets.js is not installed: serveApi says so
+// in the log). Their servers hold only API locations, `return`, access rules and
 // basic auth, and, like Envoy's admin interface, their traffic is counted nowhere.
 import type { ApiRequest, ApiResponse } from '../api/types.js';
 import { apiError, pathNotFound } from '../api/errors.js';
@@ -50,7 +51,7 @@ export class AdminListeners {
       if (existing) existing.handler = handler;
       else {
         const listener: Listener = { handler, server: undefined as unknown as ApiServer };
-        listener.server = await serveApi({ host, port, handler: (req) => listener.handler(req) });
+        listener.server = await serveApi({ host, port, handler: (req) => listener.handler(req), log: (line) => this.log('warn', line) });
         this.listeners.set(key, listener);
       }
     }

@@ -227,6 +227,34 @@ function failed(req: ApiRequest, err: unknown, onError: (err: unknown) => void):
   return toWire(req.method, failure(req, err, onError));
 }
 
+// The API on a listener of its own: serveApi (uws.ts) and its node:http fallback
+// (serveHttpApi, http.ts) take and give the same.
+export interface ServeApiOptions {
+  /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`,
+   * or, when it is 0.0.0.0 or ::, the local address that took each connection. */
+  host: string;
+  /** Port; 0 picks a free one. */
+  port: number;
+  /** The API, or a handler in front of it (access rules, basic auth) that may answer later. */
+  handler: TransportHandler;
+  /** Called with whatever the handler threw; default: a process warning. */
+  onError?: (err: unknown) => void;
+  /** Where serveApi() says, in one line, that uWebSockets.js is missing and node:http
+   * serves instead; default: stderr, after `zonal: `. */
+  log?: (line: string) => void;
+}
+
+export interface ApiServer {
+  /** The port listened on (the one picked when asked for 0). */
+  readonly port: number;
+  /** Stops listening and closes every open connection. Idempotent. */
+  close(): void;
+  /** Live streams (Server-Sent Events and WebSockets) being pushed now. */
+  readonly subscribers: number;
+  /** Their timers: one per (path, query, interval) that has subscribers. */
+  readonly timers: number;
+}
+
 /** The default error reporter: a process warning, which never throws. */
 export function reportError(err: unknown): void {
   const text = err instanceof Error ? (err.stack ?? err.message) : String(err);

@@ -16,9 +16,26 @@
 // once, so the return value says whether the API took it. A request with a body is
 // taken (true) and goes to `next` only after its body was read: a host route then sees
 // the body already consumed.
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { ApiRequest } from '../api/types.js';
-import { answer, BODY_CAP, localAddress, notFound, reportError, splitTarget, toWire, type ApiHandler, type WireResponse } from './common.js';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ApiRequest, ApiResponse } from '../api/types.js';
+import {
+  answer,
+  answerLater,
+  BODY_CAP,
+  callHandler,
+  isPromiseLike,
+  localAddress,
+  notFound,
+  reportError,
+  splitTarget,
+  toWire,
+  type ApiHandler,
+  type ApiServer,
+  type ServeApiOptions,
+  type WireResponse,
+} from './common.js';
+import { Frame, Pusher, type Subscriber } from './push.js';
 
 export type { ApiHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
@@ -42,20 +59,8 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
    * comes as a rest parameter so that the function takes three (`length` 3): Express
    * takes a function of four for an error handler, and never calls it for a request. */
   return (req, res, next, ...[captures]) => {
-    const method = (req.method ?? 'GET').toUpperCase();
-    const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-    const { path, query } = splitTarget(target);
-    const base: ApiRequest = {
-      method,
-      path,
-      query,
-      address: localAddress(req.socket.localAddress),
-      ...(req.headers.host ? { host: req.headers.host } : {}),
-      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
-      ...conditions(req),
-      remoteAddress: localAddress(req.socket.remoteAddress),
-      ...(captures ? { captures } : {}),
-    };
+    const base = requestOf(req, captures);
+    const method = base.method;
 
     // Returns false when passed on to next.
     const respond = (body: Buffer | undefined): boolean => {
@@ -72,9 +77,7 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
       return true;
     };
 
-    const contentLength = req.headers['content-length'];
-    const hasBody = req.headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0');
-    if (!hasBody) return respond(undefined);
+    if (!hasBody(req)) return respond(undefined);
 
     if (req.readableEnded) {
       // A body parser mounted before the API consumed the stream: take a raw body it left.
@@ -83,34 +86,45 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
       return respond(body?.subarray(0, BODY_CAP));
     }
 
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      // Keep reading (and dropping) the rest of an over-long body so the connection stays
-      // usable; its data events find `done` set.
-      respond(Buffer.concat(chunks, size));
-      chunks.length = 0;
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      const keep = Math.min(chunk.length, BODY_CAP - size);
-      chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
-      size += keep;
-      if (size >= BODY_CAP) finish();
-    });
-    req.on('end', finish);
-    // A client that goes away mid-body: nothing to answer, nothing to call.
-    req.on('error', () => {
-      done = true;
-    });
-    req.on('close', () => {
-      if (!req.complete) done = true;
-    });
+    readBody(req, respond);
     return true;
   };
+}
+
+/** Whether the request comes with a body: a Content-Length other than 0, or a
+ * Transfer-Encoding. */
+function hasBody(req: IncomingMessage): boolean {
+  const contentLength = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (contentLength !== undefined && contentLength !== '0');
+}
+
+/** Reads the body and gives `done` its first BODY_CAP bytes, once they or the end are in.
+ * The rest of an over-long body is read and dropped, so that the connection stays usable;
+ * a client that goes away mid-body gets nothing called. */
+function readBody(req: IncomingMessage, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    done(Buffer.concat(chunks, size));
+    chunks.length = 0;
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (finished) return;
+    const keep = Math.min(chunk.length, BODY_CAP - size);
+    chunks.push(keep === chunk.length ? chunk : chunk.subarray(0, keep));
+    size += keep;
+    if (size >= BODY_CAP) finish();
+  });
+  req.on('end', finish);
+  req.on('error', () => {
+    finished = true;
+  });
+  req.on('close', () => {
+    if (!req.complete) finished = true;
+  });
 }
 
 function write(res: ServerResponse, wire: WireResponse, onError: (err: unknown) => void): void {
@@ -139,6 +153,110 @@ export function mountApi(server: Server, handler: ApiHandler, fallback?: (req: I
     listener(req, res, fallback ? () => fallback(req, res) : undefined);
   });
   return listener;
+}
+
+/** The API's request for a node:http request (its body not yet read). */
+function requestOf(req: IncomingMessage, captures?: readonly string[]): ApiRequest {
+  const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const { path, query } = splitTarget(target);
+  return {
+    method: (req.method ?? 'GET').toUpperCase(),
+    path,
+    query,
+    address: localAddress(req.socket.localAddress),
+    ...(req.headers.host ? { host: req.headers.host } : {}),
+    ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    ...conditions(req),
+    remoteAddress: localAddress(req.socket.remoteAddress),
+    ...(captures ? { captures } : {}),
+  };
+}
+
+/**
+ * The API on a node:http listener of its own: what serveApi() serves on when
+ * uWebSockets.js is not installed. Every request goes to the handler, which may answer
+ * later; a path no API mount matches gets the JSON 404. A read with `Accept:
+ * text/event-stream` is pushed as Server-Sent Events as on uWS; a WebSocket upgrade is
+ * not taken (node:http then answers it as a plain read).
+ */
+export function serveHttpApi(options: ServeApiOptions): Promise<ApiServer> {
+  const { host, port, handler } = options;
+  const onError = options.onError ?? reportError;
+  const address = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  const pusher = new Pusher(onError);
+
+  const server = createServer((req, res) => {
+    const base = requestOf(req);
+    if (base.method === 'GET' && (req.headers.accept ?? '').includes('text/event-stream')) return eventStream(res, { ...base, stream: true });
+    const respond = (body: Buffer | undefined) => {
+      const apiReq = body && body.length > 0 ? { ...base, body } : base;
+      const wire = answerLater(handler, apiReq, onError);
+      const send = (w: WireResponse | undefined) => write(res, w ?? toWire(apiReq.method, notFound(apiReq)), onError);
+      if (wire instanceof Promise) void wire.then(send);
+      else send(wire);
+    };
+    if (hasBody(req)) readBody(req, respond);
+    else respond(undefined);
+  });
+
+  /** `Accept: text/event-stream`: the answer as Server-Sent Events, until the client goes. */
+  function eventStream(res: ServerResponse, request: ApiRequest): void {
+    const begin = (response: ApiResponse | undefined) => {
+      if (res.destroyed) return void response?.release?.();
+      const stream = response?.stream;
+      if (!stream) return write(res, answer(() => response, request, onError) ?? toWire(request.method, notFound(request)), onError);
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      const subscriber = new EventStreamSubscriber(res);
+      subscriber.send(Frame.of(response));
+      response.release?.();
+      pusher.subscribe(subscriber, stream);
+      res.once('close', () => pusher.unsubscribe(subscriber));
+    };
+    const result = callHandler(handler, request, onError);
+    if (isPromiseLike(result)) void result.then(begin);
+    else begin(result);
+  }
+
+  return new Promise((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`zonal API: cannot listen on ${address}:${port}: ${err.message}`)));
+    server.listen(port, address, () => {
+      let closed = false;
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        get subscribers() {
+          return pusher.subscribers;
+        },
+        get timers() {
+          return pusher.timers;
+        },
+        close() {
+          if (closed) return;
+          closed = true;
+          pusher.close();
+          server.close();
+          server.closeAllConnections();
+        },
+      });
+    });
+  });
+}
+
+/** A Server-Sent Events response: a frame the socket did not take at once makes it skip
+ * ticks until it drains. */
+class EventStreamSubscriber implements Subscriber {
+  private blocked = false;
+
+  constructor(private readonly res: ServerResponse) {}
+
+  busy(): boolean {
+    return this.blocked;
+  }
+
+  send(frame: Frame): void {
+    if (this.res.write(frame.sse)) return;
+    this.blocked = true;
+    this.res.once('drain', () => (this.blocked = false));
+  }
 }
 
 /** The headers that make a write safe (Content-Type, Origin) and conditional (If-Match,

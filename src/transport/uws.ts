@@ -35,44 +35,64 @@ import type * as UWS from 'uWebSockets.js';
 import { bodyText } from '../api/index.js';
 import { parseInterval } from '../api/live.js';
 import type { ApiRequest, ApiResponse } from '../api/types.js';
-import { answer, answerLater, BODY_CAP, callHandler, isPromiseLike, notFound, reportError, toWire, type TransportHandler, type WireResponse } from './common.js';
+import { answer, answerLater, BODY_CAP, callHandler, isPromiseLike, notFound, reportError, toWire, type ApiServer, type ServeApiOptions, type WireResponse } from './common.js';
+import { serveHttpApi } from './http.js';
 import { isWildcard, LocalAddresses } from './local-address.js';
 import { Frame, Pusher, type Subscriber } from './push.js';
 
-export type { ApiHandler, TransportHandler } from './common.js';
+export type { ApiHandler, ApiServer, ServeApiOptions, TransportHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
 
-// A CommonJS package whose exports are a native module: loaded through require, so ESM
-// callers and tap's TypeScript loader get the same object.
-const uWS = createRequire(import.meta.url)('uWebSockets.js') as typeof UWS;
-// An API answer names no implementation: without this, uWS adds `uWebSockets: 20` to every
-// response. `_cfg('silent')` sets the loop's no-mark flag, for every uWS app of the process.
-uWS._cfg('silent');
+// uWebSockets.js is an optional peer dependency (docs/package.md): loaded on the first
+// serveApi(), and when it is not installed the API is served by node:http instead.
+type Uws = typeof UWS;
+let uwsModule: Uws | null | undefined;
 
-export interface ServeApiOptions {
-  /** Address to listen on (loopback in tests: 127.0.0.1 or ::1); reported as `address`,
-   * or, when it is 0.0.0.0 or ::, the local address that took each connection. */
-  host: string;
-  /** Port; 0 picks a free one. */
-  port: number;
-  /** The API, or a handler in front of it (access rules, basic auth) that may answer later. */
-  handler: TransportHandler;
-  /** Called with whatever the handler threw; default: a process warning. */
-  onError?: (err: unknown) => void;
+/** uWebSockets.js, or null when it is not installed. A CommonJS package whose exports are
+ * a native module: loaded through require, so ESM callers and tap's TypeScript loader get
+ * the same object. */
+function loadUws(): Uws | null {
+  if (uwsModule !== undefined) return uwsModule;
+  let uWS: Uws;
+  try {
+    uWS = createRequire(import.meta.url)('uWebSockets.js') as Uws;
+  } catch (e) {
+    // Only its absence is a fallback: a copy that is there and fails to load is an error.
+    if ((e as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && (e as Error).message.includes("'uWebSockets.js'")) return (uwsModule = null);
+    throw e;
+  }
+  // An API answer names no implementation: without this, uWS adds `uWebSockets: 20` to
+  // every response. `_cfg('silent')` sets the loop's no-mark flag, for every uWS app of
+  // the process.
+  uWS._cfg('silent');
+  return (uwsModule = uWS);
 }
 
-export interface ApiServer {
-  /** The port listened on (the one picked when asked for 0). */
-  readonly port: number;
-  /** Stops listening and closes every open connection. Idempotent. */
-  close(): void;
-  /** Live streams (Server-Sent Events and WebSockets) being pushed now. */
-  readonly subscribers: number;
-  /** Their timers: one per (path, query, interval) that has subscribers. */
-  readonly timers: number;
+/** Whether serveApi() serves on uWebSockets.js (installed), rather than node:http. */
+export function uwsAvailable(): boolean {
+  return loadUws() !== null;
 }
 
+/** What to install for the uWebSockets.js listener: the build zonal is tested with. */
+export const UWS_PACKAGE = 'uWebSockets.js@npm:@trufflesuite/uws-js-unofficial@20.30.0-unofficial.0';
+
+/**
+ * Serves the API on a listener of its own: uWebSockets.js when it is installed, else
+ * node:http (serveHttpApi), which serves the same requests but WebSocket pushes, and says
+ * so in one line through `options.log`.
+ */
 export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
+  const uWS = loadUws();
+  if (!uWS) {
+    const log = options.log ?? ((line: string) => process.stderr.write(`zonal: ${line}\n`));
+    return serveHttpApi(options).then((server) => {
+      log(
+        `uWebSockets.js is not installed: the API on ${options.host}:${server.port} is served by node:http ` +
+          `(Server-Sent Events push, WebSockets do not); \`npm install ${UWS_PACKAGE}\` for the uWebSockets.js listener`,
+      );
+      return server;
+    });
+  }
   const { host, port, handler } = options;
   const onError = options.onError ?? reportError;
   const address = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;

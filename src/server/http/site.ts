@@ -18,6 +18,7 @@ import type { UpstreamRuntime } from './upstream.js';
 import { compileValue, type VariableContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
+import { uwsAvailable } from '../../transport/uws.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -173,7 +174,7 @@ export class Site {
           guard: new Guard(l),
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
-          ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin) } : {}),
+          ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
