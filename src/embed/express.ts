@@ -37,4 +37,7 @@ export function api(options: Partial<ApiOptions> = {}): (req: IncomingMessage, r
   return (req, res, next) => void listener(req, res, next);
 }
 
-export default zonal;
+
+
+// So that an app's one import gives it all: the primary's serve() too.
+export { serve, appStatus } from './app.js';

@@ -52,4 +52,7 @@ export const api: FastifyPluginAsync<Partial<ApiOptions>> = async (fastify, opti
   }
 };
 
-export default zonal;
+
+
+// So that an app's one import gives it all: the primary's serve() too.
+export { serve, appStatus } from './app.js';
