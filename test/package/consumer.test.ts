@@ -20,6 +20,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { arch, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePorts } from '../server/zonal.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -270,14 +271,67 @@ t.test('the bin runs, and every name the README imports from zonal is exported',
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const imports = [...readme.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(zonal[^']*)'/g)];
   t.ok(imports.length > 0, `the README has ${imports.length} import lines from zonal`);
-  t.same([...new Set(imports.map((m) => m[2]))], ['zonal'], "the README imports from 'zonal' only");
-  const names = [...new Set(imports.flatMap((m) => m[1].split(',').map((n) => n.trim().replace(/^type\s+/, '')).filter(Boolean)))];
-  const listed = await run('node', ['--input-type=module', '-e', "import * as z from 'zonal'; console.log(JSON.stringify(Object.keys(z)))"], { cwd: app, env: bare, ms: 30_000 });
-  const exported = new Set(JSON.parse(listed.stdout) as string[]);
-  t.same(names.filter((n) => !exported.has(n)), [], `${names.join(', ')}: all exported`);
+  const subpaths = ['zonal', 'zonal/express', 'zonal/fastify', 'zonal/undici'];
+  t.same([...new Set(imports.map((m) => m[2]))].filter((s) => !subpaths.includes(s)), [], `the README imports from ${subpaths.join(', ')} only`);
+  // The framework subpaths load their framework: it is installed for them below.
+  for (const from of new Set(imports.map((m) => m[2]).filter((s) => s === 'zonal'))) {
+    const names = [...new Set(imports.filter((m) => m[2] === from).flatMap((m) => m[1].split(',').map((n) => n.trim().replace(/^type\s+/, '')).filter(Boolean)))];
+    const listed = await run('node', ['--input-type=module', '-e', `import * as z from '${from}'; console.log(JSON.stringify(Object.keys(z)))`], { cwd: app, env: bare, ms: 30_000 });
+    const exported = new Set(JSON.parse(listed.stdout) as string[]);
+    t.same(names.filter((n) => !exported.has(n)), [], `${from}: ${names.join(', ')}: all exported`);
+  }
   const exportsField = Object.keys(manifest.exports);
-  t.same(exportsField, ['.', './package.json'], 'no subpath exports but package.json');
+  t.same(exportsField, ['.', './express', './fastify', './undici', './package.json'], 'the front door, the framework subpaths and package.json');
 });
+
+// The README's Express and Fastify apps (examples/*-app.ts), as an app would have them:
+// its imports from zonal's subpaths, its types stripped by the app's own TypeScript.
+for (const [example, framework] of [
+  ['express-app.ts', 'express'],
+  ['fastify-app.ts', 'fastify'],
+] as const) {
+  t.test(`the README's ${framework} app runs from the package, and counts exactly`, async (t) => {
+    if (!app) return t.fail('not installed');
+    const added = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', locked(framework)], { cwd: app, env: bare, ms: 240_000 });
+    t.equal(added.code, 0, said(`npm install ${framework}`, added));
+    const source = readFileSync(join(root, 'examples', example), 'utf8').replace(`'../src/embed/${framework}.js'`, `'zonal/${framework}'`);
+    t.match(source, `from 'zonal/${framework}'`, 'the example imports zonal as an app does');
+    writeFileSync(join(app, example), source);
+    const js = example.replace(/\.ts$/, '.mjs');
+    const strip = `const ts = require('typescript'); const fs = require('fs'); fs.writeFileSync(${JSON.stringify(js)}, ts.transpileModule(fs.readFileSync(${JSON.stringify(example)}, 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText);`;
+    const stripped = await run('node', ['-e', strip], { cwd: app, env: bare, ms: 30_000 });
+    t.equal(stripped.code, 0, said('strip types', stripped));
+    const [port, apiPort] = await freePorts(2);
+    const child = spawn('node', [js], { cwd: app, env: { ...bare, PORT: String(port), ZONAL_PORT: String(apiPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    t.teardown(() => void child.kill('SIGTERM'));
+    const until = async (probe: () => Promise<boolean> | boolean, ms: number) => {
+      const end = Date.now() + ms;
+      for (let i = 0; i < 2000 && Date.now() < end; i++) {
+        try {
+          if (await probe()) return true;
+        } catch {
+          // Not listening yet.
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return false;
+    };
+    t.ok(await until(() => (out.match(/^worker \d+ on /gm) ?? []).length === 2, 30_000), `both workers listen: ${out}`);
+    const n = 9;
+    for (let i = 0; i < n; i++) {
+      const res = await fetch(`http://127.0.0.1:${port}/users/${i}`, { headers: { connection: 'close' } });
+      t.equal(res.status, 200);
+      await res.text();
+    }
+    const json = async (path: string) => (await fetch(`http://127.0.0.1:${apiPort}/status/${path}`)).json() as Promise<any>;
+    t.ok(await until(async () => (await json('http/server_zones/app/requests')).total === n, 10_000), 'the primary shows every request');
+    t.same((await json('http/location_zones/'))['/users/:id']?.responses, { 200: n }, 'one route zone for /users/:id, exact');
+    t.equal((await json('connections')).accepted, n, 'connections');
+  });
+}
 
 const consumer = `import { createServer } from 'node:http';
 import {
