@@ -98,3 +98,24 @@ for (const framework of ['node', 'express', 'fastify'] as const) {
     t.equal(Object.keys(workers).length, 2, 'both workers sample their runtime');
   });
 }
+
+t.test("apiListener is Express middleware as it is: app.use(apiListener(handler)) serves, and passes other paths on", async (t) => {
+  const { default: express } = await import('express');
+  const { Status } = await import('../../src/metrics/status.js');
+  const { createApi } = await import('../../src/api/index.js');
+  const { apiListener } = await import('../../src/transport/http.js');
+  const status = Status.create({ http: { serverZones: [{ name: 'site' }] } }, { workers: 1, writer: true, instance: `mw${process.pid}` });
+  t.teardown(() => status.remove());
+  const listener = apiListener(createApi({ status }));
+  t.equal(listener.length, 3, 'a function of three parameters: Express takes one of four for an error handler');
+  const app = express();
+  app.use(listener);
+  app.get('/hello', (_req, res) => void res.send('hi'));
+  const [port] = await freePorts(1);
+  const server = app.listen(port, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  t.teardown(() => new Promise((r) => server.close(r)));
+  const zone = await getJson(`http://127.0.0.1:${port}/status/http/server_zones/site/requests`);
+  t.same(zone, { total: 0, processing: 0, discarded: 0 }, 'the API answers through Express');
+  t.equal(await (await fetch(`http://127.0.0.1:${port}/hello`)).text(), 'hi', 'other paths reach the app');
+});
