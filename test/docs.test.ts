@@ -7,7 +7,7 @@
 //   of its lines. Import lines may differ in how names are grouped into modules (a page
 //   imports all from 'zonal'), but not in the names imported. A block preceded by
 //   `<!-- sample: fragment of <file> -->` must appear verbatim in that file (which a test
-//   runs). Any other ts block is a whole program: it is written to a file in test/ with the
+//   runs). A block right after a line linking an examples/ file must be an example. Any other ts block is a whole program: it is written to a file in test/ with the
 //   source paths for 'zonal', run under the suite's TypeScript loader, and must exit 0
 //   within 30 s.
 // - ```nginx: `bin/zonal -t` accepts it, as a whole configuration, or wrapped in the
@@ -39,6 +39,8 @@ export interface Block {
   lang: string;
   text: string;
   marker?: string;
+  /** The line before the block (after blank lines). */
+  prev?: string;
 }
 
 /** The fenced blocks of a markdown file (fences may be indented, as in a list), each with
@@ -56,7 +58,7 @@ export function blocksOf(file: string): Block[] {
     let p = start - 1;
     while (p >= 0 && lines[p].trim() === '') p--;
     const comment = p >= 0 ? /^\s*<!--\s*(.*?)\s*-->\s*$/.exec(lines[p]) : null;
-    blocks.push({ file, line: start + 1, lang: open[2], text: body.join('\n'), marker: comment?.[1] });
+    blocks.push({ file, line: start + 1, lang: open[2], text: body.join('\n'), marker: comment?.[1], prev: p >= 0 ? lines[p] : undefined });
   }
   return blocks;
 }
@@ -158,7 +160,8 @@ function kindOf(b: Block): Kind {
   if (notRunReason(b)) return 'not-run';
   if (b.lang === 'ts' || b.lang === 'js' || b.lang === 'typescript') {
     if (b.marker?.startsWith('sample:')) return 'fragment';
-    return matchExample(b) ? 'example' : 'program';
+    // A block introduced by a link to an example claims to be it: it is checked as one.
+    return matchExample(b) || /\]\(\.{0,2}\/?examples\/[\w-]+\.ts\)/.test(b.prev ?? '') ? 'example' : 'program';
   }
   if (b.lang === 'nginx') return 'config';
   if (b.lang === 'sh' || b.lang === 'bash' || b.lang === 'shell') {
@@ -185,8 +188,9 @@ t.test('every block matches a rule', async (t) => {
 
 t.test('ts blocks are the examples that tests run', async (t) => {
   for (const b of all.filter((b) => kindOf(b) === 'example')) {
-    const ex = matchExample(b)!;
-    t.ok(runByATest(ex.split(' ')[0]), `${where(b)}: is ${ex}, which a test runs`);
+    const ex = matchExample(b);
+    t.ok(ex, `${where(b)}: is the example its text links to (${b.prev})`);
+    if (ex) t.ok(runByATest(ex.split(' ')[0]), `${where(b)}: is ${ex}, which a test runs`);
   }
   for (const b of all.filter((b) => kindOf(b) === 'fragment')) {
     const file = /^sample: fragment of (\S+)$/.exec(b.marker!)?.[1];
