@@ -89,10 +89,10 @@ export class AppRecorder {
     server.requestStarted();
     const timed = server.timed;
     const start = timed ? performance.now() : 0;
-    let done = false;
-    const end = (finished: boolean) => {
-      if (done) return;
-      done = true;
+    // One listener: a response emits 'close' once, on the tick after 'finish' when it
+    // was sent (before the connection reads its next request), or alone when it was not.
+    res.once('close', () => {
+      const finished = res.writableFinished;
       const read = socket.bytesRead - state.read;
       const written = socket.bytesWritten - state.written;
       state.read = socket.bytesRead;
@@ -117,9 +117,7 @@ export class AppRecorder {
         state.idle = true;
         this.connections.idle();
       }
-    };
-    res.once('finish', () => end(true));
-    res.once('close', () => end(res.writableFinished));
+    });
   }
 }
 
