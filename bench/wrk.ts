@@ -70,12 +70,13 @@ function parseWrk(side: string, report: string): Omit<WrkMeasured, 'wrkCpu'> {
 /** One run of wrk (`command`) on `url`, with the CPU seconds each process tree of `trees`
  * used meanwhile (in their order) and the run's wall time. wrk is a child like the
  * servers (stopped with them if this process ends first) and has 30 s more than its
- * duration to end; its CPU is what this process's reaped children gained meanwhile. */
-export async function wrk(command: string, side: string, url: string, load: WrkLoad, trees: readonly (readonly number[])[]): Promise<{ measured: WrkMeasured; wall: number; cpu: number[] }> {
+ * duration to end; its CPU is what this process's reaped children gained meanwhile.
+ * `extra` goes on wrk's command line before the URL (`['-s', script]`). */
+export async function wrk(command: string, side: string, url: string, load: WrkLoad, trees: readonly (readonly number[])[], extra: readonly string[] = []): Promise<{ measured: WrkMeasured; wall: number; cpu: number[] }> {
   const before = trees.map((pids) => cpuSecondsOfTree(pids));
   const reapedBefore = reapedChildrenCpuSeconds();
   const startNs = nowNs();
-  const run = start(`wrk (${side})`, command, [`-t${load.threads}`, `-c${load.connections}`, `-d${load.seconds}s`, '--latency', url]);
+  const run = start(`wrk (${side})`, command, [`-t${load.threads}`, `-c${load.connections}`, `-d${load.seconds}s`, '--latency', ...extra, url]);
   const code = await finished(run, load.seconds + 30);
   const wall = (nowNs() - startNs) / 1e9;
   const cpu = trees.map((pids, i) => cpuSecondsOfTree(pids) - before[i]);
