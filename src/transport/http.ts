@@ -35,7 +35,7 @@ import {
   type ServeApiOptions,
   type WireResponse,
 } from './common.js';
-import { Frame, Pusher, type Subscriber } from './push.js';
+import { apiServer, Frame, Pusher, type Subscriber } from './push.js';
 
 export type { ApiHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
@@ -220,23 +220,12 @@ export function serveHttpApi(options: ServeApiOptions): Promise<ApiServer> {
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new Error(`zonal API: cannot listen on ${address}:${port}: ${err.message}`)));
     server.listen(port, address, () => {
-      let closed = false;
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        get subscribers() {
-          return pusher.subscribers;
-        },
-        get timers() {
-          return pusher.timers;
-        },
-        close() {
-          if (closed) return;
-          closed = true;
-          pusher.close();
+      resolve(
+        apiServer((server.address() as AddressInfo).port, pusher, () => {
           server.close();
           server.closeAllConnections();
-        },
-      });
+        }),
+      );
     });
   });
 }

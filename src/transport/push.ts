@@ -4,7 +4,7 @@
 // one frame, and gets the newest one when it catches up.
 import { bodyText } from '../api/index.js';
 import type { ApiResponse, ApiStream } from '../api/types.js';
-import { internalError, reportError } from './common.js';
+import { internalError, reportError, type ApiServer } from './common.js';
 
 /** One tick's answer, in each form a transport sends it (made once, for all subscribers). */
 export class Frame {
@@ -126,4 +126,25 @@ export class Pusher {
       }
     }
   }
+}
+
+/** What serveApi() gives back, for either listener: the port it took, what it pushes, and
+ * a close() that stops the pushes, then the listener (`stop`), once. */
+export function apiServer(port: number, pusher: Pusher, stop: () => void): ApiServer {
+  let closed = false;
+  return {
+    port,
+    get subscribers() {
+      return pusher.subscribers;
+    },
+    get timers() {
+      return pusher.timers;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      pusher.close();
+      stop();
+    },
+  };
 }

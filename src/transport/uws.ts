@@ -38,7 +38,7 @@ import type { ApiRequest, ApiResponse } from '../api/types.js';
 import { answer, answerLater, BODY_CAP, callHandler, isPromiseLike, notFound, reportError, toWire, type ApiServer, type ServeApiOptions, type WireResponse } from './common.js';
 import { serveHttpApi } from './http.js';
 import { isWildcard, LocalAddresses } from './local-address.js';
-import { Frame, Pusher, type Subscriber } from './push.js';
+import { apiServer, Frame, Pusher, type Subscriber } from './push.js';
 
 export type { ApiHandler, ApiServer, ServeApiOptions, TransportHandler } from './common.js';
 export { BODY_CAP, BODY_LIMIT } from './common.js';
@@ -338,27 +338,16 @@ export function serveApi(options: ServeApiOptions): Promise<ApiServer> {
         reject(new Error(`zonal API: cannot listen on ${address}:${port}`));
         return;
       }
-      let closed = false;
       const listening = uWS.us_socket_local_port(listenSocket as unknown as UWS.us_socket);
       if (localOf) locals = new LocalAddresses(address, listening);
-      resolve({
-        port: listening,
-        get subscribers() {
-          return pusher.subscribers;
-        },
-        get timers() {
-          return pusher.timers;
-        },
-        close() {
-          if (closed) return;
-          closed = true;
-          pusher.close();
+      resolve(
+        apiServer(listening, pusher, () => {
           locals?.close();
           const closeAll = (app as unknown as { close?: () => void }).close;
           if (typeof closeAll === 'function') closeAll.call(app);
           else uWS.us_listen_socket_close(listenSocket);
-        },
-      });
+        }),
+      );
     });
   });
 }
