@@ -14,8 +14,8 @@ export const SERVER_GROUP = 'servers';
 export const ROUTE_GROUP = 'routes';
 
 export interface StatusOptions {
-  /** Processes (or threads) that record at once: the cluster's workers. Default: 1 for a
-   * process that records itself, else the machine's parallelism. */
+  /** Processes (or threads) that record at once: the workers a primary forks, which
+   * makes this process record nothing itself. Without it, this process alone records. */
   readonly workers?: number;
   /** Most route zones (default 200); routes past it count in the zone `routes`. */
   readonly routes?: number;

@@ -32,12 +32,9 @@ export function zonal(options: RecordOptions = {}): (req: IncomingMessage, res: 
 /** `app.use(api())`: the API's paths (`/status/`, `/config/` by default) answered, the
  * others passed on. */
 export function api(options: Partial<ApiOptions> = {}): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
-  const listener = apiListener(createApi({ ...options, status: options.status ?? appStatus() }));
-  // Three parameters: Express takes a function of four for an error handler.
-  return (req, res, next) => void listener(req, res, next);
+  // apiListener takes three parameters, so Express never takes it for an error handler.
+  return apiListener(createApi({ ...options, status: options.status ?? appStatus() }));
 }
-
-
 
 // So that an app's one import gives it all: the primary's serve() too.
 export { serve, appStatus } from './app.js';

@@ -52,7 +52,5 @@ export const api: FastifyPluginAsync<Partial<ApiOptions>> = async (fastify, opti
   }
 };
 
-
-
 // So that an app's one import gives it all: the primary's serve() too.
 export { serve, appStatus } from './app.js';
