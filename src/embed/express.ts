@@ -11,10 +11,11 @@ type ExpressRequest = IncomingMessage & { baseUrl?: string; route?: { path?: unk
 type Next = (err?: unknown) => void;
 
 /** The route a request matched, as its zone's name; none for a request no route took. */
-function routeOf(req: ExpressRequest): string | undefined {
-  const path = req.route?.path;
+function routeOf(req: IncomingMessage): string | undefined {
+  const { baseUrl, route } = req as ExpressRequest;
+  const path = route?.path;
   if (typeof path !== 'string') return undefined;
-  return `${req.baseUrl ?? ''}${path}` || '/';
+  return `${baseUrl ?? ''}${path}` || '/';
 }
 
 /** `app.use(zonal())`, first: connections, the server zone, a zone per route. */
@@ -24,7 +25,7 @@ export function zonal(options: RecordOptions = {}): (req: IncomingMessage, res: 
     recorder ??= new AppRecorder(options);
     const server = (req.socket as { server?: Server }).server;
     if (server) recorder.watch(server);
-    recorder.request(req, res, () => routeOf(req as ExpressRequest));
+    recorder.request(req, res, routeOf);
     next();
   };
 }

@@ -16,9 +16,10 @@ export const zonal: FastifyPluginAsync<RecordOptions> = fp(
     const recorder = new AppRecorder(options);
     recorder.watch(fastify.server);
     fastify.addHook('onRequest', (request, reply, done) => {
-      // The API's own routes count in the server zone only.
-      const own = (request.routeOptions.config as { zonal?: boolean } | undefined)?.zonal !== false;
-      recorder.request(request.raw, reply.raw, own ? () => request.routeOptions.url || undefined : undefined);
+      // The route's config holds its url. routeOptions builds a new object at each read:
+      // read once. The API's own routes count in the server zone only.
+      const config = request.routeOptions.config as { url?: string; zonal?: boolean } | undefined;
+      recorder.request(request.raw, reply.raw, config?.zonal !== false ? config?.url || undefined : undefined);
       done();
     });
   },

@@ -72,11 +72,11 @@ export class AppRecorder {
 
   /**
    * Records one request: the server zone now, and once it ends, its response (or its
-   * discard) in the server zone and in the zone of the route `route()` names then (none
+   * discard) in the server zone and in the zone of the route `route` names then (none
    * when it names none). Bytes are what the connection moved since its previous response,
    * headers included, so keep-alive connections count exactly.
    */
-  request(req: IncomingMessage, res: ServerResponse, route?: () => string | undefined): void {
+  request(req: IncomingMessage, res: ServerResponse, route?: Route): void {
     const socket = req.socket as Watched;
     const tcp = tcpOf(socket);
     const state = tcp[STATE] ?? this.accepted(tcp);
@@ -85,40 +85,67 @@ export class AppRecorder {
       this.connections.busy();
     }
     state.inFlight++;
-    const server = this.server;
-    server.requestStarted();
-    const timed = server.timed;
-    const start = timed ? performance.now() : 0;
-    // One listener: a response emits 'close' once, on the tick after 'finish' when it
-    // was sent (before the connection reads its next request), or alone when it was not.
-    res.once('close', () => {
-      const finished = res.writableFinished;
-      const read = socket.bytesRead - state.read;
-      const written = socket.bytesWritten - state.written;
-      state.read = socket.bytesRead;
-      state.written = socket.bytesWritten;
-      const ms = timed ? performance.now() - start : undefined;
-      const name = route?.();
-      const zone = name === undefined ? undefined : this.routes.recorder(name);
-      if (finished) {
-        server.responseSent(res.statusCode, read, written, ms);
-        if (zone) {
-          zone.requestStarted();
-          zone.responseSent(res.statusCode, read, written, ms);
-        }
-      } else {
-        server.requestDiscarded(read, written);
-        if (zone) {
-          zone.requestStarted();
-          zone.requestDiscarded(read, written);
-        }
-      }
-      if (--state.inFlight === 0 && !socket.destroyed && finished) {
-        state.idle = true;
-        this.connections.idle();
-      }
-    });
+    this.server.requestStarted();
+    (res as Pending)[PENDING] = { recorder: this, req, socket, state, route, start: this.server.timed ? performance.now() : 0 };
+    // One shared listener and no closure per request: a response emits 'close' once, on
+    // the tick after 'finish' when it was sent (before the connection reads its next
+    // request), or alone when it was not.
+    res.on('close', responseClosed);
   }
+
+  /** @internal The end of a request that request() saw. */
+  ended(res: ServerResponse, p: PendingRequest): void {
+    const { socket, state, route } = p;
+    const finished = res.writableFinished;
+    const read = socket.bytesRead - state.read;
+    const written = socket.bytesWritten - state.written;
+    state.read = socket.bytesRead;
+    state.written = socket.bytesWritten;
+    const server = this.server;
+    const ms = server.timed ? performance.now() - p.start : undefined;
+    const name = typeof route === 'function' ? route(p.req) : route;
+    const zone = name === undefined ? undefined : this.routes.recorder(name);
+    if (finished) {
+      server.responseSent(res.statusCode, read, written, ms);
+      if (zone) {
+        zone.requestStarted();
+        zone.responseSent(res.statusCode, read, written, ms);
+      }
+    } else {
+      server.requestDiscarded(read, written);
+      if (zone) {
+        zone.requestStarted();
+        zone.requestDiscarded(read, written);
+      }
+    }
+    if (--state.inFlight === 0 && !socket.destroyed && finished) {
+      state.idle = true;
+      this.connections.idle();
+    }
+  }
+}
+
+/** A request's route zone: its name, or what names it once the request ended (a router
+ * matches after the request started); undefined (or a function's undefined) for none. */
+export type Route = string | ((req: IncomingMessage) => string | undefined);
+
+interface PendingRequest {
+  readonly recorder: AppRecorder;
+  readonly req: IncomingMessage;
+  readonly socket: Watched;
+  readonly state: ConnectionState;
+  readonly route: Route | undefined;
+  readonly start: number;
+}
+
+const PENDING = Symbol('zonal.request');
+type Pending = ServerResponse & { [PENDING]?: PendingRequest };
+
+function responseClosed(this: Pending): void {
+  const p = this[PENDING];
+  if (!p) return;
+  this[PENDING] = undefined;
+  p.recorder.ended(this, p);
 }
 
 let runtimeStarted = false;
@@ -141,6 +168,6 @@ export function instrument(server: Server, options: InstrumentOptions = {}): App
   recorder.watch(server);
   const route = options.route;
   // Before the app's own listener, so that a request is counted from its start.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => recorder.request(req, res, route && (() => route(req))));
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => recorder.request(req, res, route));
   return recorder;
 }
