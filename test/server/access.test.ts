@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { BlockList } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import type { AccessRule } from '../../src/server/config/model.js';
-import { accessChecker } from '../../src/server/access.js';
+import { accessChecker } from '../../src/server/access/runtime.js';
 
 const origin = { file: 'test.conf', line: 1 };
 const allow = (address: string): AccessRule => ({ allow: true, address, origin });

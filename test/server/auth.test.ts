@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import aprMd5 from 'apache-md5';
-import { BasicAuth, parseAuthorization, parseUserFile } from '../../src/server/http/auth.js';
+import { BasicAuth, parseAuthorization, parseUserFile } from '../../src/server/auth-basic/runtime.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'zonal-auth-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { parseIfCondition } from '../../src/server/config/condition.js';
+import { parseIfCondition } from '../../src/server/rewrite/condition.js';
 import { loadConfig } from '../../src/server/config/load.js';
 import type { LocationConfig, ServerConfig } from '../../src/server/config/model.js';
 
@@ -208,7 +208,12 @@ t.test('each error names its file and line', async (t) => {
 t.test('the directives allowed in an if block are those whose entry names the if context', async (t) => {
   const { directives, specsOf } = await import('../../src/server/config/directives.js');
   const { limitDirectives } = await import('../../src/server/limits/config.js');
-  const names = [...Object.keys(directives), ...Object.keys(limitDirectives)];
+  // The core table and the modules that had their entries in it.
+  const tables = await Promise.all(
+    ['http/config.js', 'rewrite/config.js', 'ssl/config.js', 'access/config.js', 'auth-basic/config.js', 'api/config.js'].map((f) => import(`../../src/server/${f}`)),
+  );
+  const modules = tables.flatMap((m: Record<string, object>) => Object.values(m).filter((v) => typeof v === 'object'));
+  const names = [...new Set([...Object.keys(directives), ...Object.keys(limitDirectives), ...modules.flatMap((m) => Object.keys(m))])];
   const inIf = names.filter((name) => specsOf(name).some((s) => (s.contexts as readonly string[]).includes('if')));
   t.same(inIf.sort(), [
     'api',

@@ -174,4 +174,7 @@ export interface Checker {
   error(at: Origin, message: string): void;
   /** Applies directives to a block: a block directive's contents, an include's files. */
   walk(directives: readonly Directive[], level: AnyLevel): void;
+  /** The table's entries of a directive's name (none when unknown): a module's check of
+   * other modules' directives (an admin server's) goes through this, not the table. */
+  specsOf(name: string): ReadonlyArray<{ readonly contexts: readonly Context[]; readonly admin?: boolean }>;
 }

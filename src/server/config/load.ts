@@ -7,6 +7,7 @@ import type { Checker, MainLevel } from './levels.js';
 import type { ConfigError, ServerConfig } from './model.js';
 import { resolveHttp } from './resolve.js';
 import { walk } from './walk.js';
+import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
 
 export interface LoadOptions {
@@ -32,6 +33,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
     cpus: options.cpus ?? os.availableParallelism(),
     error: (at, message) => void errors.push({ file: at.file, line: at.line, message }),
     walk: (list, level) => walk(list, level, checker),
+    specsOf,
   };
   const level: MainLevel = { kind: 'main', seen: new Set() };
   walk(directives, level, checker);

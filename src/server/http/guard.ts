@@ -3,8 +3,8 @@
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
-import { accessChecker } from '../access.js';
-import { BasicAuth } from './auth.js';
+import { accessChecker } from '../access/runtime.js';
+import { BasicAuth } from '../auth-basic/runtime.js';
 
 export type Verdict = 0 | 401 | 403;
 

@@ -8,7 +8,7 @@ import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
 import type { IfConfig, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
 import { apiHostRule } from './api-hosts.js';
-import { parseAuthorization } from './auth.js';
+import { parseAuthorization } from '../auth-basic/runtime.js';
 import { compileCondition, type Condition, type ConditionContext } from './conditions.js';
 import { Guard } from './guard.js';
 import { LocationIndex } from './locations.js';

@@ -22,7 +22,7 @@ import { connect as connectTls, createSecureContext, createServer as createTlsSe
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { Status } from '../../metrics/status.js';
 import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
-import { accessChecker, type AccessChecker } from '../access.js';
+import { accessChecker, type AccessChecker } from '../access/runtime.js';
 import type { ConnectionLimiter, LimitRelease } from '../../metrics/limits.js';
 import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import { Balancer } from '../upstream/balancer.js';

@@ -2,8 +2,8 @@
 // order, the first that matches decides, and a client no rule matches is let through.
 // Addresses are parsed by hand (inet.ts) and compared under the rule's mask, so a check
 // allocates nothing.
-import type { AccessRule } from './config/model.js';
-import { isMapped, parseInet4, parseInet6, word } from './inet.js';
+import type { AccessRule } from '../config/model.js';
+import { isMapped, parseInet4, parseInet6, word } from '../inet.js';
 
 interface Inet4Rule {
   readonly allow: boolean;

@@ -1,8 +1,8 @@
 // Checks that need a whole server, or every server of the http block: what one `listen`
 // cannot know alone.
-import type { ListenConfig } from './model.js';
-import type { Checker, ServerLevel } from './levels.js';
-import { listenAddress } from './values.js';
+import type { ListenConfig } from '../config/model.js';
+import type { Checker, ServerLevel } from '../config/levels.js';
+import { listenAddress } from '../config/values.js';
 
 export function checkServer(server: ServerLevel, c: Checker): void {
   const { listens } = server;

@@ -2,9 +2,9 @@
 // are glued to the first and last words (or are words of their own), the left side of a
 // comparison is one variable, the right side of `=` a value with variables, of `~` a
 // regex (quoted when it holds spaces, `;` or braces).
-import type { IfCondition } from './model.js';
-import { compileRegex } from './regex.js';
-import { checkVariables, requestVariable, type Checked } from './values.js';
+import type { IfCondition } from '../config/model.js';
+import { compileRegex } from '../config/regex.js';
+import { checkVariables, requestVariable, type Checked } from '../config/values.js';
 
 /** What a condition may read: the request's variables and the captures of the last regex. */
 export const conditionVariable = (name: string): boolean => /^[1-9]$/.test(name) || requestVariable(name);

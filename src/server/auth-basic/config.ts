@@ -1,0 +1,29 @@
+// The auth_basic module's directives (ngx_http_auth_basic_module), composed into the
+// loader's table by config/directives.ts:
+//
+//   auth_basic <realm> | off;      http, server, location
+//   auth_basic_user_file <file>;   http, server, location
+import { checkReadable, define, resolvePath, type DirectiveSpec } from '../config/spec.js';
+
+const inheritable = ['http', 'server', 'location'] as const;
+
+export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
+  auth_basic: define({
+    contexts: inheritable,
+    args: [1, 1],
+    admin: true,
+    apply(d, level) {
+      level.authBasic = { value: d.args[0] === 'off' ? false : d.args[0], origin: d.origin };
+    },
+  }),
+
+  auth_basic_user_file: define({
+    contexts: inheritable,
+    args: [1, 1],
+    admin: true,
+    apply(d, level, c) {
+      level.authUserFile = resolvePath(d, d.args[0]);
+      checkReadable(level.authUserFile, d, c);
+    },
+  }),
+};

@@ -1,0 +1,38 @@
+// The ssl module's directives (ngx_http_ssl_module), composed into the loader's table by
+// config/directives.ts:
+//
+//   ssl_certificate <file>; ssl_certificate_key <file>;   server
+//   ssl_handshake_timeout <time>;                           server
+import { checkReadable, define, milliseconds, resolvePath, type DirectiveSpec } from '../config/spec.js';
+
+export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
+  ssl_certificate: define({
+    contexts: ['server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      server.sslCertificate = resolvePath(d, d.args[0]);
+      checkReadable(server.sslCertificate, d, c);
+    },
+  }),
+
+  ssl_certificate_key: define({
+    contexts: ['server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      server.sslCertificateKey = resolvePath(d, d.args[0]);
+      checkReadable(server.sslCertificateKey, d, c);
+    },
+  }),
+
+  // How long a TLS handshake may take (nginx 1.25's directive, default 60s): a client that
+  // stalls it is counted in `ssl.timedout`.
+  ssl_handshake_timeout: define({
+    contexts: ['server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      const ms = milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else server.sslHandshakeTimeout = ms;
+    },
+  }),
+};
