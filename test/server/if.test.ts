@@ -210,7 +210,7 @@ t.test('the directives allowed in an if block are those whose entry names the if
   const { limitDirectives } = await import('../../src/server/limits/config.js');
   // The core table and the modules that had their entries in it.
   const tables = await Promise.all(
-    ['http/config.js', 'rewrite/config.js', 'ssl/config.js', 'access/config.js', 'auth-basic/config.js', 'api/config.js'].map((f) => import(`../../src/server/${f}`)),
+    ['http/config.js', 'rewrite/config.js', 'ssl/config.js', 'access/config.js', 'auth-basic/config.js', 'api/config.js', 'proxy/config.js', 'upstream/config.js'].map((f) => import(`../../src/server/${f}`)),
   );
   const modules = tables.flatMap((m: Record<string, object>) => Object.values(m).filter((v) => typeof v === 'object'));
   const names = [...new Set([...Object.keys(directives), ...Object.keys(limitDirectives), ...modules.flatMap((m) => Object.keys(m))])];

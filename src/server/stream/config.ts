@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
-import { checkUpstreamBlock, newUpstreamBlock } from '../config/upstream-check.js';
+import { checkUpstreamBlock, newUpstreamBlock } from '../upstream/check.js';
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';

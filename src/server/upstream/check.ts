@@ -1,10 +1,10 @@
 // What nginx checks once an upstream block is read, shared by http's and stream's
 // `upstream` (each module's table has its own entry for the block, in its context).
 import { slowStartRefused } from '../../metrics/peers.js';
-import type { Checker, UpstreamLevel } from './levels.js';
-import type { BalancingMethod } from './model.js';
-import type { Directive } from './syntax.js';
-import { isZoneName } from './values.js';
+import type { Checker, UpstreamLevel } from '../config/levels.js';
+import type { BalancingMethod } from '../config/model.js';
+import type { Directive } from '../config/syntax.js';
+import { isZoneName } from '../config/values.js';
 
 /** A new `upstream` block among `others` (its http or stream block's): its name checked
  * as nginx and the API need it; `duplicate` when another upstream already has it. */

@@ -1,0 +1,33 @@
+// The files directives name: relative to the file the directive is written in, and
+// checked at `zonal -t` when the configuration comes from the disk.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Checker } from './levels.js';
+import type { Directive } from './syntax.js';
+
+/** A path in a directive is relative to the file the directive is written in. */
+export const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
+
+/** A file's text, or undefined when it cannot be read. */
+export function readable(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Certificates, keys and htpasswd files are read by others at run time; a typo should
+ * still fail `zonal -t`, so when reading from the disk they must be readable files now. */
+export function checkReadable(file: string, d: Directive, c: Checker): void {
+  if (!c.disk) return;
+  try {
+    if (!fs.statSync(file).isFile()) {
+      c.error(d.origin, `"${file}" of the "${d.name}" directive is not a file`);
+      return;
+    }
+    fs.accessSync(file, fs.constants.R_OK);
+  } catch (e) {
+    c.error(d.origin, `cannot read "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
