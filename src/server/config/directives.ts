@@ -20,6 +20,7 @@ import { probeDirectives } from '../probes/config.js';
 import { dashboardDirectives } from '../dashboard/config.js';
 import { histogramDirectives } from '../histograms/config.js';
 import { runtimeDirectives } from '../runtime/config.js';
+import { coreDirectives } from '../core/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -47,8 +48,6 @@ import {
 
 const inheritable = ['http', 'server', 'location'] as const;
 
-/** A path in a directive is relative to the file the directive is written in. */
-const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
 
 /** Certificates, keys and htpasswd files are read by others at run time; a typo should
  * still fail `zonal -t`, so when reading from the disk they must be readable files now. */
@@ -165,8 +164,8 @@ function ifCondition(d: Directive, c: Checker): IfCondition | undefined {
   const parsed = parseIfCondition(d.args);
   if (parsed.error !== undefined) return void c.error(d.origin, `${parsed.error} in "if" directive`);
   const condition = parsed.value;
-  // A file test's path, as every path of the configuration, is relative to its file.
-  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: resolvePath(d, condition.path) };
+  // A file test's relative path is the prefix's, as nginx's run-time paths are.
+  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: c.path(condition.path, 'prefix') };
   return condition;
 }
 
@@ -193,6 +192,7 @@ function checkAdminDirectives(block: readonly Directive[], c: Checker): void {
 
 /** The modules that declare their directives beside their code. */
 const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [
+  coreDirectives,
   limitDirectives,
   streamDirectives,
   cacheDirectives,
@@ -309,25 +309,6 @@ function proxyFlag(set: (level: InheritableLevel, on: boolean, d: Directive) => 
 const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = ['error', 'timeout', 'http_502', 'http_503', 'http_504'];
 
 export const directives: Readonly<Record<string, DirectiveSpec | readonly DirectiveSpec[]>> = {
-  include: define({
-    contexts: ['main', 'http', 'server', 'location', 'upstream'],
-    args: [1, 1],
-    multiple: true,
-    admin: true,
-    apply: (d, level, c) => c.walk(d.included ?? [], level),
-  }),
-
-  worker_processes: define({
-    contexts: ['main'],
-    args: [1, 1],
-    apply(d, main, c) {
-      const [arg] = d.args;
-      if (arg === 'auto') main.workerProcesses = c.cpus;
-      else if (/^\d{1,3}$/.test(arg) && Number(arg) >= 1 && Number(arg) <= 128) main.workerProcesses = Number(arg);
-      else c.error(d.origin, `invalid value "${arg}" in "worker_processes" directive, it must be "auto" or a number from 1 to 128`);
-    },
-  }),
-
   http: define({
     contexts: ['main'],
     args: [0, 0],
@@ -470,12 +451,12 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     },
   }),
 
-  // NGINX Plus's state file, relative to the file that names it.
+  // NGINX Plus's state file, relative to the prefix.
   state: define({
     contexts: ['upstream'],
     args: [1, 1],
     apply(d, upstream, c) {
-      upstream.state = resolvePath(d, d.args[0]);
+      upstream.state = c.path(d.args[0], 'prefix');
       checkStateFile(upstream.state, upstream.name, d, c);
     },
   }),
@@ -527,7 +508,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const file = resolvePath(d, d.args[0]);
+      const file = c.path(d.args[0], 'conf');
       checkReadable(file, d, c);
       if (c.disk && !readable(file)?.includes('-----BEGIN CERTIFICATE-----'))
         return c.error(d.origin, `cannot load certificate "${file}" of the "${d.name}" directive: no PEM certificate in it`);
@@ -636,7 +617,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificate = resolvePath(d, d.args[0]);
+      server.sslCertificate = c.path(d.args[0], 'conf');
       checkReadable(server.sslCertificate, d, c);
     },
   }),
@@ -645,7 +626,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificateKey = resolvePath(d, d.args[0]);
+      server.sslCertificateKey = c.path(d.args[0], 'conf');
       checkReadable(server.sslCertificateKey, d, c);
     },
   }),
@@ -683,8 +664,8 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
   root: define({
     contexts: [...inheritable, 'if'],
     args: [1, 1],
-    apply(d, level) {
-      level.root = resolvePath(d, d.args[0]);
+    apply(d, level, c) {
+      level.root = c.path(d.args[0], 'prefix');
     },
   }),
 
@@ -705,7 +686,7 @@ export const directives: Readonly<Record<string, DirectiveSpec | readonly Direct
     args: [1, 1],
     admin: true,
     apply(d, level, c) {
-      level.authUserFile = resolvePath(d, d.args[0]);
+      level.authUserFile = c.path(d.args[0], 'conf');
       checkReadable(level.authUserFile, d, c);
     },
   }),
