@@ -26,7 +26,7 @@ function send(message: ToPrimary): void {
 }
 
 async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<void> {
-  const { config, errors } = loadConfig(message.file, { files: message.files });
+  const { config, errors } = loadConfig(message.file, { files: message.files, prefix: message.prefix, ...(message.globals !== undefined ? { globals: message.globals } : {}) });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
   const status = Status.attach();
   // status_runtime on: this worker's runtime in /status/workers, sampled off the request path.
@@ -67,11 +67,15 @@ process.on('message', (message: FromPrimary) => {
       },
     );
   else if (message.type === 'drain') drain();
+  else if (message.type === 'exit') process.exit(0);
 });
 // The primary coordinates reloads; a signal sent to the whole process group (Ctrl-C in a
 // terminal) stops this worker gracefully, and a lost primary too.
 process.on('SIGHUP', () => {});
 process.on('SIGINT', drain);
 process.on('SIGTERM', drain);
+process.on('SIGQUIT', drain);
+// Log files are the primary's to reopen.
+process.on('SIGUSR1', () => {});
 process.on('disconnect', drain);
 send({ type: 'waiting' });
