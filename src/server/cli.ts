@@ -146,8 +146,14 @@ export async function main(argv: string[]): Promise<number> {
 
   if (line.test) {
     if (!line.quiet) for (const w of warnings) process.stderr.write(`${formatConfigWarning(w)}\n`);
+    if (config) {
+      // What the start would do with the shared memory, tried.
+      const { tryZones } = await import('./core/zones.js');
+      const failure = tryZones(config);
+      if (failure) errors.push({ file, line: 0, message: failure });
+    }
     report(errors);
-    if (config && line.test === 'dump') for (const [name, text] of Object.entries(config.files)) process.stdout.write(`# configuration file ${name}:\n${text}\n`);
+    if (config && !errors.length && line.test === 'dump') for (const [name, text] of Object.entries(config.files)) process.stdout.write(`# configuration file ${name}:\n${text}\n`);
     if (errors.length || !line.quiet) process.stderr.write(`zonal: configuration file ${file} test ${errors.length ? 'failed' : 'is successful'}\n`);
     return errors.length ? 1 : 0;
   }

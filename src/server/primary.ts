@@ -8,20 +8,18 @@
 // the one it replaces, so the totals go on from where they were.
 import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { setWorkerSlot, WORKER_SLOT_ENV } from '../engine/index.js';
-import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { repairLimitSlot } from '../metrics/limits.js';
 import { repairStreamZones } from '../metrics/stream-zones.js';
-import { zoneGroupBytes } from '../metrics/zone-groups.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
 import { formatConfigError, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import { setupCluster, workerEnv, type Preforked } from './core/process.js';
+import { createZones } from './core/zones.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
 import { startProbes, type Prober } from './probes/prober.js';
@@ -86,14 +84,9 @@ export class Primary {
     const preforked = options.preforked ?? [];
     const killPreforked = () => preforked.forEach((p) => p.worker.isDead() || p.worker.process.kill('SIGKILL'));
     if (!config) throw new Error(loaded.errors.map(formatConfigError).join('\n'));
-    // Twice the workers (a reload's new ones start while the old drain), and the primary's.
-    const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()) + 1);
-    const catalog = statusConfigOf(config);
-    // Room for the zones of `status_zone <key> zone=<name>:<count>` groups too: a reload
-    // that adds groups has what the first sizing left over.
     let status: Status;
     try {
-      status = Status.create(catalog, { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) + zoneGroupBytes(catalog, slots) });
+      status = createZones(config);
     } catch (e) {
       killPreforked();
       throw e;
@@ -346,9 +339,4 @@ export class Primary {
   reopenLogs(): void {
     this.log('notice', 'reopening logs');
   }
-}
-
-/** The status zone: room for the catalog and every zone's counters, several reloads over. */
-function statusZoneBytes(config: ServerConfig): number {
-  return 4 * 1024 * 1024 + 8 * JSON.stringify(config.files).length;
 }

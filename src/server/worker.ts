@@ -11,6 +11,7 @@ import { CacheKeeper } from './cache/keeper.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
 import { StreamPlane } from './stream/plane.js';
+import { ConnectionBudget } from './core/events.js';
 
 // A quarter of the CPU per request otherwise, once an idle GC has run (see next-tick.ts).
 keepNextTickFast();
@@ -32,8 +33,10 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   // status_runtime on: this worker's runtime in /status/workers, sampled off the request path.
   if (config.statusRuntime) runtime = runtimeMetrics(status, { intervalMs: RUNTIME_INTERVAL_MS });
   const ticketKeys = Buffer.from(message.ticketKeys, 'base64');
-  plane = new HttpPlane(config, { status, ticketKeys });
-  if (config.stream) stream = new StreamPlane(config, { status, ticketKeys });
+  // One budget for both planes: worker_connections counts the worker's connections.
+  const budget = new ConnectionBudget(config.core.workerConnections);
+  plane = new HttpPlane(config, { status, ticketKeys, budget });
+  if (config.stream) stream = new StreamPlane(config, { status, ticketKeys, budget });
   await plane.listen();
   await stream?.listen();
   // The cache loader and manager run in one worker of the server (the primary's choice).
