@@ -41,6 +41,8 @@
 //   rejects (rate=1000000r/s, burst=1000 nodelay, keyed by $binary_remote_addr: one
 //   shared-memory decision per request) | the same server without it. limit_req_overhead_pct
 //   = (rps_without - rps_with) / rps_without * 100.
+// - start_time: from the spawn to the first 200 of a one-server configuration, zonal beside
+//   nginx, several starts each, alternating (bench/start-time.ts).
 // - tcp_bulk, tcp_connections: TCP proxying, zonal's `stream {}` | nginx's stream module,
 //   driven by a node load client (wrk speaks only HTTP): bench/tcp-load.ts says how.
 // Ratios are zonal / reference (above 1: zonal serves more); metrics_overhead_pct =
@@ -83,6 +85,7 @@ import { alternate, broken, checkCounted, childPids, endToEnd, freePort, getOnce
 import { median, round2, table } from './report.js';
 import { wrk, wrkCommand, type WrkMeasured } from './wrk.js';
 import { STREAM_ROWS, streamRows, type StreamRow } from './tcp-load.js';
+import { startTimeRow } from './start-time.js';
 
 /** This file, which the children run in their own modes. */
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -569,9 +572,9 @@ async function main(): Promise<void> {
     // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
     const only = process.argv.includes('--rows') ? process.argv[process.argv.indexOf('--rows') + 1]?.split(',') ?? [] : undefined;
     const isStream = (name: string): name is StreamRow => (STREAM_ROWS as readonly string[]).includes(name);
-    const unknown = only?.filter((name) => !allRows.some((r) => r.name === name) && !isStream(name)) ?? [];
+    const unknown = only?.filter((name) => !allRows.some((r) => r.name === name) && !isStream(name) && name !== 'start_time') ?? [];
     if (only && (only.length === 0 || unknown.length > 0))
-      broken(`--rows takes names of rows separated by commas (${[...allRows.map((r) => r.name), ...STREAM_ROWS].join(', ')}), not "${unknown.join(',')}"`);
+      broken(`--rows takes names of rows separated by commas (${[...allRows.map((r) => r.name), ...STREAM_ROWS, 'start_time'].join(', ')}), not "${unknown.join(',')}"`);
     const rows = only ? allRows.filter((r) => only.includes(r.name)) : allRows;
     const tcpRows = only ? only.filter(isStream) : [...STREAM_ROWS];
 
@@ -691,6 +694,7 @@ async function main(): Promise<void> {
     ]);
     checkCounted("zonal's own counts, read through its admin listener after the load (answered: wrk's answers, warm-up included, and the first GET)", counts);
     if (tcpRows.length > 0) Object.assign(json, await streamRows(dir, nginx.command, tcpRows, seconds, rounds));
+    if (!only || only.includes('start_time')) json.start_time = await startTimeRow(dir, nginx.command);
     console.log(JSON.stringify(json));
   });
 }

@@ -1,62 +1,237 @@
-// The `zonal` command: `-c <file>` runs the server, `-t -c <file>` checks a
-// configuration, `-v` prints the version.
-import { resolve } from 'node:path';
-import { ZONAL_VERSION } from '../metrics/status.js';
-import { formatConfigError, loadConfig } from './config/load.js';
+// The `zonal` command, with nginx's options:
+//
+//   zonal [-p prefix] [-c file] [-e file|stderr] [-g 'directives;'] [-t | -T] [-q]
+//         [-s stop|quit|reload|reopen] [-v | -V]
+//
+// Only what the run needs is imported before the workers are forked: the primary's own
+// modules load while the workers load theirs (see core/process.ts prefork).
+import fs from 'node:fs';
+import path from 'node:path';
+import { formatConfigError, formatConfigWarning, loadConfig, type LoadOptions } from './config/load.js';
+import type { ServerConfig } from './config/model.js';
 import { stderrLog } from './log.js';
-import { Primary } from './primary.js';
 
-const USAGE = `usage: zonal [-t] -c <file> | -v
-  -c <file>      run the server with this configuration file
-  -t             check the configuration, print each error, and exit
-  -v, --version  print the version`;
+const USAGE = `usage: zonal [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]
 
-export async function main(argv: string[]): Promise<number> {
-  let file: string | undefined;
-  let test = false;
+Options:
+  -?,-h         : this help
+  -v            : show version and exit
+  -V            : show version and configure options then exit
+  -t            : test configuration and exit
+  -T            : test configuration, dump it and exit
+  -q            : suppress non-error messages during configuration testing
+  -s signal     : send signal to the primary process: stop, quit, reopen, reload
+  -p prefix     : set prefix path (default: the configuration file's directory)
+  -e filename   : set error log file (default: stderr)
+  -c filename   : set configuration file (required)
+  -g directives : set global directives out of configuration file`;
+
+/** The command line, read. */
+export interface CommandLine {
+  readonly file?: string;
+  readonly prefix?: string;
+  readonly errorLog?: string;
+  readonly globals?: string;
+  readonly test?: 'test' | 'dump';
+  readonly quiet: boolean;
+  readonly signal?: string;
+  readonly version?: 'short' | 'long';
+  readonly help: boolean;
+}
+
+/** nginx's parsing: flags may be grouped (`-tq`), an option's value is the rest of its
+ * word or the next word (`-cfile`, `-c file`). */
+export function parseCommandLine(argv: readonly string[]): CommandLine | { error: string } {
+  const line: { -readonly [K in keyof CommandLine]: CommandLine[K] } = { quiet: false, help: false };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '-v' || a === '--version') {
-      console.log(`zonal/${ZONAL_VERSION}`);
-      return 0;
-    } else if (a === '-h' || a === '--help') {
-      console.log(USAGE);
-      return 0;
-    } else if (a === '-t') test = true;
-    else if (a === '-c' && i + 1 < argv.length) file = resolve(argv[++i]);
-    else {
-      console.error(`zonal: invalid option "${a}"\n${USAGE}`);
-      return 2;
+    const word = argv[i];
+    if (word === '--version') {
+      line.version ??= 'short';
+      continue;
+    }
+    if (word === '--help') {
+      line.help = true;
+      continue;
+    }
+    if (!word.startsWith('-') || word.length < 2) return { error: `invalid option: "${word}"` };
+    for (let j = 1; j < word.length; j++) {
+      const flag = word[j];
+      if (flag === '?' || flag === 'h') line.help = true;
+      else if (flag === 'v') line.version ??= 'short';
+      else if (flag === 'V') line.version = 'long';
+      else if (flag === 't') line.test ??= 'test';
+      else if (flag === 'T') line.test = 'dump';
+      else if (flag === 'q') line.quiet = true;
+      else if ('pcegs'.includes(flag)) {
+        const value = j + 1 < word.length ? word.slice(j + 1) : argv[++i];
+        if (value === undefined) return { error: `option "-${flag}" requires ${({ p: 'directory name', c: 'file name', e: 'file name', g: 'parameter', s: 'parameter' } as Record<string, string>)[flag]}` };
+        if (flag === 'p') line.prefix = value;
+        else if (flag === 'c') line.file = value;
+        else if (flag === 'e') line.errorLog = value;
+        else if (flag === 'g') line.globals = line.globals === undefined ? value : `${line.globals} ${value}`;
+        else line.signal = value;
+        break;
+      } else return { error: `invalid option: "${word.slice(j)}"` };
     }
   }
-  if (!file) {
-    console.error(USAGE);
+  return line;
+}
+
+async function printVersion(long: boolean): Promise<void> {
+  const { ZONAL_VERSION } = await import('../metrics/status.js');
+  // nginx prints its version on stderr; tools read it there (nginx's test harness does).
+  let text = `zonal version: zonal/${ZONAL_VERSION}\n`;
+  if (long) {
+    const { NGINX_VERSION, configureArguments } = await import('./core/modules.js');
+    text +=
+      `nginx version: nginx/${NGINX_VERSION} (the nginx whose configuration zonal follows)\n` +
+      `built with OpenSSL ${process.versions.openssl} (Node ${process.versions.node}'s)\n` +
+      `TLS SNI support enabled\n` +
+      `configure arguments: ${configureArguments()}\n`;
+  }
+  process.stderr.write(text);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const line = parseCommandLine(argv);
+  if ('error' in line) {
+    process.stderr.write(`zonal: ${line.error}\n${USAGE}\n`);
     return 2;
   }
-  if (test) {
-    const { errors } = loadConfig(file);
-    for (const e of errors) console.error(formatConfigError(e));
-    console.error(`zonal: configuration file ${file} test ${errors.length ? 'failed' : 'is successful'}`);
+  if (line.help) {
+    process.stderr.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (line.version) {
+    await printVersion(line.version === 'long');
+    if (!line.test) return 0;
+  }
+  // nginx: `-c` is relative to the prefix when one is given.
+  const prefix = line.prefix !== undefined ? path.resolve(line.prefix) : undefined;
+  if (line.file === undefined) {
+    process.stderr.write(`zonal: no configuration file: -c <file> is required\n${USAGE}\n`);
+    return 2;
+  }
+  const file = path.resolve(prefix ?? process.cwd(), line.file);
+  const base = prefix ?? path.dirname(file);
+  const options: LoadOptions = { ...(prefix !== undefined ? { prefix } : {}), ...(line.globals !== undefined ? { globals: line.globals } : {}) };
+
+  // -e: the error log before the configuration is read. Its file is created now, as
+  // nginx opens it; what is written to it is the log module's.
+  const errorLog = line.errorLog === undefined || line.errorLog === 'stderr' ? undefined : path.resolve(base, line.errorLog);
+  if (errorLog !== undefined) {
+    try {
+      fs.closeSync(fs.openSync(errorLog, 'a'));
+    } catch (e) {
+      process.stderr.write(`zonal: [alert] could not open error log file: open() "${errorLog}" failed (${(e as Error).message})\n`);
+    }
+  }
+
+  let loaded: ReturnType<typeof loadConfig>;
+  try {
+    loaded = loadConfig(file, options);
+  } catch (e) {
+    // The reader's own failure is reported, not thrown with a stack.
+    loaded = { errors: [{ file, line: 0, message: `the configuration cannot be read: ${(e as Error).message}` }], warnings: [] };
+  }
+  const { config, errors, warnings } = loaded;
+
+  if (line.signal !== undefined) {
+    if (!config) return report(errors), 1;
+    const { signalThroughPidFile } = await import('./core/process.js');
+    const failure = signalThroughPidFile(line.signal, config.core.pid);
+    if (failure) process.stderr.write(`zonal: [error] ${failure}\n`);
+    return failure ? 1 : 0;
+  }
+
+  if (line.test) {
+    if (!line.quiet) for (const w of warnings) process.stderr.write(`${formatConfigWarning(w)}\n`);
+    if (config) {
+      // What the start would do with the shared memory, tried.
+      const { tryZones } = await import('./core/zones.js');
+      const failure = tryZones(config);
+      if (failure) errors.push({ file, line: 0, message: failure });
+    }
+    report(errors);
+    if (config && !errors.length && line.test === 'dump') for (const [name, text] of Object.entries(config.files)) process.stdout.write(`# configuration file ${name}:\n${text}\n`);
+    if (errors.length || !line.quiet) process.stderr.write(`zonal: configuration file ${file} test ${errors.length ? 'failed' : 'is successful'}\n`);
     return errors.length ? 1 : 0;
   }
 
-  let primary: Primary;
+  if (!config) return report(errors), 1;
+  for (const w of warnings) process.stderr.write(`${formatConfigWarning(w)}\n`);
+  if (config.core.daemon && process.env.ZONAL_DAEMON !== 'child') {
+    const { daemonize } = await import('./core/daemon.js');
+    return daemonize(errorLog);
+  }
+  return run(file, config, options);
+}
+
+function report(errors: ReturnType<typeof loadConfig>['errors']): void {
+  for (const e of errors) process.stderr.write(`${formatConfigError(e)}\n`);
+}
+
+/** Runs the server until a signal stops it. */
+async function run(file: string, config: ServerConfig, options: LoadOptions): Promise<number> {
+  const daemonChild = process.env.ZONAL_DAEMON === 'child';
+  delete process.env.ZONAL_DAEMON;
+  // Signals that come while the server starts are acted on once it has.
+  let stopAsked: 'graceful' | 'fast' | undefined;
+  let primary: import('./primary.js').Primary | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = (how: 'graceful' | 'fast') => {
+    if (!primary) return void (stopAsked = how === 'fast' || !stopAsked ? how : stopAsked);
+    if (stopping) {
+      // A fast stop asked during a graceful one tells the workers to exit now; a second
+      // fast stop, no more waiting at all.
+      if (how === 'fast') {
+        if (stopAsked === 'fast') process.exit(1);
+        stopAsked = 'fast';
+        void primary.stop('fast');
+      }
+      return;
+    }
+    stopAsked = how;
+    const p = primary;
+    stopping = p.stop(how).then(() => {
+      if (config.core.pid) removePidFile(config.core.pid);
+      process.exit(0);
+    });
+  };
+  process.on('SIGQUIT', () => stop('graceful'));
+  process.on('SIGTERM', () => stop('fast'));
+  process.on('SIGINT', () => stop('fast'));
+  process.on('SIGHUP', () => void primary?.reload());
+  process.on('SIGUSR1', () => primary?.reopenLogs());
+
+  const { creatorInstance, WORKER_SLOT_ENV } = await import('../engine/identity.js');
+  const { prefork, removePidFile, rlimitNotice, writePidFile } = await import('./core/process.js');
+  // The zones' instance is named before the early workers are forked: they inherit it.
+  creatorInstance();
+  const preforked = prefork(config.workerProcesses, config.core, WORKER_SLOT_ENV);
+  const { Primary } = await import('./primary.js');
   try {
-    primary = await Primary.start(file);
+    primary = await Primary.start(file, stderrLog, { ...options, config, preforked });
   } catch (e) {
     stderrLog('emerg', (e as Error).message.replace(/^zonal: \[emerg\] /gm, ''));
     return 1;
   }
-  process.on('SIGHUP', () => void primary.reload());
-  let stopping = false;
-  const stop = () => {
-    // A second signal while stopping: no more waiting.
-    if (stopping) process.exit(1);
-    stopping = true;
-    void primary.stop().then(() => process.exit(0));
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  const notice = rlimitNotice(config.core);
+  if (notice) stderrLog('warn', notice);
+  if (config.core.pid) {
+    try {
+      writePidFile(config.core.pid);
+    } catch (e) {
+      stderrLog('emerg', (e as Error).message);
+      await primary.stop('fast');
+      return 1;
+    }
+  }
+  if (daemonChild) {
+    process.send?.({ type: 'started' });
+    process.disconnect?.();
+  }
+  if (stopAsked) stop(stopAsked);
   // Stay up: the workers and listeners keep the event loop alive.
   return new Promise<number>(() => {});
 }

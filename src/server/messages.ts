@@ -3,9 +3,11 @@ import type { AuditLine } from './audit.js';
 
 export type FromPrimary =
   /** The configuration: the main file and the text of every file it read. */
-  | { type: 'start'; file: string; files: Record<string, string>; ticketKeys: string; cacheKeeper: boolean }
+  | { type: 'start'; file: string; files: Record<string, string>; prefix: string; globals?: string; ticketKeys: string; cacheKeeper: boolean }
   /** Stop accepting, finish what is in flight, exit. */
-  | { type: 'drain' };
+  | { type: 'drain' }
+  /** A fast stop: exit now. */
+  | { type: 'exit' };
 
 export type ToPrimary =
   /** The worker listens for messages: cluster's own 'online' comes before the worker's

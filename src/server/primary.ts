@@ -1,6 +1,6 @@
 // The zonal server's primary process: it reads the configuration, creates the zones,
 // forks the workers (node:cluster) and keeps them running, serves the admin listeners,
-// reloads on SIGHUP and stops on SIGTERM or SIGINT.
+// reloads on SIGHUP, stops gracefully on SIGQUIT and fast on SIGTERM or SIGINT (cli.ts).
 //
 // Worker slots: each worker writes its own shard of every counter block. The zones have
 // twice as many slots as workers (at least as many as CPUs, twice), so that a reload's
@@ -8,27 +8,28 @@
 // the one it replaces, so the totals go on from where they were.
 import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { setWorkerSlot, WORKER_SLOT_ENV } from '../engine/index.js';
-import { addon } from '../engine/native.js';
 import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { repairLimitSlot } from '../metrics/limits.js';
 import { repairStreamZones } from '../metrics/stream-zones.js';
-import { zoneGroupBytes } from '../metrics/zone-groups.js';
 import { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
-import { formatConfigError, loadConfig } from './config/load.js';
+import { formatConfigError, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
+import { setupCluster, workerEnv, type Preforked } from './core/process.js';
+import { createZones } from './core/zones.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
 import { startProbes, type Prober } from './probes/prober.js';
 import { followNames, Resolvers, type NameFollower } from './resolver/peers.js';
 
-/** How long draining workers may take before they are killed. */
+/** How long draining workers may take before they are killed, unless
+ * `worker_shutdown_timeout` says (nginx waits for ever by default). */
 const DRAIN_MS = 30_000;
+/** A fast stop: how long a worker told to exit may take before it is killed. */
+const EXIT_MS = 5000;
 /** A worker that dies sooner than this after its start is restarted after this delay. */
 const RESTART_DELAY_MS = 1000;
 
@@ -49,6 +50,7 @@ export class Primary {
   private readonly admin: AdminListeners;
   private generation = 0;
   private stopping = false;
+  private stopped?: Promise<void>;
   private reloading = false;
   private reloadAgain = false;
   /** The primary's own view of the zones, writing in its own worker slot: the resolver
@@ -60,6 +62,7 @@ export class Primary {
 
   private constructor(
     private readonly file: string,
+    private readonly options: Pick<LoadOptions, 'prefix' | 'globals'>,
     private config: ServerConfig,
     private readonly status: Status,
     private readonly log: Log,
@@ -69,26 +72,38 @@ export class Primary {
     this.admin = new AdminListeners(status, log);
   }
 
-  /** Reads the configuration, creates the zones, starts the workers and admin listeners. */
-  static async start(file: string, log: Log = stderrLog): Promise<Primary> {
-    const { config, errors } = loadConfig(file);
-    if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
-    // Twice the workers (a reload's new ones start while the old drain), and the primary's.
-    const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()) + 1);
-    const catalog = statusConfigOf(config);
-    // Room for the zones of `status_zone <key> zone=<name>:<count>` groups too: a reload
-    // that adds groups has what the first sizing left over.
-    const status = Status.create(catalog, { workers: slots, configFiles: config.files, zoneSize: statusZoneBytes(config) + zoneGroupBytes(catalog, slots) });
-    const primary = new Primary(file, config, status, log);
-    // Each worker accepts on the shared listening socket itself: no hand-off through the
-    // primary for every connection.
-    cluster.schedulingPolicy = cluster.SCHED_NONE;
-    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
+  /** Reads the configuration (or takes the one `cli.ts` read, with the workers it forked
+   * early for it), creates the zones, starts the workers and admin listeners. */
+  static async start(
+    file: string,
+    log: Log = stderrLog,
+    options: Pick<LoadOptions, 'prefix' | 'globals'> & { config?: ServerConfig; preforked?: Preforked[] } = {},
+  ): Promise<Primary> {
+    const loaded = options.config ? { config: options.config, errors: [] } : loadConfig(file, options);
+    const config = loaded.config;
+    const preforked = options.preforked ?? [];
+    const killPreforked = () => preforked.forEach((p) => p.worker.isDead() || p.worker.process.kill('SIGKILL'));
+    if (!config) throw new Error(loaded.errors.map(formatConfigError).join('\n'));
+    let status: Status;
+    try {
+      status = createZones(config);
+    } catch (e) {
+      killPreforked();
+      throw e;
+    }
+    const primary = new Primary(file, { prefix: options.prefix, globals: options.globals }, config, status, log);
+    setupCluster();
     try {
       primary.startDiscovery(config, false);
       await primary.admin.apply(config);
-      await Promise.all(Array.from({ length: config.workerProcesses }, () => primary.spawn(primary.takeSlot()!, 0)));
+      await Promise.all(
+        Array.from({ length: config.workerProcesses }, () => {
+          const slot = primary.takeSlot()!;
+          return primary.spawn(slot, 0, preforked.find((p) => p.slot === slot));
+        }),
+      );
     } catch (e) {
+      killPreforked();
       await primary.stop();
       throw e;
     }
@@ -109,9 +124,10 @@ export class Primary {
     return this.freeSlots.shift();
   }
 
-  /** Forks a worker in `slot`; resolves once it listens, rejects when it cannot. */
-  private spawn(slot: number, generation: number): Promise<WorkerRecord> {
-    const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(slot) });
+  /** Forks a worker in `slot` (or takes the one forked early for it); resolves once it
+   * listens, rejects when it cannot. */
+  private spawn(slot: number, generation: number, preforked?: Preforked): Promise<WorkerRecord> {
+    const worker = preforked?.worker ?? cluster.fork({ ...workerEnv(this.config.core), [WORKER_SLOT_ENV]: String(slot) });
     // A message sent to a worker that is already going (Ctrl-C reaches the workers too, and
     // a killed one may not have closed its channel yet) fails with EPIPE as an 'error'
     // event: unhandled, it would take the primary down. The worker's end is its 'exit'.
@@ -123,9 +139,18 @@ export class Primary {
     const cacheKeeper = ![...this.workers].some((r) => r.cacheKeeper && r.generation === generation && r.state !== 'draining');
     const record: WorkerRecord = { worker, slot, generation, started: Date.now(), state: 'starting', cacheKeeper };
     this.workers.add(record);
-    const start: FromPrimary = { type: 'start', file: this.file, files: this.config.files, ticketKeys: this.ticketKeys, cacheKeeper };
+    const start: FromPrimary = {
+      type: 'start',
+      file: this.file,
+      files: this.config.files,
+      prefix: this.config.prefix,
+      ...(this.config.globals !== undefined ? { globals: this.config.globals } : {}),
+      ticketKeys: this.ticketKeys,
+      cacheKeeper,
+    };
     return new Promise((resolve, reject) => {
       let failure = 'the worker exited before it was ready';
+      if (preforked?.waiting) worker.send(start);
       worker.on('message', (m: ToPrimary) => {
         if (m.type === 'waiting') worker.send(start);
         else if (m.type === 'audit') logAudit(this.log, m.line);
@@ -134,7 +159,7 @@ export class Primary {
           resolve(record);
         } else if (m.type === 'failed') failure = m.message;
       });
-      worker.once('exit', (code, signal) => {
+      const exited = (code: number | null, signal: string | null) => {
         this.workers.delete(record);
         // What the worker had in flight at its peers and in queues ends with it, before
         // another worker takes the slot.
@@ -149,7 +174,10 @@ export class Primary {
         this.freeSlots.push(slot);
         if (record.state === 'starting') reject(new Error(failure));
         else this.exited(record, code, signal);
-      });
+      };
+      // A worker forked early may have gone before the primary took it.
+      if (worker.isDead()) exited(worker.process.exitCode, worker.process.signalCode);
+      else worker.once('exit', exited);
     });
   }
 
@@ -191,7 +219,14 @@ export class Primary {
   }
 
   private async reloadOnce(): Promise<boolean> {
-    const { config, errors } = loadConfig(this.file);
+    let loaded: ReturnType<typeof loadConfig>;
+    try {
+      loaded = loadConfig(this.file, this.options);
+    } catch (e) {
+      // The reader's own failure: the running configuration stays, as for any error.
+      loaded = { errors: [{ file: this.file, line: 0, message: `the configuration cannot be read: ${(e as Error).message}` }], warnings: [] };
+    }
+    const { config, errors } = loaded;
     if (!config) {
       for (const e of errors) this.log('emerg', formatConfigError(e).replace(/^zonal: \[emerg\] /, ''));
       this.log('error', 'reload refused: the running configuration stays');
@@ -258,26 +293,50 @@ export class Primary {
     record.state = 'draining';
     const message: FromPrimary = { type: 'drain' };
     if (record.worker.isConnected()) record.worker.send(message);
-    const kill = setTimeout(() => record.worker.process.kill('SIGKILL'), DRAIN_MS);
+    const kill = setTimeout(() => record.worker.process.kill('SIGKILL'), this.config.core.workerShutdownTimeout ?? DRAIN_MS);
     kill.unref();
     record.worker.once('exit', () => clearTimeout(kill));
   }
 
-  /** Stops gracefully: workers finish what is in flight; the zones are removed. */
-  async stop(): Promise<void> {
+  /** Stops: gracefully (SIGQUIT), the workers stop accepting and finish what is in
+   * flight; fast (SIGTERM, SIGINT, or a graceful stop asked again), they exit at once.
+   * Either way the zones are removed once every worker has exited. */
+  stop(how: 'graceful' | 'fast' = 'graceful'): Promise<void> {
+    if (this.stopped) {
+      // A fast stop asked while a graceful one waits: the workers exit now.
+      if (how === 'fast') for (const r of this.workers) this.exit(r);
+      return this.stopped;
+    }
+    return (this.stopped = this.stopOnce(how));
+  }
+
+  private async stopOnce(how: 'graceful' | 'fast'): Promise<void> {
     this.stopping = true;
     this.follower?.stop();
     this.prober?.stop();
     this.resolvers?.close();
     this.admin.close();
     const exits = [...this.workers].map((r) => new Promise<void>((resolve) => (r.worker.isDead() ? resolve() : r.worker.once('exit', () => resolve()))));
-    for (const r of this.workers) this.drain(r);
+    for (const r of this.workers) {
+      if (how === 'graceful') this.drain(r);
+      else this.exit(r);
+    }
     await Promise.all(exits);
     this.status.remove();
   }
-}
 
-/** The status zone: room for the catalog and every zone's counters, several reloads over. */
-function statusZoneBytes(config: ServerConfig): number {
-  return 4 * 1024 * 1024 + 8 * JSON.stringify(config.files).length;
+  private exit(record: WorkerRecord): void {
+    const message: FromPrimary = { type: 'exit' };
+    if (record.worker.isConnected()) record.worker.send(message);
+    else record.worker.process.kill('SIGKILL');
+    const kill = setTimeout(() => record.worker.process.kill('SIGKILL'), EXIT_MS);
+    kill.unref();
+    record.worker.once('exit', () => clearTimeout(kill));
+  }
+
+  /** SIGUSR1: reopen the log files (logrotate's postrotate). The hook the log module
+   * fills in; until it has files to reopen, nothing to do. */
+  reopenLogs(): void {
+    this.log('notice', 'reopening logs');
+  }
 }

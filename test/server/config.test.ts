@@ -321,16 +321,16 @@ t.test('${name} is one word, and api variables', async (t) => {
   t.equal(server.locations[1].api, '$uri', 'a path may start with a variable');
 });
 
-t.test('include: globs relative to the including file, sorted, any context', async (t) => {
+t.test("include: globs relative to the main file's directory (nginx's conf prefix), sorted, any context", async (t) => {
   const dir = tree({
     'zonal.conf': conf('include main.d/workers.conf;', 'http {', '  include sites/*.conf;', '  include nothing/*.conf;', '}'),
     'main.d/workers.conf': conf('worker_processes auto;'),
-    'sites/b.conf': conf('server {', '  listen 8082;', '  include ../loc/[ab]*.conf;', '}'),
+    'sites/b.conf': conf('server {', '  listen 8082;', '  include loc/[ab]*.conf;', '}'),
     'sites/a.conf': conf('server {', '  listen 8081;', '}'),
     'sites/.hidden.conf': conf('this is not read;'),
     'sites/c.txt': conf('nor this;'),
     'loc/b2.conf': conf('location /b2/ { }'),
-    'loc/a1.conf': conf('location /a1/ {', '  include ../deeper/?.conf;', '}'),
+    'loc/a1.conf': conf('location /a1/ {', '  include deeper/?.conf;', '}'),
     'loc/c.conf': conf('location /c/ { }'),
     'deeper/x.conf': conf('root deep;'),
   });
@@ -342,11 +342,11 @@ t.test('include: globs relative to the including file, sorted, any context', asy
     ['zonal.conf', 'main.d/workers.conf', 'sites/a.conf', 'sites/b.conf', 'loc/a1.conf', 'deeper/x.conf', 'loc/b2.conf'].map(abs),
     'every file read, in reading order; hidden files and other names not matched',
   );
-  t.equal(config.files[abs('sites/b.conf')], conf('server {', '  listen 8082;', '  include ../loc/[ab]*.conf;', '}'));
+  t.equal(config.files[abs('sites/b.conf')], conf('server {', '  listen 8082;', '  include loc/[ab]*.conf;', '}'));
   const [a, b] = config.http!.servers;
   t.same([a.listens[0].port, b.listens[0].port], [8081, 8082], 'sorted by name');
   t.same(b.locations.map((l) => l.path), ['/a1/', '/b2/']);
-  t.equal(b.locations[0].root, abs('deeper/deep'), 'a path is relative to the file it is written in');
+  t.equal(b.locations[0].root, abs('deep'), "root is relative to the prefix, the main file's directory by default, whichever file it is written in");
   t.same(b.locations[0].origin, { file: abs('loc/a1.conf'), line: 1 }, 'origins name the included file');
   t.same(b.listens[0].origin, { file: abs('sites/b.conf'), line: 2 });
 });

@@ -367,13 +367,14 @@ t.test('SIGHUP reloads: generation, load_time, counters kept; a bad configuratio
   t.equal((await fetch(`http://127.0.0.1:${site}/new`)).status, 204, 'the running configuration stays');
 });
 
-t.test('SIGTERM: the request in flight finishes, then the zones are removed', async (t) => {
+// nginx's graceful stop is QUIT (TERM is its fast one: test/server/core/signals.test.ts).
+t.test('SIGQUIT: the request in flight finishes, then the zones are removed', async (t) => {
   const instance = `p${zonal.child.pid}`;
   t.ok(readdirSync('/dev/shm').some((f) => f.startsWith(`zonal.${instance}.`)), 'zones exist while running');
   const c = await RawClient.connect(site);
   await c.send(request('PUT', '/api/config/http/upstreams/u/servers/x', { 'Content-Length': 2 }, '{'));
   await settled((s) => s.zones.site.requests.processing === 1);
-  zonal.child.kill('SIGTERM');
+  zonal.child.kill('SIGQUIT');
   // Draining: the workers stop listening (the port refuses) while the request waits.
   const refused = () =>
     new Promise<boolean>((resolve) => {
@@ -405,5 +406,6 @@ t.test('the command line: -t checks, -v prints the version', async (t) => {
   t.match(bad.err, new RegExp(`unknown directive "bogus" in ${join(dir, 'bad.conf').replace(/[.*+?^$()|[\]\\]/g, '\\$&')}:5`));
   const v = await runZonal(['-v']);
   t.equal(v.code, 0);
-  t.match(v.out, /^zonal\/\d+\.\d+\.\d+/);
+  // nginx's wording, on standard error as nginx's.
+  t.match(v.err, /^zonal version: zonal\/\d+\.\d+\.\d+/);
 });

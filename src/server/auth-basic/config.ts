@@ -3,7 +3,7 @@
 //
 //   auth_basic <realm> | off;      http, server, location
 //   auth_basic_user_file <file>;   http, server, location
-import { checkReadable, define, resolvePath, type DirectiveSpec } from '../config/spec.js';
+import { checkReadable, define, type DirectiveSpec } from '../config/spec.js';
 
 const inheritable = ['http', 'server', 'location'] as const;
 
@@ -22,7 +22,7 @@ export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     admin: true,
     apply(d, level, c) {
-      level.authUserFile = resolvePath(d, d.args[0]);
+      level.authUserFile = c.path(d.args[0], 'conf');
       checkReadable(level.authUserFile, d, c);
     },
   }),

@@ -20,7 +20,6 @@ import type { AnyLevel, Checker, Context, InheritableLevel } from '../config/lev
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
 import { checkVariables, isZoneName, requestVariable } from '../config/values.js';
-import path from 'node:path';
 import type { ValidRule } from './policy.js';
 
 export type StaleCondition = 'error' | 'timeout' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_404';
@@ -217,7 +216,7 @@ const cachePath = define({
     }
     if (!zone) return c.error(d.origin, `"${d.name}" must have "keys_zone" parameter`);
     const zones = levelOf(http).zones;
-    const abs = path.resolve(path.dirname(d.origin.file), dir);
+    const abs = c.path(dir, 'prefix');
     for (const z of zones)
       for (const p of z.paths) if (p.path === abs) return c.error(d.origin, `cache "${zone.name}" uses the "${abs}" cache path, which is used by cache "${z.name}" already`);
     const shard: CacheShardPath = { path: abs, levels, maxSize, minFree, useTempPath, loaderFiles, loaderSleep, origin: d.origin };

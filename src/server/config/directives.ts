@@ -20,12 +20,14 @@ import { authBasicDirectives } from '../auth-basic/config.js';
 import { apiDirectives } from '../api/config.js';
 import { upstreamDirectives } from '../upstream/config.js';
 import { proxyDirectives } from '../proxy/config.js';
-import { define, type DirectiveSpec } from './spec.js';
+import { coreDirectives } from '../core/config.js';
+import type { DirectiveSpec } from './spec.js';
 
 export type { DirectiveSpec } from './spec.js';
 
 /** The modules that declare their directives beside their code. */
 const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly DirectiveSpec[]>>> = [
+  coreDirectives,
   httpCoreDirectives,
   rewriteDirectives,
   sslDirectives,
@@ -47,29 +49,8 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
 
 /** The entries of a directive's name: none when it is unknown. */
 export function specsOf(name: string): readonly DirectiveSpec[] {
-  const entries = [directives, ...modules].filter((m) => Object.hasOwn(m, name)).map((m) => m[name]);
+  const entries = modules.filter((m) => Object.hasOwn(m, name)).map((m) => m[name]);
   return entries.flatMap((entry) => (isList(entry) ? entry : [entry]));
 }
 
 const isList = (entry: DirectiveSpec | readonly DirectiveSpec[]): entry is readonly DirectiveSpec[] => Array.isArray(entry);
-
-export const directives: Readonly<Record<string, DirectiveSpec | readonly DirectiveSpec[]>> = {
-  include: define({
-    contexts: ['main', 'http', 'server', 'location', 'upstream'],
-    args: [1, 1],
-    multiple: true,
-    admin: true,
-    apply: (d, level, c) => c.walk(d.included ?? [], level),
-  }),
-
-  worker_processes: define({
-    contexts: ['main'],
-    args: [1, 1],
-    apply(d, main, c) {
-      const [arg] = d.args;
-      if (arg === 'auto') main.workerProcesses = c.cpus;
-      else if (/^\d{1,3}$/.test(arg) && Number(arg) >= 1 && Number(arg) <= 128) main.workerProcesses = Number(arg);
-      else c.error(d.origin, `invalid value "${arg}" in "worker_processes" directive, it must be "auto" or a number from 1 to 128`);
-    },
-  }),
-};

@@ -1,12 +1,9 @@
-// The files directives name: relative to the file the directive is written in, and
-// checked at `zonal -t` when the configuration comes from the disk.
+// The files directives name (resolved by the Checker's path(): against the prefix or the
+// main file's directory, as nginx resolves each), checked at `zonal -t` when the
+// configuration comes from the disk.
 import fs from 'node:fs';
-import path from 'node:path';
 import type { Checker } from './levels.js';
 import type { Directive } from './syntax.js';
-
-/** A path in a directive is relative to the file the directive is written in. */
-export const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
 
 /** A file's text, or undefined when it cannot be read. */
 export function readable(file: string): string | undefined {

@@ -47,13 +47,33 @@ export interface Read {
   readonly files: Record<string, string>;
 }
 
+/** Where `-g` directives are said to be, in errors: nginx's words. */
+export const COMMAND_LINE = 'command line';
+
+/**
+ * How deep blocks and includes may nest, counted together: nginx sets no limit and
+ * recurses, and so did zonal's reader until a configuration 5,000 levels deep overflowed
+ * its stack. Real configurations nest a handful of levels (http, server, location, a
+ * nested location or two, an include or two).
+ */
+export const MAX_NESTING = 100;
+
+export interface ReadOptions {
+  /** What `include` paths are relative to (nginx: the main file's directory). */
+  readonly confPrefix?: string;
+  /** `-g`: main-context directives read before the main file's. */
+  readonly globals?: string;
+}
+
 /** The main file's directives, each well-formed `include` holding the directives of the
  * files it matched. An `include` of the wrong shape is left for the directive checks to
- * report; read errors, syntax errors and cycles go to `errors`. */
-export function readConfig(main: string, source: Source, errors: ConfigError[]): Read {
+ * report; read errors, syntax errors, cycles and nesting too deep go to `errors`. */
+export function readConfig(main: string, source: Source, errors: ConfigError[], options: ReadOptions = {}): Read {
   const files: Record<string, string> = {};
+  const confPrefix = options.confPrefix ?? path.dirname(main);
+  let tooDeep = false;
 
-  const load = (file: string, reading: readonly string[], at?: Origin): Directive[] => {
+  const load = (file: string, reading: readonly string[], at: Origin | undefined, depth: number): Directive[] => {
     let text: string | undefined = files[file];
     if (text === undefined) {
       const got = source.read(file);
@@ -68,15 +88,24 @@ export function readConfig(main: string, source: Source, errors: ConfigError[]):
       errors.push(parsed.error);
       return [];
     }
-    expand(parsed.directives, file, [...reading, file]);
+    expand(parsed.directives, [...reading, file], depth);
     return parsed.directives;
   };
 
-  const expand = (directives: readonly Directive[], file: string, reading: readonly string[]) => {
+  const expand = (directives: readonly Directive[], reading: readonly string[], depth: number) => {
     for (const d of directives) {
-      if (d.block) expand(d.block, file, reading);
+      if (tooDeep) return;
+      if (d.block || d.name === 'include') {
+        if (depth >= MAX_NESTING) {
+          tooDeep = true;
+          errors.push({ ...d.origin, message: `too deep nesting of blocks and includes: more than ${MAX_NESTING} levels` });
+          return;
+        }
+      }
+      if (d.block) expand(d.block, reading, depth + 1);
       if (d.name !== 'include' || d.args.length !== 1 || d.block) continue;
-      const pattern = path.resolve(path.dirname(file), d.args[0]);
+      // nginx: relative to the main file's directory (its conf prefix), from whichever file.
+      const pattern = path.resolve(confPrefix, d.args[0]);
       // nginx: a missing file is an error, a glob that matches nothing is not.
       const matched = hasGlob(pattern) ? source.glob(pattern) : [pattern];
       const included: Directive[] = [];
@@ -87,12 +116,21 @@ export function readConfig(main: string, source: Source, errors: ConfigError[]):
           errors.push({ ...d.origin, message: `include cycle: ${chain}` });
           continue;
         }
-        included.push(...load(m, reading, d.origin));
+        included.push(...load(m, reading, d.origin, depth + 1));
       }
       d.included = included;
     }
   };
 
-  const directives = load(main, []);
-  return { directives, files };
+  const globals: Directive[] = [];
+  if (options.globals !== undefined) {
+    const parsed = parse(options.globals, COMMAND_LINE);
+    if (parsed.error) errors.push(parsed.error);
+    else {
+      expand(parsed.directives, [], 0);
+      globals.push(...parsed.directives);
+    }
+  }
+  const directives = load(main, [], undefined, 0);
+  return { directives: [...globals, ...directives], files };
 }

@@ -42,7 +42,6 @@ export interface InheritableLevel extends Level {
 
 export interface MainLevel extends Level {
   readonly kind: 'main';
-  workerProcesses?: number;
   http?: HttpLevel;
 }
 
@@ -172,6 +171,10 @@ export interface Checker {
   readonly disk: boolean;
   readonly cpus: number;
   error(at: Origin, message: string): void;
+  /** A relative path of a directive made absolute as nginx does: against the prefix
+   * (`-p`; pid, root, logs, temp and cache paths, state files), or against the main
+   * file's directory, `conf` (include, certificates, keys, password files). */
+  path(arg: string, against: 'prefix' | 'conf'): string;
   /** Applies directives to a block: a block directive's contents, an include's files. */
   walk(directives: readonly Directive[], level: AnyLevel): void;
   /** The table's entries of a directive's name (none when unknown): a module's check of

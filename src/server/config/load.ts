@@ -2,13 +2,14 @@
 // and every worker (from the primary's snapshot) call loadConfig.
 import os from 'node:os';
 import path from 'node:path';
-import { diskSource, readConfig, snapshotSource } from './include.js';
+import { COMMAND_LINE, diskSource, readConfig, snapshotSource } from './include.js';
 import type { Checker, MainLevel } from './levels.js';
 import type { ConfigError, ServerConfig } from './model.js';
 import { resolveHttp } from './resolve.js';
 import { walk } from './walk.js';
 import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
+import { coreConfigOf } from '../core/config.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -16,22 +17,30 @@ export interface LoadOptions {
   files?: Record<string, string>;
   /** CPUs for `worker_processes auto` (default os.availableParallelism()). */
   cpus?: number;
+  /** `-p`: what relative paths are relative to; default the main file's directory. */
+  prefix?: string;
+  /** `-g`: main-context directives read before the main file's. */
+  globals?: string;
 }
 
 /** Reads and checks a configuration: `config` only when there is no error at all. Every
  * error found is reported, except that a file with a syntax error stops there and then
  * only syntax and read errors are reported (a truncated tree would only add false ones). */
-export function loadConfig(file: string, options: LoadOptions = {}): { config?: ServerConfig; errors: ConfigError[] } {
+export function loadConfig(file: string, options: LoadOptions = {}): { config?: ServerConfig; errors: ConfigError[]; warnings: ConfigError[] } {
   const main = path.resolve(file);
   const errors: ConfigError[] = [];
+  const warnings: ConfigError[] = [];
   const source = options.files ? snapshotSource(options.files) : diskSource;
-  const { directives, files } = readConfig(main, source, errors);
-  if (errors.length) return { errors };
+  const confPrefix = path.dirname(main);
+  const prefix = options.prefix !== undefined ? path.resolve(options.prefix) : confPrefix;
+  const { directives, files } = readConfig(main, source, errors, { confPrefix, ...(options.globals !== undefined ? { globals: options.globals } : {}) });
+  if (errors.length) return { errors, warnings };
 
   const checker: Checker = {
     disk: !options.files,
     cpus: options.cpus ?? os.availableParallelism(),
     error: (at, message) => void errors.push({ file: at.file, line: at.line, message }),
+    path: (arg, against) => path.resolve(against === 'prefix' ? prefix : confPrefix, arg),
     walk: (list, level) => walk(list, level, checker),
     specsOf,
   };
@@ -45,10 +54,14 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   ]);
   const httpListens = (http?.servers ?? []).flatMap((s) => s.listens);
   const stream = level.stream && resolveStream(level.stream, checker, httpListens, httpZones);
-  if (errors.length) return { errors };
+  const core = coreConfigOf(level, (at, message) => void warnings.push({ file: at.file, line: at.line, message }));
+  if (errors.length) return { errors, warnings };
   return {
     config: {
       file: main,
+      prefix,
+      ...(options.globals !== undefined ? { globals: options.globals } : {}),
+      core,
       workerProcesses: level.workerProcesses ?? 1,
       ...(level.statusRuntime ? { statusRuntime: true } : {}),
       ...(http ? { http } : {}),
@@ -56,11 +69,19 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
       files,
     },
     errors,
+    warnings,
   };
 }
 
 /** nginx's wording: `zonal: [emerg] unknown directive "foo" in /abs/path/zonal.conf:12`;
  * a file that cannot be opened at all has no line to name. */
 export function formatConfigError(e: ConfigError): string {
-  return `zonal: [emerg] ${e.message}${e.line > 0 ? ` in ${e.file}:${e.line}` : ''}`;
+  return `zonal: [emerg] ${e.message}${where(e)}`;
 }
+
+/** A warning of the configuration: nginx's `[warn]` line, the same `in <file>:<line>`. */
+export function formatConfigWarning(e: ConfigError): string {
+  return `zonal: [warn] ${e.message}${where(e)}`;
+}
+
+const where = (e: ConfigError) => (e.file === COMMAND_LINE ? ` in ${COMMAND_LINE}` : e.line > 0 ? ` in ${e.file}:${e.line}` : '');

@@ -28,5 +28,5 @@ export const define = <const K extends Context>(spec: DirectiveSpec<LevelOf<K>> 
 
 // Helpers every module's entries share: paths and files read at run time (files.ts),
 // numbers and times (numbers.ts).
-export { checkReadable, readable, resolvePath } from './files.js';
+export { checkReadable, readable } from './files.js';
 export { MAX, milliseconds } from './numbers.js';

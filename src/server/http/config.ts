@@ -9,7 +9,7 @@
 //   root <path>;                                   http, server, location, if
 //   status_zone <zone> | off | <key> zone=<name>[:<count>];   server, location, if
 import type { Checker, IfLevel, LocationLevel, ServerLevel } from '../config/levels.js';
-import { define, resolvePath, type DirectiveSpec } from '../config/spec.js';
+import { define, type DirectiveSpec } from '../config/spec.js';
 import { eachDirective, type Directive } from '../config/syntax.js';
 import { checkServerName, checkVariables, isZoneName, parseListenAddress, parseLocation, requestVariable } from '../config/values.js';
 import { compileRegex } from '../config/regex.js';
@@ -175,8 +175,8 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
   root: define({
     contexts: ['http', 'server', 'location', 'if'],
     args: [1, 1],
-    apply(d, level) {
-      level.root = resolvePath(d, d.args[0]);
+    apply(d, level, c) {
+      level.root = c.path(d.args[0], 'prefix');
     },
   }),
 

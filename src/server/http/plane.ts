@@ -14,6 +14,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
+import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
 import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
@@ -61,6 +62,8 @@ function bytesWritten(socket: Socket): number {
 
 export interface PlaneOptions {
   readonly status: Status;
+  /** `worker_connections`: shared with the worker's stream plane. */
+  readonly budget?: ConnectionBudget;
   /** TLS session ticket keys shared by all workers, so that a session resumes in any. */
   readonly ticketKeys?: Buffer;
 }
@@ -176,13 +179,16 @@ export class HttpPlane {
     socket[CONN] = conn;
     const entry = this.live.add(conn);
     this.conns.accepted();
+    const budget = this.options.budget;
+    const counted = budget ? budget.take() : true;
     socket.once('close', () => {
+      if (counted) budget?.give();
       this.live.delete(entry);
       if (conn.handshake) conn.handshake.zone?.sslHandshaked(conn.handshake.reused);
       if (conn.requests === 0 && conn.closedByServer) this.conns.dropped();
       else this.conns.closed(conn.idle);
     });
-    if (this.draining) {
+    if (this.draining || !counted) {
       conn.closedByServer = true;
       socket.destroy();
     }

@@ -3,7 +3,7 @@
 // server and location. proxy_cache and its kin are the cache module's (cache/config.ts).
 import type { InheritableLevel } from '../config/levels.js';
 import type { NextUpstreamCondition } from '../config/model.js';
-import { checkReadable, readable, resolvePath } from '../config/files.js';
+import { checkReadable, readable } from '../config/files.js';
 import { milliseconds, whole } from '../config/numbers.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
@@ -87,7 +87,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const file = resolvePath(d, d.args[0]);
+      const file = c.path(d.args[0], 'conf');
       checkReadable(file, d, c);
       if (c.disk && !readable(file)?.includes('-----BEGIN CERTIFICATE-----'))
         return c.error(d.origin, `cannot load certificate "${file}" of the "${d.name}" directive: no PEM certificate in it`);

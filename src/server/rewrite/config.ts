@@ -5,7 +5,7 @@
 //   return <code> [<text> | <url>] | <url>;      server, location, if
 import type { Checker, IfLevel, ServerIfLevel } from '../config/levels.js';
 import type { IfCondition } from '../config/model.js';
-import { define, resolvePath, type DirectiveSpec } from '../config/spec.js';
+import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
 import { checkVariables, parseReturn } from '../config/values.js';
 import { checkContent } from '../http/config.js';
@@ -16,8 +16,8 @@ function ifCondition(d: Directive, c: Checker): IfCondition | undefined {
   const parsed = parseIfCondition(d.args);
   if (parsed.error !== undefined) return void c.error(d.origin, `${parsed.error} in "if" directive`);
   const condition = parsed.value;
-  // A file test's path, as every path of the configuration, is relative to its file.
-  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: resolvePath(d, condition.path) };
+  // A file test's relative path is the prefix's, as nginx's run-time paths are.
+  if (condition.kind === 'file' && !condition.path.startsWith('/') && !condition.path.startsWith('$')) return { ...condition, path: c.path(condition.path, 'prefix') };
   return condition;
 }
 

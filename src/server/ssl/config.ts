@@ -3,14 +3,14 @@
 //
 //   ssl_certificate <file>; ssl_certificate_key <file>;   server
 //   ssl_handshake_timeout <time>;                           server
-import { checkReadable, define, milliseconds, resolvePath, type DirectiveSpec } from '../config/spec.js';
+import { checkReadable, define, milliseconds, type DirectiveSpec } from '../config/spec.js';
 
 export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_certificate: define({
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificate = resolvePath(d, d.args[0]);
+      server.sslCertificate = c.path(d.args[0], 'conf');
       checkReadable(server.sslCertificate, d, c);
     },
   }),
@@ -19,7 +19,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificateKey = resolvePath(d, d.args[0]);
+      server.sslCertificateKey = c.path(d.args[0], 'conf');
       checkReadable(server.sslCertificateKey, d, c);
     },
   }),

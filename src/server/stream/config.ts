@@ -20,7 +20,6 @@
 // `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
 // (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
 import { checkUpstreamBlock, newUpstreamBlock } from '../upstream/check.js';
@@ -164,7 +163,6 @@ function milliseconds(arg: string): number | undefined {
   return Math.round(s * 1000);
 }
 
-const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
 
 /** A certificate or key is read by the workers at start: a typo fails `zonal -t` now,
  * as the http block's do (workers read the primary's snapshot, not the disk: no check). */
@@ -375,7 +373,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: both,
     args: [1, 1],
     apply(d, level, c) {
-      level.sslCertificate = resolvePath(d, d.args[0]);
+      level.sslCertificate = c.path(d.args[0], 'conf');
       checkReadable(level.sslCertificate, d, c);
     },
   }),
@@ -383,7 +381,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: both,
     args: [1, 1],
     apply(d, level, c) {
-      level.sslCertificateKey = resolvePath(d, d.args[0]);
+      level.sslCertificateKey = c.path(d.args[0], 'conf');
       checkReadable(level.sslCertificateKey, d, c);
     },
   }),

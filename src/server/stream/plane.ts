@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
 import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
+import type { ConnectionBudget } from '../core/events.js';
 import type { Status } from '../../metrics/status.js';
 import { streamZone, type SessionStatus, type StreamZone } from '../../metrics/stream-zones.js';
 import { accessChecker, type AccessChecker } from '../access/runtime.js';
@@ -38,6 +39,8 @@ const QUEUED = 256 * 1024;
 
 export interface StreamPlaneOptions {
   readonly status: Status;
+  /** `worker_connections`: shared with the worker's HTTP plane. */
+  readonly budget?: ConnectionBudget;
   /** TLS session ticket keys shared by all workers, so that a session resumes in any. */
   readonly ticketKeys?: Buffer;
 }
@@ -131,10 +134,12 @@ export class StreamPlane {
   private draining = false;
   private drained: (() => void) | undefined;
   private readonly ticketKeys: Buffer | undefined;
+  private readonly budget: ConnectionBudget | undefined;
 
   constructor(config: ServerConfig, options: StreamPlaneOptions) {
     this.status = options.status;
     this.ticketKeys = options.ticketKeys;
+    this.budget = options.budget;
     this.conns = connections(this.status);
     const upstreams = new Map<string, StreamUpstream>();
     for (const u of config.stream?.upstreams ?? []) upstreams.set(u.name, new StreamUpstream(this.status, u));
@@ -207,7 +212,7 @@ export class StreamPlane {
   private accept(site: StreamSite, listen: StreamListen, raw: Socket): void {
     this.conns.accepted();
     site.zone?.connectionStarted();
-    if (this.draining) {
+    if (this.draining || (this.budget && !this.budget.take())) {
       raw.destroy();
       this.conns.dropped();
       site.zone?.connectionDiscarded(0, 0);
@@ -219,6 +224,7 @@ export class StreamPlane {
     this.live++;
     const session = new Session(site, raw, this.conns, () => {
       this.live--;
+      this.budget?.give();
       if (this.draining && this.live === 0) this.drained?.();
     });
     (raw as WithSession)[SESSION] = session;

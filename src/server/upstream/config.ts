@@ -14,7 +14,6 @@ import type { Checker } from '../config/levels.js';
 import type { BalancingMethod, PeerParams } from '../config/model.js';
 import { readStateFile, StateFileError } from '../../metrics/peers.js';
 import { parseResolvedServer } from '../resolver/config.js';
-import { resolvePath } from '../config/files.js';
 import { milliseconds, seconds, whole } from '../config/numbers.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
@@ -216,7 +215,7 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: ['upstream'],
     args: [1, 1],
     apply(d, upstream, c) {
-      upstream.state = resolvePath(d, d.args[0]);
+      upstream.state = c.path(d.args[0], 'prefix');
       checkStateFile(upstream.state, upstream.name, d, c);
     },
   }),

@@ -1,0 +1,110 @@
+// The process model's directives on a running zonal: events { worker_connections },
+// env, daemon, worker_rlimit_nofile, and a start within a generous bound.
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import t from 'tap';
+import { eventually, freePorts, getJson, runZonal } from '../zonal.js';
+import { Run } from './run.js';
+
+const harness = (dir: string) => ['-p', `${dir}/`, '-c', 'nginx.conf', '-e', 'error.log', '-g', `pid ${dir}/zonal.pid;`];
+
+/** A connection that has sent a request and read its answer: open, counted, waiting. */
+function keptAlive(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n'));
+    s.once('data', () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Connects and sends a request: what came back before the server closed, '' for nothing. */
+function refusedOrAnswered(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    let got = '';
+    const s = connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'));
+    s.on('data', (d) => (got += d));
+    s.on('close', () => resolve(got));
+    s.on('error', () => {});
+    s.setTimeout(10_000, () => s.destroy());
+  });
+}
+
+t.test('events { worker_connections 2; }: a third connection is closed at once and counted dropped', async (t) => {
+  const [port, admin] = await freePorts(2);
+  const z = await Run.start(
+    {
+      'nginx.conf': `daemon off;
+events { worker_connections 2; }
+http {
+    server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } }
+    server { listen 127.0.0.1:${admin} admin; location /api/ { api /; } }
+}
+`,
+    },
+    harness,
+  );
+  t.teardown(() => z.close());
+  const held = [await keptAlive(port), await keptAlive(port)];
+  t.equal(await refusedOrAnswered(port), '', 'closed without an answer');
+  await z.waitLog(/\[alert\] 2 worker_connections are not enough/);
+  const dropped = await eventually(async () => (await getJson(`http://127.0.0.1:${admin}/api/status/connections`)).body.dropped === 1);
+  t.ok(dropped, 'connections.dropped counts it');
+  held[0].destroy();
+  t.ok(await eventually(async () => (await refusedOrAnswered(port)).startsWith('HTTP/1.1 200'), 10_000), 'room again once one closes');
+  held[1].destroy();
+});
+
+t.test('env: the workers keep TZ and what env names, nothing else', async (t) => {
+  const [port] = await freePorts(1);
+  const z = await Run.start(
+    { 'nginx.conf': `daemon off;\nenv KEPT;\nenv SET=value;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; } }\n` },
+    harness,
+    'zonal.pid',
+    { KEPT: 'kept', DROPPED: 'dropped', TZ: 'UTC' },
+  );
+  t.teardown(() => z.close());
+  const [worker] = z.workers();
+  const env = new Map(
+    readFileSync(`/proc/${worker}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  t.equal(env.get('KEPT'), 'kept');
+  t.equal(env.get('SET'), 'value');
+  t.equal(env.get('TZ'), 'UTC');
+  t.notOk(env.has('DROPPED'), 'a variable env does not name is removed, as nginx does');
+  t.notOk(env.has('PATH'));
+});
+
+t.test('daemon on: the command returns once the server runs; -s stop ends it', async (t) => {
+  const [port] = await freePorts(1);
+  const z = Run.spawn({ 'nginx.conf': `daemon on;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "daemon\\n"; } } }\n` }, harness);
+  t.teardown(() => z.close());
+  t.same(await z.waitExit(), { code: 0, signal: null }, 'the command exits 0 once the server has started');
+  const pid = Number(readFileSync(join(z.dir, 'zonal.pid'), 'utf8'));
+  t.not(pid, z.pid, 'the server is another process');
+  const answer = await getJson(`http://127.0.0.1:${port}/`);
+  t.same([answer.status, answer.body], [200, 'daemon\n']);
+  const stop = await runZonal([...harness(z.dir), '-s', 'stop']);
+  t.equal(stop.code, 0, stop.err);
+  t.ok(await eventually(async () => !(await import('node:fs')).existsSync(`/proc/${pid}`), 20_000), 'the server stopped');
+});
+
+t.test('worker_rlimit_nofile: said at the start that Node cannot apply it', async (t) => {
+  const [port] = await freePorts(1);
+  const z = await Run.start({ 'nginx.conf': `daemon off;\nworker_rlimit_nofile 77;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; } }\n` }, harness);
+  t.teardown(() => z.close());
+  await z.waitLog(/\[warn\] "worker_rlimit_nofile 77" cannot be applied: Node has no setrlimit\(\)/);
+  t.pass();
+});
+
+t.test('start time: a one-server configuration answers well within a generous bound', async (t) => {
+  const [port] = await freePorts(1);
+  const began = Date.now();
+  const z = Run.spawn({ 'nginx.conf': `daemon off;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } } }\n` }, harness);
+  t.teardown(() => z.close());
+  const up = await eventually(async () => (await getJson(`http://127.0.0.1:${port}/`).catch(() => ({ status: 0 }))).status === 200, 20_000);
+  t.ok(up, `answered after ${Date.now() - began} ms (the 0.5 s goal is measured by bench side, not asserted on this shared machine)`);
+});
