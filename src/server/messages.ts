@@ -5,7 +5,9 @@ export type FromPrimary =
   /** The configuration: the main file and the text of every file it read. */
   | { type: 'start'; file: string; files: Record<string, string>; ticketKeys: string; cacheKeeper: boolean }
   /** Stop accepting, finish what is in flight, exit. */
-  | { type: 'drain' };
+  | { type: 'drain' }
+  /** USR1: reopen the log files (log/process.ts handles it). */
+  | { type: 'reopen' };
 
 export type ToPrimary =
   /** The worker listens for messages: cluster's own 'online' comes before the worker's

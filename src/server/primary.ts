@@ -24,6 +24,7 @@ import { formatConfigError, loadConfig } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
+import { applyProcessLogs } from './log/process.js';
 import { startProbes, type Prober } from './probes/prober.js';
 import { followNames, Resolvers, type NameFollower } from './resolver/peers.js';
 
@@ -73,6 +74,7 @@ export class Primary {
   static async start(file: string, log: Log = stderrLog): Promise<Primary> {
     const { config, errors } = loadConfig(file);
     if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
+    applyProcessLogs(config);
     // Twice the workers (a reload's new ones start while the old drain), and the primary's.
     const slots = Math.min(addon.maxWorkerSlots, 2 * Math.max(config.workerProcesses, availableParallelism()) + 1);
     const catalog = statusConfigOf(config);
@@ -215,6 +217,7 @@ export class Primary {
       return false;
     }
     this.config = config;
+    applyProcessLogs(config);
     this.generation++;
     this.startDiscovery(config, true);
     await this.admin.apply(config);

@@ -11,6 +11,8 @@ import { CacheKeeper } from './cache/keeper.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
 import { StreamPlane } from './stream/plane.js';
+import { applyProcessLogs } from './log/process.js';
+import { serverLog } from './log.js';
 
 // A quarter of the CPU per request otherwise, once an idle GC has run (see next-tick.ts).
 keepNextTickFast();
@@ -28,6 +30,7 @@ function send(message: ToPrimary): void {
 async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<void> {
   const { config, errors } = loadConfig(message.file, { files: message.files });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
+  applyProcessLogs(config);
   const status = Status.attach();
   // status_runtime on: this worker's runtime in /status/workers, sampled off the request path.
   if (config.statusRuntime) runtime = runtimeMetrics(status, { intervalMs: RUNTIME_INTERVAL_MS });
@@ -40,7 +43,7 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   const caches = config.http?.caches ?? [];
   if (message.cacheKeeper && caches.length > 0) {
     keeper = new CacheKeeper(caches, status);
-    keeper.start().catch((e: Error) => process.stderr.write(`zonal: [error] cache loader: ${e.message}\n`));
+    keeper.start().catch((e: Error) => serverLog('error', `cache loader: ${e.message}`));
   }
 }
 

@@ -8,6 +8,7 @@ import type { ConfigError, ServerConfig } from './model.js';
 import { resolveHttp } from './resolve.js';
 import { walk } from './walk.js';
 import { resolveStream } from '../stream/config.js';
+import { mainLogs } from '../log/config.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -49,6 +50,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
       file: main,
       workerProcesses: level.workerProcesses ?? 1,
       ...(level.statusRuntime ? { statusRuntime: true } : {}),
+      ...mainLogs(level),
       ...(http ? { http } : {}),
       ...(stream ? { stream } : {}),
       files,

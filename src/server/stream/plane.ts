@@ -16,6 +16,7 @@
 // Counted: the server zone's connections, sessions by code, bytes (after TLS decryption)
 // and handshakes; the peer's selections, bytes, failures and its connect, first byte and
 // last byte times, measured from the start of the connect to the peer as nginx's are.
+import { errorLogOf } from '../log/error-log.js';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
 import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
@@ -243,7 +244,7 @@ export class StreamPlane {
     for (const l of site.limiters) {
       const release = l.limiter.acquire(l.key(session));
       if (!release) {
-        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${session.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
+        errorLogOf(site.config.errorLogs).log('error', `limiting connections by zone "${l.limiter.zone}", client: ${session.remoteAddress ?? ''}, server: ${listenAddress(listen)}`);
         return session.refuse(503);
       }
       session.held.push(release);
