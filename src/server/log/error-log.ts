@@ -41,13 +41,20 @@ export function errorLine(level: Level, message: string, connection?: number): s
 
 type Sink = { readonly rank: number; readonly file?: LogFile };
 
+/** The default log's lines, before any `error_log` or `-e` says where: zonal's own
+ * `zonal: [notice] message`, as the terminal has always shown them. */
+const plainLine = (level: Level, message: string) => `zonal: [${level}] ${message}\n`;
+
 /** The logs of one context: a message goes to each whose level takes it. */
 export class ErrorLog {
   private readonly sinks: Sink[];
   /** The least severe rank any of them takes: a message below it is not even formatted. */
   private readonly most: number;
 
-  constructor(readonly targets: readonly ErrorLogTarget[]) {
+  constructor(
+    readonly targets: readonly ErrorLogTarget[],
+    private readonly plain = false,
+  ) {
     this.sinks = targets.map((t) => ({ rank: LEVELS.indexOf(t.level), ...(t.path === 'stderr' ? {} : { file: logFile(t.path) }) }));
     this.most = Math.max(-1, ...this.sinks.map((s) => s.rank));
   }
@@ -59,7 +66,7 @@ export class ErrorLog {
   log(level: Level, message: string, connection?: number): void {
     const rank = LEVELS.indexOf(level);
     if (rank > this.most) return;
-    const line = errorLine(level, message, connection);
+    const line = this.plain ? plainLine(level, message) : errorLine(level, message, connection);
     for (const s of this.sinks) {
       if (rank > s.rank) continue;
       if (s.file) s.file.write(line);
@@ -69,9 +76,9 @@ export class ErrorLog {
 }
 
 /** Where a process logs before its configuration is read, and when the configuration's
- * main context has no `error_log`: standard error at `notice` until the command line
- * says otherwise (setStartupErrorLog). */
-let startup = new ErrorLog([{ path: 'stderr', level: 'notice' }]);
+ * main context has no `error_log`: standard error at `notice`, in zonal's own lines,
+ * until the command line says otherwise (setStartupErrorLog). */
+let startup = new ErrorLog([{ path: 'stderr', level: 'notice' }], true);
 let main = startup;
 
 /**
