@@ -4,6 +4,7 @@
 // the request's place is known and logRequest where it counts the response.
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { addon, WORKER_SLOT_ENV } from '../../engine/index.js';
 import type { Inherited } from '../config/model.js';
 import type { AccessLogSpec, Escape, LogFormat } from './config.js';
 import { LineBuffer, logFile } from './files.js';
@@ -102,21 +103,28 @@ export function placeLog(config: Inherited, serverName: string): { log?: PlaceLo
 const NOTE = Symbol('zonal.accessLog');
 const CONNECTION = Symbol('zonal.connectionNumber');
 const REQUESTS = Symbol('zonal.connectionRequests');
+const READ = Symbol('zonal.bytesReadAtRequest');
 interface Note {
   readonly log: PlaceLog;
   readonly uri: string;
   readonly start: number;
   readonly requests: number;
+  readonly pipelined: boolean;
 }
 type Noted = ServerResponse & { [NOTE]?: Note };
-type Numbered = Socket & { [CONNECTION]?: number; [REQUESTS]?: number };
+type Numbered = Socket & { [CONNECTION]?: number; [REQUESTS]?: number; [READ]?: number };
 
-/** Connections of this process, numbered as they first log (nginx's `$connection`). */
+/** Connections of this process, counted as they are first numbered. */
 let connections = 0;
+/** nginx numbers connections with one counter of all workers; a worker here numbers its
+ * own, interleaved with the others' by its worker slot: unique across the workers and
+ * increasing, spaced by the number of slots there can be. */
+const SLOTS = addon.maxWorkerSlots;
+const SLOT = Number(process.env[WORKER_SLOT_ENV] ?? 0) || 0;
 
 /** `$connection` of a request's connection (and `*N` of its error log lines). */
 export function connectionNumber(socket: Socket): number {
-  return ((socket as Numbered)[CONNECTION] ??= ++connections);
+  return ((socket as Numbered)[CONNECTION] ??= connections++ * SLOTS + SLOT + 1);
 }
 
 /** A request reached its place (`log` is the place's): its line is written when its
@@ -124,9 +132,13 @@ export function connectionNumber(socket: Socket): number {
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
   const socket = res.req.socket as Numbered;
   const requests = (socket[REQUESTS] = (socket[REQUESTS] ?? 0) + 1);
+  // A request that came in the same read as the one before it was pipelined ($pipe).
+  const read = socket.bytesRead;
+  const pipelined = requests > 1 && socket[READ] === read;
+  socket[READ] = read;
   const log = place.log;
   if (!log) return;
-  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start: performance.now(), requests };
+  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start: performance.now(), requests, pipelined };
 }
 
 /** The response is over: `received` and `written` are its bytes on the connection. */
@@ -147,6 +159,7 @@ export function logRequest(res: ServerResponse, received: number, written: numbe
     written,
     connection: connectionNumber(socket),
     connectionRequests: note.requests,
+    pipelined: note.pipelined,
     ...(upstream ? { upstream } : {}),
   };
   for (const w of note.log.writers) {

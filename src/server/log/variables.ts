@@ -32,6 +32,8 @@ export interface LogRecord {
   readonly written: number;
   readonly connection: number;
   readonly connectionRequests: number;
+  /** The request came in the same read as the one before it on its connection. */
+  readonly pipelined: boolean;
   readonly upstream?: readonly UpstreamAttempt[];
 }
 
@@ -163,6 +165,7 @@ const TABLE: Readonly<Record<string, LogVariable>> = {
   request_completion: (r) => (r.res.writableFinished ? 'OK' : ''),
   connection: (r) => String(r.connection),
   connection_requests: (r) => String(r.connectionRequests),
+  pipe: (r) => (r.pipelined ? 'p' : '.'),
   msec: () => (Date.now() / 1000).toFixed(3),
   time_local: () => (clock(), local),
   time_iso8601: () => (clock(), iso),

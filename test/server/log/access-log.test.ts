@@ -33,7 +33,7 @@ http {
   log_format esc '$http_x_test';
   log_format js escape=json '{"h":"$http_x_test","m":"$http_x_missing"}';
   log_format raw escape=none '$http_x_test';
-  log_format conn '$connection $connection_requests $request_uri';
+  log_format conn '$connection $connection_requests $request_uri $pipe';
   access_log access.log;
   limit_req_zone $binary_remote_addr zone=one:64k rate=1r/m;
   upstream u { server 127.0.0.1:${deadPort}; server 127.0.0.1:${backendPort}; }
@@ -148,11 +148,18 @@ t.test('the variables of a format, rendered as nginx renders them', async (t) =>
 t.test('$connection numbers connections, $connection_requests counts their requests', async (t) => {
   await exchange(['GET /conn/a HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /conn/b HTTP/1.1\r\nHost: x\r\n\r\n']);
   await exchange(['GET /conn/c HTTP/1.1\r\nHost: x\r\n\r\n']);
-  const logged = (await linesOf('conn.log', 3)).map((l) => l.split(' '));
-  const byUri = Object.fromEntries(logged.map(([c, n, u]) => [u, { c, n }]));
+  // Two requests in one write: the second is pipelined ($pipe "p").
+  const socket = connect(port, '127.0.0.1');
+  socket.write('GET /conn/d HTTP/1.1\r\nHost: x\r\n\r\nGET /conn/e HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  socket.resume();
+  await new Promise<void>((resolve, reject) => socket.once('close', () => resolve()).once('error', reject));
+  const logged = (await linesOf('conn.log', 5)).map((l) => l.split(' '));
+  const byUri = Object.fromEntries(logged.map(([c, n, u, p]) => [u, { c, n, p }]));
   t.equal(byUri['/conn/a'].c, byUri['/conn/b'].c, 'one connection, one number');
+  t.not(byUri['/conn/a'].c, byUri['/conn/c'].c, 'another connection, another number');
   t.same([byUri['/conn/a'].n, byUri['/conn/b'].n, byUri['/conn/c'].n], ['1', '2', '1']);
   t.match(byUri['/conn/c'].c, /^\d+$/);
+  t.same([byUri['/conn/a'].p, byUri['/conn/b'].p, byUri['/conn/d'].p, byUri['/conn/e'].p], ['.', '.', '.', 'p'], '$pipe: p for a request that came with the one before it');
 });
 
 t.test('several logs at one level, each with its escaping; off logs nothing', async (t) => {
