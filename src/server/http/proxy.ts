@@ -406,7 +406,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
-    attemptEnded(this.attempt, now - this.started);
+    attemptEnded(this.attempt, now - this.started, this.received, this.sent);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try.
     const status = this.status;
@@ -436,7 +436,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
-    attemptEnded(this.attempt, performance.now() - this.started, failure === 'timeout' ? 504 : 502);
+    attemptEnded(this.attempt, performance.now() - this.started, this.received, this.sent, failure === 'timeout' ? 504 : 502);
     // The client leaving is not the peer's failure.
     upstream.release(chosen, !clientGone);
     if (clientGone) {

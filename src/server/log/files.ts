@@ -17,8 +17,9 @@ class LogFile {
   private failed = false;
 
   constructor(readonly path: string) {
-    // A write of a whole `buffer=` (up to 1m here, as access_log allows) is one write(2).
-    this.boom = new SonicBoom({ dest: path, append: true, sync: false, minLength: 0, maxWrite: 2 * 1024 * 1024 }) as Writer;
+    // Lines written while a write is in flight are joined up to sonic-boom's 16k; a
+    // `buffer=` chunk larger than that stays one piece, one write(2) of whole lines.
+    this.boom = new SonicBoom({ dest: path, append: true, sync: false, minLength: 0 }) as Writer;
     // A file that cannot be opened or written (a missing directory, a full disk) is told
     // once on standard error; it never takes the process down.
     this.boom.on('error', (e: Error) => {

@@ -18,7 +18,7 @@ export function traceUpstreams(on: boolean): void {
  * connection was open already, so connecting took no time. */
 export function attemptStarted(res: ServerResponse, address: string, reused: boolean): UpstreamAttempt | undefined {
   if (!tracing) return undefined;
-  const attempt: UpstreamAttempt = { address, status: 0, connectMs: reused ? 0 : -1, headerMs: -1, responseMs: -1 };
+  const attempt: UpstreamAttempt = { address, status: 0, connectMs: reused ? 0 : -1, headerMs: -1, responseMs: -1, received: 0, sent: 0 };
   ((res as Traced)[TRACE] ??= []).push(attempt);
   return attempt;
 }
@@ -32,11 +32,14 @@ export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, m
   if (a.connectMs < 0) a.connectMs = ms;
 }
 
-/** The attempt ended, `ms` after it started; `failed` is the status nginx records for an
- * attempt that got no response (502, or 504 after a timeout). */
-export function attemptEnded(a: UpstreamAttempt | undefined, ms: number, failed?: number): void {
+/** The attempt ended, `ms` after it started, with `received` and `sent` bytes; `failed`
+ * is the status nginx records for an attempt that got no response (502, or 504 after a
+ * timeout). */
+export function attemptEnded(a: UpstreamAttempt | undefined, ms: number, received: number, sent: number, failed?: number): void {
   if (!a) return;
   a.responseMs = ms;
+  a.received = received;
+  a.sent = sent;
   if (a.status === 0 && failed) a.status = failed;
 }
 

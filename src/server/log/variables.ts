@@ -2,7 +2,9 @@
 // over. A variable nginx leaves "not found" (a header not sent, no query, no upstream)
 // is undefined here, and the log writes `-` for it. Declared once: `-t` checks a format's
 // names against this table (knownLogVariable), and the access log evaluates the same one.
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { TLSSocket } from 'node:tls';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { clientAddress, hostOf } from '../../api/variables.js';
 import { parseAuthorization } from '../http/auth.js';
@@ -14,6 +16,9 @@ export interface UpstreamAttempt {
   status: number;
   /** Milliseconds; -1 when the attempt did not get so far. */
   connectMs: number;
+  /** Bytes read from the peer and sent to it. */
+  received: number;
+  sent: number;
   headerMs: number;
   responseMs: number;
 }
@@ -38,6 +43,17 @@ export interface LogRecord {
 }
 
 export type LogVariable = (r: LogRecord) => string | undefined;
+
+/** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
+ * naming it twice, or two logs of one request, show one id). */
+const REQUEST_ID = Symbol('zonal.requestId');
+function requestId(r: LogRecord): string {
+  const req = r.req as LogRecord['req'] & { [REQUEST_ID]?: string };
+  return (req[REQUEST_ID] ??= randomBytes(16).toString('hex'));
+}
+
+/** The TLS socket of an https request, undefined for plain http. */
+const tls = (r: LogRecord) => ((r.req.socket as { encrypted?: boolean }).encrypted ? (r.req.socket as TLSSocket) : undefined);
 
 const two = (n: number) => (n < 10 ? `0${n}` : String(n));
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -174,6 +190,13 @@ const TABLE: Readonly<Record<string, LogVariable>> = {
   upstream_response_time: (r) => upstreamList(r, (a) => time(a.responseMs)),
   upstream_connect_time: (r) => upstreamList(r, (a) => time(a.connectMs)),
   upstream_header_time: (r) => upstreamList(r, (a) => time(a.headerMs)),
+  upstream_bytes_received: (r) => upstreamList(r, (a) => String(a.received)),
+  upstream_bytes_sent: (r) => upstreamList(r, (a) => String(a.sent)),
+  request_id: requestId,
+  ssl_protocol: (r) => tls(r)?.getProtocol() ?? undefined,
+  ssl_cipher: (r) => tls(r)?.getCipher()?.name,
+  ssl_server_name: (r) => (tls(r) as (TLSSocket & { servername?: string | false }) | undefined)?.servername || undefined,
+  ssl_session_reused: (r) => (tls(r) ? (tls(r)!.isSessionReused() ? 'r' : '.') : ''),
 };
 
 const PREFIXES: ReadonlyArray<readonly [string, (name: string) => LogVariable]> = [

@@ -28,8 +28,8 @@ error_log stderr notice;
 error_log error.log info;
 error_log crit.log crit;
 http {
-  log_format vars '$remote_addr|$remote_user|$request|$request_method|$request_uri|$uri|$args|$server_protocol|$status|$body_bytes_sent|$bytes_sent|$request_length|$request_time|$connection_requests|$host|$server_name|$server_port|$http_x_test|$cookie_c|$arg_a|$arg_none|$msec|$time_iso8601|$time_local|$http_referer';
-  log_format up '$upstream_addr|$upstream_status|$upstream_response_time|$upstream_connect_time|$upstream_header_time|$sent_http_x_sent|$sent_http_x_none|$status';
+  log_format vars '$remote_addr|$remote_user|$request|$request_method|$request_uri|$uri|$args|$server_protocol|$status|$body_bytes_sent|$bytes_sent|$request_length|$request_time|$connection_requests|$host|$server_name|$server_port|$http_x_test|$cookie_c|$arg_a|$arg_none|$msec|$time_iso8601|$time_local|$http_referer|$request_id';
+  log_format up '$upstream_addr|$upstream_status|$upstream_response_time|$upstream_connect_time|$upstream_header_time|$sent_http_x_sent|$sent_http_x_none|$status|$upstream_bytes_received';
   log_format esc '$http_x_test';
   log_format js escape=json '{"h":"$http_x_test","m":"$http_x_missing"}';
   log_format raw escape=none '$http_x_test';
@@ -110,7 +110,7 @@ t.test('the variables of a format, rendered as nginx renders them', async (t) =>
   const second = 'GET /vars HTTP/1.0\r\nConnection: keep-alive\r\n\r\n';
   const answers = await exchange([first, second]);
   const [a, b] = (await linesOf('vars.log', 2)).map((l) => l.split('|'));
-  const [addr, user, request, method, requestUri, uri, args, protocol, status, bodyBytes, bytesSent, requestLength, requestTime, connRequests, host, serverName, serverPort, xTest, cookie, argA, argNone, msec, iso, local, referer] = a;
+  const [addr, user, request, method, requestUri, uri, args, protocol, status, bodyBytes, bytesSent, requestLength, requestTime, connRequests, host, serverName, serverPort, xTest, cookie, argA, argNone, msec, iso, local, referer, requestId] = a;
   t.equal(addr, '127.0.0.1', '$remote_addr');
   t.equal(user, 'alice', '$remote_user: the Basic credentials\' user');
   t.equal(request, 'GET /vars/p?a=1&b=2 HTTP/1.1', '$request: the request line');
@@ -137,6 +137,8 @@ t.test('the variables of a format, rendered as nginx renders them', async (t) =>
   t.match(iso, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$/, '$time_iso8601');
   t.match(local, /^\d\d\/[A-Z][a-z]{2}\/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}$/, '$time_local');
   t.equal(referer, '-', 'a header not sent: -');
+  t.match(requestId, /^[0-9a-f]{32}$/, '$request_id: 16 random bytes in hex');
+  t.not(requestId, b[25], 'one per request');
   t.equal(b[1], '-', 'no credentials: $remote_user is -');
   t.equal(b[2], 'GET /vars HTTP/1.0');
   t.equal(b[6], '-', 'no query: $args is -');
@@ -194,7 +196,7 @@ t.test('the peers a proxied request tried: $upstream_addr, $upstream_status and 
   t.equal(r.body, 'up\n');
   await get('/up');
   const [first, second] = (await linesOf('up.log', 2)).map((l) => l.split('|'));
-  const [addr, status, response, connect, header, sent, none, code] = first;
+  const [addr, status, response, connect, header, sent, none, code, bytes] = first;
   t.equal(addr, `127.0.0.1:${deadPort}, 127.0.0.1:${backendPort}`, 'every peer tried, in order');
   t.equal(status, '502, 200', 'the failed attempt is 502');
   t.match(response, /^\d+\.\d{3}, \d+\.\d{3}$/, '$upstream_response_time: one per attempt');
@@ -203,6 +205,7 @@ t.test('the peers a proxied request tried: $upstream_addr, $upstream_status and 
   t.equal(sent, 'from backend', '$sent_http_x_sent: the header the client got');
   t.equal(none, '-');
   t.equal(code, '200');
+  t.match(bytes, /^0, [1-9]\d*$/, '$upstream_bytes_received: nothing from the failed peer');
   t.equal(second[0], `127.0.0.1:${backendPort}`, 'the failed peer is skipped after its failure');
   t.equal(second[1], '200');
   const plain = await linesOf('access.log', 1);
