@@ -132,12 +132,12 @@ export function connectionNumber(socket: Socket): number {
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
   const socket = res.req.socket as Numbered;
   const requests = (socket[REQUESTS] = (socket[REQUESTS] ?? 0) + 1);
-  // A request that came in the same read as the one before it was pipelined ($pipe).
+  const log = place.log;
+  if (!log) return;
+  // A request that came with no read since the last one logged was pipelined ($pipe).
   const read = socket.bytesRead;
   const pipelined = requests > 1 && socket[READ] === read;
   socket[READ] = read;
-  const log = place.log;
-  if (!log) return;
   (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start: performance.now(), requests, pipelined };
 }
 
