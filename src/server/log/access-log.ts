@@ -9,7 +9,8 @@ import type { Inherited } from '../config/model.js';
 import type { AccessLogSpec, Escape, LogFormat } from './config.js';
 import { LineBuffer, logFile } from './files.js';
 import { attemptsOf, traceUpstreams } from './upstream-trace.js';
-import { isUpstreamVariable, logVariable, type LogRecord, type LogVariable } from './variables.js';
+import { isUpstreamVariable, logVariable, type LogRecord } from './variables.js';
+import { streamLogVariable, type StreamRecord } from './stream-variables.js';
 
 // `$name` or `${name}`, as the configuration's check reads them.
 const VARIABLE = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
@@ -24,18 +25,18 @@ const ESCAPES: Record<Escape, (s: string) => string> = {
   none: (s) => s,
 };
 
-type Line = (r: LogRecord) => string;
+type Line<R = LogRecord> = (r: R) => string;
 
 /** A format as one function: text and variables in order; a variable nginx does not find
  * is `-` (nothing under `escape=json`), a found one is escaped. */
-function compileFormat(format: LogFormat): Line {
+function compileFormat<R = LogRecord>(format: LogFormat, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never): Line<R> {
   const escape = ESCAPES[format.escape];
   const missing = format.escape === 'json' ? '' : '-';
-  const parts: Array<string | LogVariable> = [];
+  const parts: Array<string | ((r: R) => string | undefined)> = [];
   let last = 0;
   for (const m of format.text.matchAll(VARIABLE)) {
     if (m.index > last) parts.push(format.text.slice(last, m.index));
-    parts.push(logVariable(m[1] ?? m[2]) ?? (() => undefined));
+    parts.push(lookup(m[1] ?? m[2]) ?? (() => undefined));
     last = m.index + m[0].length;
   }
   if (last < format.text.length) parts.push(format.text.slice(last));
@@ -53,18 +54,18 @@ function compileFormat(format: LogFormat): Line {
 }
 
 /** `if=`: its text evaluated; a line is written unless it is empty or "0". */
-function compileCondition(text: string): (r: LogRecord) => boolean {
-  const line = compileFormat({ name: '', escape: 'none', text });
+function compileCondition<R>(text: string, lookup: (name: string) => ((r: R) => string | undefined) | undefined): (r: R) => boolean {
+  const line = compileFormat<R>({ name: '', escape: 'none', text }, lookup);
   return (r) => {
     const v = line(r);
     return v !== '\n' && v !== '0\n' && v !== '-\n';
   };
 }
 
-interface Writer {
-  readonly line: Line;
+interface Writer<R = LogRecord> {
+  readonly line: Line<R>;
   readonly out: { write(text: string): void };
-  readonly condition?: (r: LogRecord) => boolean;
+  readonly condition?: (r: R) => boolean;
 }
 
 /** What a place logs: its access logs, compiled. */
@@ -73,13 +74,13 @@ export interface PlaceLog {
   readonly serverName: string;
 }
 
-const compiled = new Map<string, Line>();
+const compiled = new Map<string, Line<never>>();
 const buffered = new Map<string, LineBuffer>();
 
-function writerOf(spec: AccessLogSpec): Writer {
-  const key = `${spec.format.escape}\0${spec.format.text}`;
-  let line = compiled.get(key);
-  if (!line) compiled.set(key, (line = compileFormat(spec.format)));
+function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never, module = 'http'): Writer<R> {
+  const key = `${module}\0${spec.format.escape}\0${spec.format.text}`;
+  let line = compiled.get(key) as Line<R> | undefined;
+  if (!line) compiled.set(key, (line = compileFormat<R>(spec.format, lookup)) as Line<never>);
   let out: Writer['out'];
   if (spec.buffer > 0) {
     // Logs of one path with one buffer= and flush= share the buffer, as one file's lines.
@@ -89,7 +90,20 @@ function writerOf(spec: AccessLogSpec): Writer {
     out = buffer;
   } else out = logFile(spec.path);
   if (spec.condition === undefined) return { line, out };
-  return { line, out, condition: compileCondition(spec.condition) };
+  return { line, out, condition: compileCondition<R>(spec.condition, lookup) };
+}
+
+/** A stream server's access logs, compiled; undefined when it logs nothing. */
+export function streamLog(specs: readonly AccessLogSpec[] | undefined): ReadonlyArray<Writer<StreamRecord>> | undefined {
+  return specs?.length ? specs.map((s) => writerOf<StreamRecord>(s, streamLogVariable, 'stream')) : undefined;
+}
+
+/** A stream session is over: its line in each of its server's logs. */
+export function logSession(writers: ReadonlyArray<Writer<StreamRecord>>, record: StreamRecord): void {
+  for (const w of writers) {
+    if (w.condition && !w.condition(record)) continue;
+    w.out.write(w.line(record));
+  }
 }
 
 /** The log of a place (a location, an `if` block, a server), undefined when it logs nothing. */
@@ -97,7 +111,7 @@ export function placeLog(config: Inherited, serverName: string): { log?: PlaceLo
   const specs = config.accessLogs;
   if (!specs?.length) return {};
   if (specs.some((s) => [...(s.format.text + (s.condition ?? '')).matchAll(VARIABLE)].some((m) => isUpstreamVariable(m[1] ?? m[2])))) traceUpstreams(true);
-  return { log: { writers: specs.map(writerOf), serverName } };
+  return { log: { writers: specs.map((s) => writerOf(s)), serverName } };
 }
 
 const NOTE = Symbol('zonal.accessLog');

@@ -3,9 +3,10 @@
 //
 //   error_log <file>|stderr [debug|info|notice|warn|error|crit|alert|emerg];
 //       main, http, server, location, stream, stream server; several per block
-//   log_format <name> [escape=default|json|none] <string>...;      http
+//   log_format <name> [escape=default|json|none] <string>...;      http, stream
 //   access_log <path> [<format> [buffer=<size>] [flush=<time>] [if=<condition>]] | off;
-//       http, server, location, if in location; several per block
+//       http, server, location, if in location, stream, stream server; several per block
+//       (in stream the format is not optional: there is no predefined one)
 //   open_log_file_cache max=<N> [inactive=<time>] [min_uses=<N>] [valid=<time>] | off;
 //
 // A block with any `error_log` (or `access_log`) replaces the outer list, as nginx merges
@@ -20,6 +21,7 @@ import { checkVariables, parseSize } from '../config/values.js';
 import { parseTime } from '../../metrics/peers.js';
 import { isLevel, LEVELS, type ErrorLogTarget, type Level } from './error-log.js';
 import { knownLogVariable } from './variables.js';
+import { knownStreamLogVariable } from './stream-variables.js';
 
 export type Escape = 'default' | 'json' | 'none';
 
@@ -71,15 +73,21 @@ declare module '../config/levels.js' {
 }
 declare module '../stream/config.js' {
   interface StreamLevel {
-    /** `error_log` of the stream block. */
+    /** `error_log` and `access_log` of the stream block. */
     errorLogs?: ErrorLogTarget[];
+    accessLogs?: AccessLogSpec[];
+    accessOff?: boolean;
   }
   interface StreamServerLevel {
     errorLogs?: ErrorLogTarget[];
+    accessLogs?: AccessLogSpec[];
+    accessOff?: boolean;
   }
   interface StreamServerConfig {
     /** `error_log` of the server, else of the stream block; absent: the main context's. */
     readonly errorLogs?: readonly ErrorLogTarget[];
+    /** `access_log` in force (none: nothing is logged). */
+    readonly accessLogs?: readonly AccessLogSpec[];
   }
 }
 declare module '../config/model.js' {
@@ -97,14 +105,19 @@ declare module '../config/model.js' {
 
 const settingsOf = (level: InheritableLevel): LogSettings => (level.logs ??= { errorLogs: [], accessLogs: [] });
 
-/** The formats of one configuration, by name: `access_log` finds only those written
- * before it, as in nginx. */
-const formats = new WeakMap<Checker, Map<string, LogFormat>>();
-function formatsOf(c: Checker): Map<string, LogFormat> {
+type Module = 'http' | 'stream';
+const moduleOf = (kind: string): Module => (kind === 'stream' || kind === 'stream_server' ? 'stream' : 'http');
+
+/** The formats of one configuration, by module and name: `access_log` finds only those
+ * written before it, as in nginx; the stream module has no predefined one. */
+const formats = new WeakMap<Checker, Record<Module, Map<string, LogFormat>>>();
+function formatsOf(c: Checker, module: Module): Map<string, LogFormat> {
   let m = formats.get(c);
-  if (!m) formats.set(c, (m = new Map([[COMBINED.name, COMBINED]])));
-  return m;
+  if (!m) formats.set(c, (m = { http: new Map([[COMBINED.name, COMBINED]]), stream: new Map() }));
+  return m[module];
 }
+
+const knownIn = (module: Module) => (module === 'stream' ? knownStreamLogVariable : knownLogVariable);
 
 /** A log's path: `stderr`, else absolute; its folder must exist when the disk is read
  * (nginx opens it at `-t`; zonal creates nothing then). */
@@ -146,10 +159,11 @@ const errorLog = define({
 });
 
 const logFormat = define({
-  contexts: ['http'],
+  contexts: ['http', 'stream'],
   args: [2, 1000],
   multiple: true,
-  apply(d, _http, c) {
+  apply(d, level, c) {
+    const module = moduleOf(level.kind);
     const [name, ...rest] = d.args;
     let escape: Escape = 'default';
     if (rest[0]?.startsWith('escape=')) {
@@ -158,30 +172,33 @@ const logFormat = define({
       escape = e;
     }
     if (rest.length === 0) return c.error(d.origin, `invalid number of arguments in "log_format" directive`);
-    const all = formatsOf(c);
+    const all = formatsOf(c, module);
     if (all.has(name)) return c.error(d.origin, `duplicate "log_format" name "${name}"`);
     const text = rest.join('');
-    const error = checkVariables(text, knownLogVariable);
+    const error = checkVariables(text, knownIn(module));
     if (error) return c.error(d.origin, error);
     all.set(name, { name, escape, text });
   },
 });
 
 const accessLog = define({
-  contexts: ['http', 'server', 'location', 'if'],
+  contexts: ['http', 'server', 'location', 'if', 'stream', 'stream_server'],
   args: [1, 6],
   multiple: true,
   apply(d, level, c) {
-    const [file, name = 'combined', ...params] = d.args;
-    const settings = settingsOf(level);
+    const module = moduleOf(level.kind);
+    const [file, name = module === 'http' ? 'combined' : undefined, ...params] = d.args;
+    const settings: { accessLogs?: AccessLogSpec[]; accessOff?: boolean } =
+      level.kind === 'stream' || level.kind === 'stream_server' ? level : settingsOf(level);
     if (file === 'off') {
       if (d.args.length > 1) return c.error(d.origin, `invalid parameter "${d.args[1]}"`);
       settings.accessOff = true;
       return;
     }
+    if (name === undefined) return c.error(d.origin, `invalid number of arguments in "access_log" directive`);
     const p = logPath(d, file, c, false);
     if (p === undefined) return;
-    const format = formatsOf(c).get(name);
+    const format = formatsOf(c, module).get(name);
     if (!format) return c.error(d.origin, `unknown log format "${name}"`);
     let buffer = 0;
     let flush = 0;
@@ -198,14 +215,14 @@ const accessLog = define({
         flush = s * 1000;
       } else if (param.startsWith('if=')) {
         condition = param.slice(3);
-        const error = checkVariables(condition, knownLogVariable);
+        const error = checkVariables(condition, knownIn(module));
         if (error) return c.error(d.origin, error);
       } else if (param === 'gzip' || param.startsWith('gzip=')) {
         return c.error(d.origin, `"gzip" of "access_log" is not supported`);
       } else return c.error(d.origin, `invalid parameter "${param}"`);
     }
     if (flush && !buffer) return c.error(d.origin, `no buffer is defined for access_log "${file}"`);
-    settings.accessLogs.push({ path: p, format, buffer, flush, ...(condition !== undefined ? { condition } : {}) });
+    (settings.accessLogs ??= []).push({ path: p, format, buffer, flush, ...(condition !== undefined ? { condition } : {}) });
   },
 });
 
@@ -268,10 +285,14 @@ export function settleLogs(m: MergedLogs): { accessLogs?: readonly AccessLogSpec
 /** The main context's error logs, for the configuration's top. */
 export const mainLogs = (main: MainLevel): { errorLogs?: readonly ErrorLogTarget[] } => (main.errorLogs?.length ? { errorLogs: main.errorLogs } : {});
 
-/** A stream server's error logs: its own, else its block's (nginx's merge). */
-export function streamErrorLogs(stream: { readonly errorLogs?: readonly ErrorLogTarget[] }, server: { readonly errorLogs?: readonly ErrorLogTarget[] }): { errorLogs?: readonly ErrorLogTarget[] } {
-  const logs = server.errorLogs?.length ? server.errorLogs : stream.errorLogs;
-  return logs?.length ? { errorLogs: logs } : {};
+type StreamLogLevel = { readonly errorLogs?: readonly ErrorLogTarget[]; readonly accessLogs?: readonly AccessLogSpec[]; readonly accessOff?: boolean };
+
+/** A stream server's logs: its own, else its block's (nginx's merge; `access_log off`
+ * leaves none). */
+export function streamLogs(stream: StreamLogLevel, server: StreamLogLevel): { errorLogs?: readonly ErrorLogTarget[]; accessLogs?: readonly AccessLogSpec[] } {
+  const errors = server.errorLogs?.length ? server.errorLogs : stream.errorLogs;
+  const own = server.accessOff || server.accessLogs?.length ? server.accessLogs : stream.accessOff ? undefined : stream.accessLogs;
+  return { ...(errors?.length ? { errorLogs: errors } : {}), ...(own?.length ? { accessLogs: own } : {}) };
 }
 
 /** Every file a configuration's logs write, for a reload to close the others. */

@@ -60,12 +60,11 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 
 /** The times of the current second, made once a second: `$time_local`, `$time_iso8601`. */
 let second = -1;
-let local = '';
-let iso = '';
-function clock(): void {
+const times = { local: '', iso: '' };
+export function clock(): { readonly local: string; readonly iso: string } {
   const now = Date.now();
   const s = Math.floor(now / 1000);
-  if (s === second) return;
+  if (s === second) return times;
   second = s;
   const d = new Date(now);
   const off = -d.getTimezoneOffset();
@@ -73,12 +72,13 @@ function clock(): void {
   const hh = two(Math.floor(Math.abs(off) / 60));
   const mm = two(Math.abs(off) % 60);
   const time = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
-  local = `${two(d.getDate())}/${MONTHS[d.getMonth()]}/${d.getFullYear()}:${time} ${sign}${hh}${mm}`;
-  iso = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${time}${sign}${hh}:${mm}`;
+  times.local = `${two(d.getDate())}/${MONTHS[d.getMonth()]}/${d.getFullYear()}:${time} ${sign}${hh}${mm}`;
+  times.iso = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${time}${sign}${hh}:${mm}`;
+  return times;
 }
 
 /** Seconds with milliseconds, nginx's `%T.%03M`: whole milliseconds, never below 0. */
-const seconds = (ms: number) => (Math.max(0, Math.floor(ms)) / 1000).toFixed(3);
+export const seconds = (ms: number): string => (Math.max(0, Math.floor(ms)) / 1000).toFixed(3);
 
 function query(r: LogRecord): string | undefined {
   const url = r.req.url ?? '';
@@ -183,8 +183,8 @@ const TABLE: Readonly<Record<string, LogVariable>> = {
   connection_requests: (r) => String(r.connectionRequests),
   pipe: (r) => (r.pipelined ? 'p' : '.'),
   msec: () => (Date.now() / 1000).toFixed(3),
-  time_local: () => (clock(), local),
-  time_iso8601: () => (clock(), iso),
+  time_local: () => clock().local,
+  time_iso8601: () => clock().iso,
   upstream_addr: (r) => upstreamList(r, (a) => a.address),
   upstream_status: (r) => upstreamList(r, (a) => (a.status ? String(a.status) : '-')),
   upstream_response_time: (r) => upstreamList(r, (a) => time(a.responseMs)),

@@ -19,7 +19,7 @@
 // too, and a server inherits them (an `allow`/`deny` list in a server replaces the outer one).
 // `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
 // (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
-import { streamErrorLogs } from '../log/config.js';
+import { streamLogs } from '../log/config.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../metrics/peers.js';
@@ -487,7 +487,7 @@ export function resolveStream(
         : {}),
       proxy: proxyConfig,
       ...(conns.length ? { limits: { conns, dryRun: s.limitConnDryRun ?? stream.limitConnDryRun ?? false } } : {}),
-      ...streamErrorLogs(stream, s),
+      ...streamLogs(stream, s),
       origin: s.origin,
     });
   }

@@ -2,7 +2,7 @@
 // own `error_log` in a running bin/zonal: nginx's line, each log's level, the startup log
 // the command line sets (`-e`), and a session refused by limit_conn logged where its
 // server says.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,10 +56,13 @@ t.test('the startup log (-e) and the main context\'s logs', async (t) => {
   t.notOk(read('startup.log').includes('configured'), "the configuration's error_log replaces it while in force");
 });
 
-t.test("a stream server's error_log has its limit_conn refusals", async (t) => {
+t.test("a stream server's error_log has its limit_conn refusals; its access_log a line per session", async (t) => {
   const [port, backendPort] = await freePorts(2);
   const held: Socket[] = [];
-  const backend = createServer((s) => held.push(s.on('error', () => {})));
+  const backend = createServer((s) => {
+    held.push(s.on('error', () => {}));
+    s.on('data', () => s.write('pong'));
+  });
   await new Promise<void>((resolve) => backend.listen(backendPort, '127.0.0.1', resolve));
   t.teardown(() => {
     held.forEach((s) => s.destroy());
@@ -68,6 +71,8 @@ t.test("a stream server's error_log has its limit_conn refusals", async (t) => {
   const zonal = await Logged.start(`error_log stderr notice;
 stream {
   error_log stream.log warn;
+  log_format st '$remote_addr $protocol $status $bytes_received $bytes_sent $session_time $upstream_addr $upstream_bytes_sent $upstream_bytes_received $upstream_connect_time $connection';
+  access_log stream-access.log st;
   limit_conn_zone $binary_remote_addr zone=one:64k;
   server { listen 127.0.0.1:${port}; error_log server.log info; limit_conn one 1; proxy_pass 127.0.0.1:${backendPort}; }
 }
@@ -86,4 +91,35 @@ stream {
   t.ok(await eventually(async () => existsSync(file) && readFileSync(file, 'utf8').includes('limiting connections'), 5000));
   t.match(readFileSync(file, 'utf8'), /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[error\] \d+#0: limiting connections by zone "one", client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+\n$/);
   t.notOk(existsSync(join(zonal.dir, 'stream.log')) && readFileSync(join(zonal.dir, 'stream.log'), 'utf8').includes('limiting'), "the server's own replaces the block's");
+
+  // The first session: 4 bytes each way, then the client closes.
+  first.write('ping');
+  await new Promise<void>((resolve) => first.once('data', () => resolve()));
+  first.end();
+  const access = join(zonal.dir, 'stream-access.log');
+  const lines = () => (existsSync(access) ? readFileSync(access, 'utf8').split('\n').filter((l) => l) : []);
+  t.ok(await eventually(async () => lines().length === 2, 5000), 'a line for each session, the refused one too');
+  const [refused, proxied] = lines().map((l) => l.split(' '));
+  t.same(refused.slice(0, 7), ['127.0.0.1', 'TCP', '503', '0', '0', refused[5], '-'], 'refused by limit_conn: 503, no peer');
+  t.match(refused[5], /^\d+\.\d{3}$/, '$session_time');
+  t.same(proxied.slice(0, 5), ['127.0.0.1', 'TCP', '200', '4', '4'], 'proxied: 200, the bytes both ways');
+  t.equal(proxied[6], `127.0.0.1:${backendPort}`, '$upstream_addr');
+  t.same(proxied.slice(7, 9), ['4', '4'], '$upstream_bytes_sent and _received');
+  t.match(proxied[9], /^\d+\.\d{3}$/, '$upstream_connect_time');
+  t.not(proxied[10], refused[10], 'two connections, two numbers');
+});
+
+t.test('stream log_format and access_log: what -t refuses', async (t) => {
+  const { loadConfig, formatConfigError } = await import('../../../src/server/config/load.js');
+  const load = (text: string) => {
+    const file = join(dir, 'stream.conf');
+    writeFileSync(file, text);
+    return loadConfig(file, { cpus: 1 }).errors.map((e) => formatConfigError(e).replaceAll(dir, '<dir>'));
+  };
+  const server = 'server { listen 127.0.0.1:9200; proxy_pass 127.0.0.1:9300; }';
+  t.same(load(`stream { log_format s '$remote_addr $request'; ${server} }`), ['zonal: [emerg] unknown "request" variable in <dir>/stream.conf:1'], 'an http variable is no stream one');
+  t.same(load(`stream { access_log a.log; ${server} }`), ['zonal: [emerg] invalid number of arguments in "access_log" directive in <dir>/stream.conf:1'], 'no predefined format in stream');
+  t.same(load(`stream { access_log a.log combined; ${server} }`), ['zonal: [emerg] unknown log format "combined" in <dir>/stream.conf:1']);
+  t.same(load(`http { log_format h '$status'; } stream { access_log a.log h; ${server} }`), ['zonal: [emerg] unknown log format "h" in <dir>/stream.conf:1'], "http's formats are not the stream's");
+  t.same(load(`stream { log_format s '$status'; access_log a.log s; server { listen 127.0.0.1:9200; access_log off; proxy_pass 127.0.0.1:9300; } }`), [], 'access_log off in a stream server');
 });
