@@ -79,6 +79,12 @@ export class ErrorLog {
  * main context has no `error_log`: standard error at `notice`, in zonal's own lines,
  * until the command line says otherwise (setStartupErrorLog). */
 let startup = new ErrorLog([{ path: 'stderr', level: 'notice' }], true);
+
+/** How the primary's startup log reaches its workers (`<level> <path>`): node:cluster
+ * forks them with its environment. */
+export const STARTUP_LOG_ENV = 'ZONAL_STARTUP_ERROR_LOG';
+const inherited = /^(\w+) (.+)$/.exec(process.env[STARTUP_LOG_ENV] ?? '');
+if (inherited && isLevel(inherited[1])) startup = new ErrorLog([{ path: inherited[2], level: inherited[1] }]);
 let main = startup;
 
 /**
@@ -90,6 +96,8 @@ export function setStartupErrorLog(path: string, level: Level = 'error'): void {
   const wasMain = main === startup;
   startup = new ErrorLog([{ path, level }]);
   if (wasMain) main = startup;
+  // The workers forked from now on use it too.
+  process.env[STARTUP_LOG_ENV] = `${level} ${path}`;
 }
 
 /** The main context's `error_log` directives of the configuration now in force: the

@@ -7,7 +7,7 @@ import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ErrorLog, errorLine, errorLogOf, mainErrorLog, setStartupErrorLog, useMainErrorLogs } from '../../../src/server/log/error-log.js';
+import { ErrorLog, errorLine, errorLogOf, mainErrorLog, setStartupErrorLog, STARTUP_LOG_ENV, useMainErrorLogs } from '../../../src/server/log/error-log.js';
 import { eventually, freePorts } from '../zonal.js';
 import { Logged } from './logged.js';
 
@@ -40,9 +40,11 @@ t.test('each log takes its level and the more severe ones', async (t) => {
 t.test('the startup log (-e) and the main context\'s logs', async (t) => {
   t.teardown(() => {
     setStartupErrorLog('stderr', 'notice');
+    delete process.env[STARTUP_LOG_ENV];
     useMainErrorLogs(undefined);
   });
   setStartupErrorLog(join(dir, 'startup.log'));
+  t.equal(process.env[STARTUP_LOG_ENV], `error ${join(dir, 'startup.log')}`, 'the workers forked from now on inherit it');
   mainErrorLog().log('notice', 'below error: not written');
   mainErrorLog().log('error', 'at startup');
   t.equal(errorLogOf(undefined), mainErrorLog(), 'a place without error_log uses the main log');
