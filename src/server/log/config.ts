@@ -264,9 +264,25 @@ export interface MergedLogs {
   readonly error?: readonly ErrorLogTarget[];
 }
 
-/** No access log by default (nginx's `logs/access.log` needs the prefix the command line
- * does not have yet). */
-export const TOP_LOGS: MergedLogs = { access: [] };
+/** nginx's default access log, `<prefix>/logs/access.log combined`, once the command line
+ * knows the prefix (setDefaultAccessLog); through the environment, so that the workers,
+ * which node:cluster forks with it, read their configuration with the same default. */
+export const DEFAULT_ACCESS_LOG_ENV = 'ZONAL_DEFAULT_ACCESS_LOG';
+
+/** The command line's `-p`: `path` (absolute) is the access log of every place that names
+ * none; undefined: none (zonal's default without a prefix). */
+export function setDefaultAccessLog(path: string | undefined): void {
+  if (path === undefined) delete process.env[DEFAULT_ACCESS_LOG_ENV];
+  else process.env[DEFAULT_ACCESS_LOG_ENV] = path;
+}
+
+/** The top of the http levels: the default access log, read when a configuration is. */
+export const TOP_LOGS: MergedLogs = {
+  get access(): readonly AccessLogSpec[] {
+    const path = process.env[DEFAULT_ACCESS_LOG_ENV];
+    return path ? [{ path, format: COMBINED, buffer: 0, flush: 0 }] : [];
+  },
+};
 
 export function mergeLogs(outer: MergedLogs, level: InheritableLevel): MergedLogs {
   const l = level.logs;

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
+import { setDefaultAccessLog } from '../../../src/server/log/config.js';
 import { testConfig } from '../zonal.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-logconf-'));
@@ -119,4 +120,15 @@ t.test('zonal -t names what it refuses', async (t) => {
   const r = await testConfig(`http { log_format x '$request $foo_bar'; server { listen 127.0.0.1:9100; } }\n`);
   t.equal(r.code, 1);
   t.match(r.err, 'zonal: [emerg] unknown "foo_bar" variable in <dir>/zonal.conf:1');
+});
+
+t.test("nginx's default access log, once the command line sets it (its -p prefix)", async (t) => {
+  t.notOk(load(`http { ${server()} }`).config!.http!.servers[0].accessLogs, 'without it: none');
+  setDefaultAccessLog('/prefix/logs/access.log');
+  t.teardown(() => setDefaultAccessLog(undefined));
+  const c = load(`http { ${server('location /own { access_log own.log; } location /off { access_log off; } location /plain { }')} }`);
+  const [own, off, plain] = c.config!.http!.servers[0].locations;
+  t.same(plain.accessLogs!.map((l) => [l.path, l.format.name]), [['/prefix/logs/access.log', 'combined']], 'where no access_log is written');
+  t.same(own.accessLogs!.map((l) => l.path), [path.join(c.dir, 'own.log')], 'one written replaces it');
+  t.notOk(off.accessLogs, 'off leaves none');
 });
