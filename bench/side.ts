@@ -43,6 +43,11 @@
 //   = (rps_without - rps_with) / rps_without * 100.
 // - start_time: from the spawn to the first 200 of a one-server configuration, zonal beside
 //   nginx, several starts each, alternating (bench/start-time.ts).
+// - return_200_access_log, proxy_keepalive_access_log: the return_200 and proxy_keepalive
+//   servers with `access_log <file> combined buffer=64k` in their location | the same
+//   without it (zonal's metrics on) | nginx the same two ways (its http block says
+//   `access_log off`, the server its own). access_log_overhead_pct = (rps_without -
+//   rps_with) / rps_without * 100, for each; the issue's target is zonal's at most 5 %.
 // - tcp_bulk, tcp_connections: TCP proxying, zonal's `stream {}` | nginx's stream module,
 //   driven by a node load client (wrk speaks only HTTP): bench/tcp-load.ts says how.
 // Ratios are zonal / reference (above 1: zonal serves more); metrics_overhead_pct =
@@ -194,7 +199,12 @@ interface DataPorts {
   admin: number;
   /** The cache's servers (metrics on only): hits, and misses never written. */
   cache?: { hit: number; miss: number; dir: string };
+  /** hello's and proxyKeepalive's servers with an access_log into `dir` (metrics on only). */
+  logged?: { hello: number; proxyKeepalive: number; dir: string };
 }
+
+/** The access_log of the *_access_log rows, zonal's and nginx's alike. */
+const accessLog = (file: string) => `access_log ${file} combined buffer=64k;`;
 
 /** The cache rows' bodies, files of the backend. */
 const CACHE_BODIES = { '1k': 1024, '100k': 100 * 1024 } as const;
@@ -241,6 +251,12 @@ ${server(p.proxyOff, 'proxy_keepalive_off', `proxy_pass http://${UPSTREAM.proxyO
 ${server(p.proxyKeepalive, 'proxy_keepalive', `proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
 ${server(p.proxyLimited, 'proxy_keepalive_limit_req', `limit_req zone=${LIMIT_ZONE} burst=1000 nodelay; proxy_pass http://${UPSTREAM.proxyKeepalive};`)}
 ${
+  p.logged
+    ? `${server(p.logged.hello, 'hello_log', `${accessLog(join(p.logged.dir, 'zonal-hello.log'))} return 200 "hello\\n";`)}
+${server(p.logged.proxyKeepalive, 'proxy_keepalive_log', `${accessLog(join(p.logged.dir, 'zonal-proxy.log'))} proxy_pass http://${UPSTREAM.proxyKeepalive};`)}`
+    : ''
+}
+${
   p.cache
     ? `    proxy_cache_path ${p.cache.dir} levels=1:2 keys_zone=bench_cache:10m;
 ${server(p.cache.hit, 'cache_hit', `proxy_pass http://${UPSTREAM.proxyKeepalive}; proxy_cache bench_cache; proxy_cache_valid 200 10m;`)}
@@ -265,6 +281,9 @@ interface NginxPorts {
   cacheHit: number;
   cacheMiss: number;
   cacheDir: string;
+  helloLog: number;
+  proxyKeepaliveLog: number;
+  logDir: string;
 }
 
 /** nginx as the reference: its four sides, a port each. */
@@ -287,6 +306,22 @@ server {
     listen ${HOST}:${p.hello};
     location / {
         return 200 "hello\\n";
+    }
+}
+server {
+    listen ${HOST}:${p.helloLog};
+    location / {
+        ${accessLog(join(p.logDir, 'nginx-hello.log'))}
+        return 200 "hello\\n";
+    }
+}
+server {
+    listen ${HOST}:${p.proxyKeepaliveLog};
+    location / {
+        ${accessLog(join(p.logDir, 'nginx-proxy.log'))}
+        proxy_pass http://backend_keepalive;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
     }
 }
 server {
@@ -342,7 +377,18 @@ const backendHttp = (port: number, root: string) => `server {
 
 // ---- Sides and rows ------------------------------------------------------------------------
 
-type RowName = 'admin_connections' | 'full_tree' | 'return_200' | 'proxy_no_keepalive' | 'proxy_keepalive' | 'proxy_keepalive_limit_req' | 'cache_hit_1k' | 'cache_hit_100k' | 'cache_miss';
+type RowName =
+  | 'admin_connections'
+  | 'full_tree'
+  | 'return_200'
+  | 'proxy_no_keepalive'
+  | 'proxy_keepalive'
+  | 'proxy_keepalive_limit_req'
+  | 'return_200_access_log'
+  | 'proxy_keepalive_access_log'
+  | 'cache_hit_1k'
+  | 'cache_hit_100k'
+  | 'cache_miss';
 
 /** One server under load: its key in the JSON, where wrk sends its requests, the
  * processes whose CPU it is, and what its first answer must be (an error message, or
@@ -421,7 +467,11 @@ async function main(): Promise<void> {
       proxyLimited: await freePort(),
       admin: await freePort(),
       cache: { hit: await freePort(), miss: await freePort(), dir: join(dir, 'zonal-cache') },
+      logged: { hello: await freePort(), proxyKeepalive: await freePort(), dir: join(dir, 'logs') },
     };
+    // nginx's worker runs as nobody when the bench runs as root: it must write there too.
+    mkdirSync(join(dir, 'logs'), { mode: 0o777 });
+    chmodSync(join(dir, 'logs'), 0o777);
     const offPorts: DataPorts = { hello: await freePort(), proxyDefault: await freePort(), proxyOff: await freePort(), proxyKeepalive: await freePort(), proxyLimited: await freePort(), admin: await freePort() };
     writeFileSync(join(dir, 'on.conf'), zonalConfig(onPorts, backendPort, true));
     writeFileSync(join(dir, 'off.conf'), zonalConfig(offPorts, backendPort, false));
@@ -433,6 +483,9 @@ async function main(): Promise<void> {
       cacheHit: await freePort(),
       cacheMiss: await freePort(),
       cacheDir: join(dir, 'nginx-cache'),
+      helloLog: await freePort(),
+      proxyKeepaliveLog: await freePort(),
+      logDir: join(dir, 'logs'),
     };
     const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
     const uwsPort = await freePort();
@@ -552,6 +605,27 @@ async function main(): Promise<void> {
         sides: [
           { key: 'zonal', name: `zonal, limit_req (never rejecting), metrics on`, port: onPorts.proxyLimited, path: '/', pids: zonalOnPids, check: isHello },
           { key: 'zonal_no_limit', name: `zonal, the same without limit_req`, port: onPorts.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
+        ],
+      },
+      {
+        name: 'return_200_access_log',
+        title: 'return 200 "hello\\n", with and without access_log <file> combined buffer=64k',
+        sides: [
+          { key: 'zonal', name: 'zonal, access_log, metrics on', port: onPorts.logged!.hello, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'zonal_no_log', name: 'zonal, no access_log, metrics on', port: onPorts.hello, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'nginx', name: 'nginx return, access_log', port: nginxPorts.helloLog, path: '/', pids: nginxPids, check: isHello },
+          { key: 'nginx_no_log', name: 'nginx return, no access_log', port: nginxPorts.hello, path: '/', pids: nginxPids, check: isHello },
+        ],
+      },
+      {
+        name: 'proxy_keepalive_access_log',
+        title: `proxy_pass, keepalive ${KEEPALIVE}, with and without access_log <file> combined buffer=64k`,
+        backend: backendPids,
+        sides: [
+          { key: 'zonal', name: `zonal, keepalive ${KEEPALIVE}, access_log, metrics on`, port: onPorts.logged!.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'zonal_no_log', name: `zonal, keepalive ${KEEPALIVE}, no access_log, metrics on`, port: onPorts.proxyKeepalive, path: '/', pids: zonalOnPids, check: isHello },
+          { key: 'nginx', name: `nginx, keepalive ${KEEPALIVE}, access_log`, port: nginxPorts.proxyKeepaliveLog, path: '/', pids: nginxPids, check: isHello },
+          { key: 'nginx_no_log', name: `nginx, keepalive ${KEEPALIVE}, no access_log`, port: nginxPorts.proxyKeepalive, path: '/', pids: nginxPids, check: isHello },
         ],
       },
       cacheHitRow('cache_hit_1k', '1k'),
@@ -675,6 +749,8 @@ async function main(): Promise<void> {
       if (hasSide(row, 'zonal_metrics_off')) out.metrics_overhead_pct = tenth(((rps('zonal_metrics_off') - zonal) / rps('zonal_metrics_off')) * 100);
       if (hasSide(row, 'zonal_no_limit')) out.limit_req_overhead_pct = tenth(((rps('zonal_no_limit') - zonal) / rps('zonal_no_limit')) * 100);
       if (hasSide(row, 'zonal_keepalive_off')) out.ratio_keepalive_off_nginx = ratio(rps('zonal_keepalive_off'), rps('nginx'));
+      if (hasSide(row, 'zonal_no_log')) out.access_log_overhead_pct = tenth(((rps('zonal_no_log') - zonal) / rps('zonal_no_log')) * 100);
+      if (hasSide(row, 'nginx_no_log')) out.nginx_access_log_overhead_pct = tenth(((rps('nginx_no_log') - rps('nginx')) / rps('nginx_no_log')) * 100);
       if (hasSide(row, 'zonal_plain')) out.miss_overhead_pct = tenth(((rps('zonal_plain') - zonal) / rps('zonal_plain')) * 100);
       if (hasSide(row, 'nginx_plain')) out.nginx_miss_overhead_pct = tenth(((rps('nginx_plain') - rps('nginx')) / rps('nginx_plain')) * 100);
       out.cpu_us_per_req = Object.fromEntries(row.sides.map((s) => [s.key, round2(med(s.key, (r) => r.cpuUsPerRequest))]));

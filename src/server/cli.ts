@@ -10,6 +10,7 @@ import path from 'node:path';
 import { formatConfigError, formatConfigWarning, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import { stderrLog } from './log.js';
+import { setStartupErrorLog } from './log/error-log.js';
 
 const USAGE = `usage: zonal [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]
 
@@ -117,11 +118,12 @@ export async function main(argv: string[]): Promise<number> {
   const options: LoadOptions = { ...(prefix !== undefined ? { prefix } : {}), ...(line.globals !== undefined ? { globals: line.globals } : {}) };
 
   // -e: the error log before the configuration is read. Its file is created now, as
-  // nginx opens it; what is written to it is the log module's.
+  // nginx opens it, and the log module writes there until a main error_log says otherwise.
   const errorLog = line.errorLog === undefined || line.errorLog === 'stderr' ? undefined : path.resolve(base, line.errorLog);
   if (errorLog !== undefined) {
     try {
       fs.closeSync(fs.openSync(errorLog, 'a'));
+      setStartupErrorLog(errorLog);
     } catch (e) {
       process.stderr.write(`zonal: [alert] could not open error log file: open() "${errorLog}" failed (${(e as Error).message})\n`);
     }
@@ -202,7 +204,6 @@ async function run(file: string, config: ServerConfig, options: LoadOptions): Pr
   process.on('SIGTERM', () => stop('fast'));
   process.on('SIGINT', () => stop('fast'));
   process.on('SIGHUP', () => void primary?.reload());
-  process.on('SIGUSR1', () => primary?.reopenLogs());
 
   const { creatorInstance, WORKER_SLOT_ENV } = await import('../engine/identity.js');
   const { prefork, removePidFile, rlimitNotice, writePidFile } = await import('./core/process.js');

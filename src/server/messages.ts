@@ -7,7 +7,9 @@ export type FromPrimary =
   /** Stop accepting, finish what is in flight, exit. */
   | { type: 'drain' }
   /** A fast stop: exit now. */
-  | { type: 'exit' };
+  | { type: 'exit' }
+  /** USR1: reopen the log files (log/process.ts handles it). */
+  | { type: 'reopen' };
 
 export type ToPrimary =
   /** The worker listens for messages: cluster's own 'online' comes before the worker's

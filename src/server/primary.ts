@@ -22,6 +22,7 @@ import { setupCluster, workerEnv, type Preforked } from './core/process.js';
 import { createZones } from './core/zones.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
+import { applyProcessLogs } from './log/process.js';
 import { startProbes, type Prober } from './probes/prober.js';
 import { followNames, Resolvers, type NameFollower } from './resolver/peers.js';
 
@@ -84,6 +85,7 @@ export class Primary {
     const preforked = options.preforked ?? [];
     const killPreforked = () => preforked.forEach((p) => p.worker.isDead() || p.worker.process.kill('SIGKILL'));
     if (!config) throw new Error(loaded.errors.map(formatConfigError).join('\n'));
+    applyProcessLogs(config);
     let status: Status;
     try {
       status = createZones(config);
@@ -250,6 +252,7 @@ export class Primary {
       return false;
     }
     this.config = config;
+    applyProcessLogs(config);
     this.generation++;
     this.startDiscovery(config, true);
     await this.admin.apply(config);
@@ -332,11 +335,5 @@ export class Primary {
     const kill = setTimeout(() => record.worker.process.kill('SIGKILL'), EXIT_MS);
     kill.unref();
     record.worker.once('exit', () => clearTimeout(kill));
-  }
-
-  /** SIGUSR1: reopen the log files (logrotate's postrotate). The hook the log module
-   * fills in; until it has files to reopen, nothing to do. */
-  reopenLogs(): void {
-    this.log('notice', 'reopening logs');
   }
 }

@@ -15,6 +15,8 @@ import type { FromPrimary, ToPrimary } from './messages.js';
 import { keepNextTickFast } from './next-tick.js';
 import type { StreamPlane } from './stream/plane.js';
 import { ConnectionBudget } from './core/events.js';
+import { applyProcessLogs } from './log/process.js';
+import { serverLog } from './log.js';
 
 // A quarter of the CPU per request otherwise, once an idle GC has run (see next-tick.ts).
 keepNextTickFast();
@@ -32,6 +34,7 @@ function send(message: ToPrimary): void {
 async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<void> {
   const { config, errors } = loadConfig(message.file, { files: message.files, prefix: message.prefix, ...(message.globals !== undefined ? { globals: message.globals } : {}) });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
+  applyProcessLogs(config);
   const status = Status.attach();
   // status_runtime on: this worker's runtime in /status/workers, sampled off the request path.
   if (config.statusRuntime) runtime = (await import('../metrics/runtime.js')).runtimeMetrics(status, { intervalMs: RUNTIME_INTERVAL_MS });
@@ -46,7 +49,7 @@ async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<
   const caches = config.http?.caches ?? [];
   if (message.cacheKeeper && caches.length > 0) {
     keeper = new (await import('./cache/keeper.js')).CacheKeeper(caches, status);
-    keeper.start().catch((e: Error) => process.stderr.write(`zonal: [error] cache loader: ${e.message}\n`));
+    keeper.start().catch((e: Error) => serverLog('error', `cache loader: ${e.message}`));
   }
 }
 

@@ -22,6 +22,7 @@ import { upstreamDirectives } from '../upstream/config.js';
 import { proxyDirectives } from '../proxy/config.js';
 import { coreDirectives } from '../core/config.js';
 import type { DirectiveSpec } from './spec.js';
+import { logDirectives } from '../log/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -45,6 +46,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   runtimeDirectives,
   upstreamDirectives,
   proxyDirectives,
+  logDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -10,6 +10,7 @@ import { walk } from './walk.js';
 import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
 import { coreConfigOf } from '../core/config.js';
+import { mainLogs } from '../log/config.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -64,6 +65,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
       core,
       workerProcesses: level.workerProcesses ?? 1,
       ...(level.statusRuntime ? { statusRuntime: true } : {}),
+      ...mainLogs(level),
       ...(http ? { http } : {}),
       ...(stream ? { stream } : {}),
       files,

@@ -22,6 +22,7 @@ import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
+import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -74,6 +75,7 @@ interface Merged {
   readonly cache: MergedCache;
   readonly addHeaders: readonly AddHeader[];
   readonly limits: MergedLimits;
+  readonly logs: MergedLogs;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
 }
@@ -88,6 +90,7 @@ const TOP: Merged = {
   cache: TOP_CACHE,
   addHeaders: [],
   limits: TOP_LIMITS,
+  logs: TOP_LOGS,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -118,6 +121,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     cache: mergeCache(outer.cache, level),
     addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
+    logs: mergeLogs(outer.logs, level),
     ...histogramField(level.histogram ?? outer.histogram),
   };
 }
@@ -235,7 +239,7 @@ class Resolver {
   }
 
   private settle(m: Merged): Inherited {
-    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
+    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs) };
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

@@ -30,6 +30,7 @@ import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
+import { logRequest, noteRequest } from '../log/access-log.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -235,6 +236,7 @@ export class HttpPlane {
     zone?.requestStarted();
     const head = req.method === 'HEAD';
     if (uri === undefined) {
+      noteRequest(res, site.place, uri);
       sendPage(res, 400, head);
       this.answered(socket, conn, res, zone, undefined, started);
       return;
@@ -247,6 +249,7 @@ export class HttpPlane {
       // before the location's `if` blocks, limits and access checks.
       const location = routed.place.zoneOf ? routed.place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : routed.place.zone;
       location?.requestStarted();
+      noteRequest(res, routed.place, uri);
       sendRedirect(req, res, routed.redirect);
       this.answered(socket, conn, res, zone, location, started);
       return;
@@ -261,6 +264,7 @@ export class HttpPlane {
     }
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
+    noteRequest(res, place, uri);
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
     const admission = place.limits && !place.return ? place.limits.admit(req, res, uri) : ADMITTED;
@@ -381,6 +385,8 @@ export class HttpPlane {
       conn.written = wrote;
       conn.inflight--;
     }
+    // The log phase: the request's access_log line (none where none is configured).
+    logRequest(res, received, written);
     if (sent) {
       const ms = started === 0 ? undefined : performance.now() - started;
       zone?.responseSent(res.statusCode, received, written, ms);

@@ -19,6 +19,8 @@ import { compileValue, type VariableContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
+import { attemptEnded, attemptHeaders, attemptStarted } from '../log/upstream-trace.js';
+import type { UpstreamAttempt } from '../log/variables.js';
 
 export type { ProxyTap } from './proxy-tap.js';
 import type { StatusStore } from '../../metrics/store.js';
@@ -221,6 +223,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
    * a piece written at once would be flushed to the client before onComplete.) */
   private held: Buffer | undefined;
   private leaveQueue: (() => void) | undefined;
+  /** The current attempt as the access log sees it ($upstream_*), when one names them. */
+  private attempt: UpstreamAttempt | undefined;
   private readonly path: string;
   private readonly head: string[] | undefined;
   /** The response went to the tap, not to the client. */
@@ -309,6 +313,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.received = 0;
     const pool = (this.pool = this.proxy.pool(chosen));
     const client = (this.client = pool.take(now));
+    this.attempt = attemptStarted(this.res, chosen.address, (client as unknown as { connected: boolean }).connected);
     this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
     this.sent = client.dispatch(
@@ -337,6 +342,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     if (statusCode < 200) return true;
     this.headerMs = now - this.started;
     this.status = statusCode;
+    attemptHeaders(this.attempt, statusCode, this.headerMs);
     this.resume = resume;
     this.received += 17 + statusText.length;
     // A listed status is a failed attempt: another peer gets the request when allowed.
@@ -400,6 +406,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
+    attemptEnded(this.attempt, now - this.started, this.received, this.sent);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try.
     const status = this.status;
@@ -429,6 +436,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
+    attemptEnded(this.attempt, performance.now() - this.started, this.received, this.sent, failure === 'timeout' ? 504 : 502);
     // The client leaving is not the peer's failure.
     upstream.release(chosen, !clientGone);
     if (clientGone) {

@@ -19,6 +19,7 @@ import { compileValue, type VariableContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
+import { placeLog, type PlaceLog } from '../log/access-log.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -39,6 +40,8 @@ export interface Place {
   readonly limits?: PlaceLimits;
   /** The location's `if` blocks, run before anything else answers. */
   readonly ifs?: IfScript;
+  /** `access_log` in force (only where traffic is recorded: workers). */
+  readonly log?: PlaceLog;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */
@@ -141,10 +144,11 @@ export class Site {
       this.groupZone = record('server', config.statusZone);
     }
     const serverName = config.names[0] ?? '';
-    const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
-      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
+    const limits = (l: { readonly limits?: LocationConfig['limits']; readonly errorLogs?: LocationConfig['errorLogs'] }) =>
+      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName, l.errorLogs) } : {};
     const guard = new Guard(config);
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config) };
+    const logs = (l: Parameters<typeof placeLog>[0]) => (options.record ? placeLog(l, serverName) : {});
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config), ...logs(config) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -178,6 +182,7 @@ export class Site {
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
+          ...logs(l),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -194,6 +199,7 @@ export class Site {
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),
+            ...logs(i),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length

@@ -9,6 +9,8 @@ import { clientAddress } from '../../api/variables.js';
 import { sendPage } from '../http/pages.js';
 import { compileKey, connectionKey, type VariableContext } from '../http/variables.js';
 import type { LimitsConfig, LogLevel } from './config.js';
+import { errorLogOf, type ErrorLogTarget } from '../log/error-log.js';
+import { connectionNumber } from '../log/access-log.js';
 
 type Key = (c: VariableContext) => string | Buffer;
 
@@ -17,14 +19,14 @@ export const ADMITTED = 0;
 /** admit(): the request was refused and answered. (A number above 0 is a delay.) */
 export const ANSWERED = -1;
 
-/** zonal's log shows notice and above (nginx's `info` is below it). */
-const SHOWN: Record<LogLevel, boolean> = { info: false, notice: true, warn: true, error: true };
 const BELOW: Record<LogLevel, LogLevel> = { error: 'warn', warn: 'notice', notice: 'info', info: 'info' };
 
-function log(level: LogLevel, message: string, req: IncomingMessage): void {
-  if (!SHOWN[level]) return;
+/** To the place's error logs (its `error_log`, else the main context's), in nginx's words. */
+function log(level: LogLevel, message: string, req: IncomingMessage, logs: readonly ErrorLogTarget[] | undefined): void {
+  const errorLog = errorLogOf(logs);
+  if (!errorLog.enabled(level)) return;
   const request = `${req.method} ${req.url} HTTP/${req.httpVersion}`;
-  process.stderr.write(`zonal: [${level}] ${message}, client: ${clientAddress(req)}, request: "${request}", host: "${req.headers.host ?? ''}"\n`);
+  errorLog.log(level, `${message}, client: ${clientAddress(req)}, request: "${request}", host: "${req.headers.host ?? ''}"`, connectionNumber(req.socket));
 }
 
 export class PlaceLimits {
@@ -44,6 +46,8 @@ export class PlaceLimits {
     private readonly config: LimitsConfig,
     status: Status,
     private readonly serverName: string,
+    /** The place's `error_log`s. */
+    private readonly errorLogs?: readonly ErrorLogTarget[],
   ) {
     this.reqs = config.reqs.map((r) => ({
       limiter: status.limitReq(r.zone, { burst: r.burst, ...(r.delay === Infinity ? { nodelay: true } : { delay: r.delay }), dryRun: config.reqDryRun }),
@@ -93,11 +97,11 @@ export class PlaceLimits {
 
   private refusedOrDelayed(decision: LimitReqDecision, req: IncomingMessage, res: ServerResponse): number {
     if (decision.result === 'rejected' || decision.result === 'exhausted') {
-      log(this.config.reqLogLevel, `limiting requests${decision.result === 'exhausted' ? ', no room for the key,' : ''} by zone ${this.names}`, req);
+      log(this.config.reqLogLevel, `limiting requests${decision.result === 'exhausted' ? ', no room for the key,' : ''} by zone ${this.names}`, req, this.errorLogs);
       sendPage(res, this.config.reqStatus, req.method === 'HEAD');
       return ANSWERED;
     }
-    log(BELOW[this.config.reqLogLevel], `delaying request ${decision.delay} ms by zone ${this.names}`, req);
+    log(BELOW[this.config.reqLogLevel], `delaying request ${decision.delay} ms by zone ${this.names}`, req, this.errorLogs);
     return decision.delay;
   }
 
@@ -117,7 +121,7 @@ export class PlaceLimits {
       }
       if (r !== HOLD_REFUSED) continue;
       holding?.giveBack();
-      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, req);
+      log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, req, this.errorLogs);
       sendPage(res, this.config.connStatus, req.method === 'HEAD');
       return false;
     }

@@ -19,6 +19,7 @@
 // too, and a server inherits them (an `allow`/`deny` list in a server replaces the outer one).
 // `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
 // (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
+import { streamLogs } from '../log/config.js';
 import fs from 'node:fs';
 import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
@@ -484,6 +485,7 @@ export function resolveStream(
         : {}),
       proxy: proxyConfig,
       ...(conns.length ? { limits: { conns, dryRun: s.limitConnDryRun ?? stream.limitConnDryRun ?? false } } : {}),
+      ...streamLogs(stream, s),
       origin: s.origin,
     });
   }

@@ -16,6 +16,8 @@
 // Counted: the server zone's connections, sessions by code, bytes (after TLS decryption)
 // and handshakes; the peer's selections, bytes, failures and its connect, first byte and
 // last byte times, measured from the start of the connect to the peer as nginx's are.
+import { errorLogOf } from '../log/error-log.js';
+import { connectionNumber, logSession, streamLog } from '../log/access-log.js';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
 import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
@@ -93,6 +95,8 @@ class StreamSite {
   readonly allowed: AccessChecker;
   /** `limit_conn`: each a limiter over its zone (counts shared by the workers) and its key. */
   readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Client) => string }>;
+  /** `access_log` of the server, compiled (absent: none). */
+  readonly log = streamLog(this.config.accessLogs);
   private context: SecureContext | undefined;
 
   constructor(
@@ -249,7 +253,7 @@ export class StreamPlane {
     for (const l of site.limiters) {
       const release = l.limiter.acquire(l.key(session));
       if (!release) {
-        process.stderr.write(`zonal: [error] limiting connections by zone "${l.limiter.zone}", client: ${session.remoteAddress ?? ''}, server: ${listenAddress(listen)}\n`);
+        errorLogOf(site.config.errorLogs).log('error', `limiting connections by zone "${l.limiter.zone}", client: ${session.remoteAddress ?? ''}, server: ${listenAddress(listen)}`);
         return session.refuse(503);
       }
       session.held.push(release);
@@ -326,6 +330,9 @@ class Session {
   /** The client the PROXY protocol header named. */
   source: ProxySource | undefined;
   private ended = false;
+  /** For the access log: when it began, and every peer tried. */
+  private readonly begun = performance.now();
+  private readonly peers: string[] = [];
   private peerReceived = 0;
   private peerSent = 0;
   private start = 0;
@@ -384,6 +391,22 @@ class Session {
     }
     conns.closed(false);
     zone?.sessionEnded(this.code, this.received, this.sent);
+    if (this.site.log)
+      logSession(this.site.log, {
+        remoteAddress: this.remoteAddress,
+        remotePort: this.remotePort,
+        localAddress: this.localAddress,
+        localPort: this.localPort,
+        status: this.code,
+        received: this.received,
+        sent: this.sent,
+        sessionMs: performance.now() - this.begun,
+        connection: connectionNumber(this.raw),
+        peers: this.peers,
+        peerReceived: this.peerReceived,
+        peerSent: this.peerSent,
+        connectMs: this.code === 200 ? this.connectMs : -1,
+      });
   }
 
   /** The client side is ready: connects to a peer. */
@@ -396,6 +419,7 @@ class Session {
     const chosen = upstream.balancer.pick(upstream.key?.(this), this.tried);
     if (typeof chosen === 'string') return this.refuse(502);
     this.attempts++;
+    this.peers.push(chosen.address);
     this.peerClosed = false;
     const proxy = this.site.config.proxy;
     this.start = performance.now();

@@ -1,0 +1,48 @@
+// The peers a proxied request tried, for $upstream_addr, $upstream_status and the
+// $upstream_*_time lists: kept on the response, and only when some access log of the
+// process names one of them (a request pays nothing otherwise).
+import type { ServerResponse } from 'node:http';
+import type { UpstreamAttempt } from './variables.js';
+
+const TRACE = Symbol('zonal.upstreamTrace');
+type Traced = ServerResponse & { [TRACE]?: UpstreamAttempt[] };
+
+let tracing = false;
+
+/** Set when the access logs are built: whether any names an $upstream_* variable. */
+export function traceUpstreams(on: boolean): void {
+  tracing = on;
+}
+
+/** A new attempt at `address`; undefined when nothing logs attempts. `reused`: the
+ * connection was open already, so connecting took no time. */
+export function attemptStarted(res: ServerResponse, address: string, reused: boolean): UpstreamAttempt | undefined {
+  if (!tracing) return undefined;
+  const attempt: UpstreamAttempt = { address, status: 0, connectMs: reused ? 0 : -1, headerMs: -1, responseMs: -1, received: 0, sent: 0 };
+  ((res as Traced)[TRACE] ??= []).push(attempt);
+  return attempt;
+}
+
+/** The peer's response head came, `ms` after the attempt started. */
+export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, ms: number): void {
+  if (!a) return;
+  a.status = status;
+  a.headerMs = ms;
+  // The head cannot come before the connection was up: its time bounds connecting's.
+  if (a.connectMs < 0) a.connectMs = ms;
+}
+
+/** The attempt ended, `ms` after it started, with `received` and `sent` bytes; `failed`
+ * is the status nginx records for an attempt that got no response (502, or 504 after a
+ * timeout). */
+export function attemptEnded(a: UpstreamAttempt | undefined, ms: number, received: number, sent: number, failed?: number): void {
+  if (!a) return;
+  a.responseMs = ms;
+  a.received = received;
+  a.sent = sent;
+  if (a.status === 0 && failed) a.status = failed;
+}
+
+export function attemptsOf(res: ServerResponse): readonly UpstreamAttempt[] | undefined {
+  return (res as Traced)[TRACE];
+}
