@@ -20,6 +20,7 @@ import { probeDirectives } from '../probes/config.js';
 import { dashboardDirectives } from '../dashboard/config.js';
 import { histogramDirectives } from '../histograms/config.js';
 import { runtimeDirectives } from '../runtime/config.js';
+import { coreDirectives } from '../http/core/config.js';
 import { conditionVariable, parseIfCondition } from './condition.js';
 import { checkServerAddresses, checkServer } from './servers.js';
 import { define, type DirectiveSpec } from './spec.js';
@@ -202,6 +203,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec>>> = [
   dashboardDirectives,
   histogramDirectives,
   runtimeDirectives,
+  coreDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -21,6 +21,7 @@ import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
+import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
@@ -74,6 +75,7 @@ interface Merged {
   readonly cache: MergedCache;
   readonly addHeaders: readonly AddHeader[];
   readonly limits: MergedLimits;
+  readonly core: CoreSettings;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
 }
@@ -88,6 +90,7 @@ const TOP: Merged = {
   cache: TOP_CACHE,
   addHeaders: [],
   limits: TOP_LIMITS,
+  core: TOP_CORE,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -118,6 +121,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     cache: mergeCache(outer.cache, level),
     addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
+    core: mergeCore(outer.core, level),
     ...histogramField(level.histogram ?? outer.histogram),
   };
 }
@@ -235,7 +239,7 @@ class Resolver {
   }
 
   private settle(m: Merged): Inherited {
-    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
+    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, core: m.core };
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

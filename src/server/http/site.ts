@@ -19,6 +19,7 @@ import { compileValue, type VariableContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
+import type { CoreSettings } from './core/config.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -39,6 +40,8 @@ export interface Place {
   readonly limits?: PlaceLimits;
   /** The location's `if` blocks, run before anything else answers. */
   readonly ifs?: IfScript;
+  /** The http core module's settings here (types, body size, keep-alive). */
+  readonly core?: CoreSettings;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */
@@ -144,7 +147,7 @@ export class Site {
     const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
       options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
     const guard = new Guard(config);
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config) };
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config), ...(config.core ? { core: config.core } : {}) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -178,6 +181,7 @@ export class Site {
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
+          ...(l.core ? { core: l.core } : {}),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -194,6 +198,7 @@ export class Site {
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),
+            ...(i.core ? { core: i.core } : {}),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length
