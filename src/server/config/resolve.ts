@@ -239,7 +239,9 @@ class Resolver {
   }
 
   private settle(m: Merged): Inherited {
-    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, core: m.core };
+    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access };
+    // Absent where no core directive applies: the runtime's defaults are nginx's.
+    if (m.core !== TOP_CORE) out.core = m.core;
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

@@ -18,7 +18,7 @@ import { connections, type Connections } from '../../metrics/connections.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
 import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
-import { listenGroups } from '../listens.js';
+import { listenGroups, listenOptions } from '../listens.js';
 import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage, sendRedirect } from './pages.js';
@@ -166,7 +166,7 @@ export class HttpPlane {
       this.servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(listen.port, listen.host, () => {
+        server.listen(listenOptions(listen), () => {
           server.off('error', reject);
           resolve();
         });

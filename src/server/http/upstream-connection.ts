@@ -141,11 +141,14 @@ export class UpstreamConnection implements AfterIo {
   private readonly hostHeader: string;
 
   constructor(host: string, port: number, connectTimeout: number, tls?: PeerTls) {
-    this.hostHeader = (host.includes(':') ? `[${host}]` : host) + (port === (tls ? 443 : 80) ? '' : `:${port}`);
+    const unix = host.startsWith('unix:');
+    // nginx's Host for a unix socket peer is `localhost`.
+    this.hostHeader = unix ? 'localhost' : (host.includes(':') ? `[${host}]` : host) + (port === (tls ? 443 : 80) ? '' : `:${port}`);
+    const where = unix ? { path: host.slice(5) } : { host, port };
     // The connect timeout covers the TLS handshake too, as nginx's does.
     const socket = (this.socket = tls
-      ? connectTls({ ...tls.options, host, port, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
-      : connect({ host, port, noDelay: true }));
+      ? connectTls({ ...tls.options, ...where, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
+      : connect({ ...where, noDelay: true }));
     if (tls?.reuse) (socket as TLSSocket).on('session', (session: Buffer) => (tls.session = session));
     this.connectTimer = setTimeout(() => this.fail(new ConnectTimeout(`connect to ${host}:${port} timed out`)), connectTimeout);
     socket.once(tls ? 'secureConnect' : 'connect', () => {
