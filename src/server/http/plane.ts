@@ -32,6 +32,7 @@ import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
 import { TOP_CORE, type CoreSettings } from './core/config.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
+import { isChunked, readBody } from './core/body.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -393,7 +394,16 @@ export class HttpPlane {
     } else if (place.dashboard) {
       place.dashboard.send(res, req.method ?? 'GET');
     } else if (place.proxy) {
-      place.proxy.handle(req, res, uri, captures);
+      const proxy = place.proxy;
+      if (!isChunked(req)) proxy.handle(req, res, uri, captures);
+      else
+        readBody(req, place.core ?? TOP_CORE, (listener) => res.once('close', listener), (status) => {
+          if (status === 0) proxy.handle(req, res, uri, captures);
+          else if (!res.headersSent) {
+            res.shouldKeepAlive = false;
+            sendPage(res, status, req.method === 'HEAD');
+          }
+        });
     } else if (place.root) {
       serveStatic(place.root, uri, req, res, place.core).catch(() => {
         if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');
