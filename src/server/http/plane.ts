@@ -84,6 +84,14 @@ const nodeKeepAlive = (ms: number) => Math.max(1, ms - NODE_KEEP_ALIVE_BUFFER_MS
 
 type Internal = ServerResponse & { _keepAliveTimeout: number; _closed?: boolean };
 
+/** A response's send_timeout, when it is not nginx's default. */
+const SEND_TIMEOUT = Symbol('zonal.send_timeout');
+/** Since when a response's writes wait, and how far its socket had written then. */
+const STALLED = Symbol('zonal.stalled');
+type Sending = ServerResponse & { [SEND_TIMEOUT]?: number; [STALLED]?: { readonly written: number; readonly since: number } };
+/** How often the responses in flight are looked at for send_timeout. */
+const SEND_CHECK_MS = 250;
+
 /** Where a connection's accounting is kept: on its socket (for TLS, on both sockets). */
 const CONN = Symbol('zonal.conn');
 /** How long a draining worker leaves idle connections open for a last request. */
@@ -117,6 +125,8 @@ export class HttpPlane {
   private readonly pending = new Roster<ServerResponse>();
   /** Draining, and the idle connections were closed: the others close after their response. */
   private swept = false;
+  /** The timer of send_timeout's checks. */
+  private sendCheck?: NodeJS.Timeout;
 
   constructor(
     private readonly config: ServerConfig,
@@ -140,6 +150,7 @@ export class HttpPlane {
 
   /** Listens on every data address; resolves once all listen. */
   async listen(): Promise<void> {
+    this.sendCheck ??= setInterval(() => this.checkSends(), SEND_CHECK_MS).unref();
     for (const { listen, servers } of listenGroups(this.config, false)) {
       const names = new ServerNames(servers, listen);
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
@@ -302,6 +313,7 @@ export class HttpPlane {
     const routed: Route = answered ?? site.route(uri);
     const core = routed.place.core ?? site.place.core ?? listen.core;
     keepAlive(req, res, conn, core, listen);
+    if (core.sendTimeout !== TOP_CORE.sendTimeout) (res as Sending)[SEND_TIMEOUT] = core.sendTimeout;
     // nginx checks the body's announced size once it has found the location, before its
     // rewrites (`return`) run.
     const length = core.clientMaxBodySize > 0 ? req.headers['content-length'] : undefined;
@@ -478,6 +490,28 @@ export class HttpPlane {
   /** Stops accepting, lets requests in flight finish (their connections close after
    * them), closes the connections still idle DRAIN_IDLE_MS later; resolves once every
    * connection is gone. */
+  /**
+   * nginx's send_timeout: a response whose socket has had bytes waiting to go, and wrote
+   * none of them, for the timeout (a client that stopped reading) has its connection
+   * closed. Looked at on a period rather than with a timer per write: a response that
+   * flows costs nothing.
+   */
+  private checkSends(): void {
+    const now = performance.now();
+    this.pending.forEach((res) => {
+      const r = res as Sending;
+      const socket = res.socket;
+      if (!socket || socket.destroyed || socket.writableLength === 0) {
+        if (r[STALLED]) r[STALLED] = undefined;
+        return;
+      }
+      const written = (socket as Socket & { _bytesDispatched: number })._bytesDispatched;
+      const stalled = r[STALLED];
+      if (!stalled || stalled.written !== written) r[STALLED] = { written, since: now };
+      else if (now - stalled.since >= (r[SEND_TIMEOUT] ?? TOP_CORE.sendTimeout)) socket.destroy();
+    });
+  }
+
   drain(): Promise<void> {
     this.draining = true;
     // A response in flight closes its connection after it, and says so: a keep-alive
@@ -499,6 +533,7 @@ export class HttpPlane {
     const closed = this.servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
     return Promise.all(closed).then(() => {
       clearTimeout(sweep);
+      clearInterval(this.sendCheck);
       for (const u of this.upstreams.values()) u.close();
     });
   }

@@ -1,7 +1,10 @@
 // Connections and request bodies as nginx's http core module says: keepalive_timeout
 // (idle time and the Keep-Alive header), keepalive_requests, keepalive_time,
-// client_max_body_size, large_client_header_buffers and client_header_timeout.
+// client_max_body_size, large_client_header_buffers, client_header_timeout and send_timeout.
 import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
 import { freePorts, Zonal } from '../zonal.js';
 import { exchange, statuses } from './raw.js';
 
@@ -23,6 +26,7 @@ http {
         location /time { keepalive_time 1s; keepalive_requests 100; return 200 "time\\n"; }
         location /small { client_max_body_size 10; return 200 "small\\n"; }
         location /any { client_max_body_size 0; return 200 "any\\n"; }
+        location /files/ { root .; send_timeout 1s; }
     }
     server {
         listen 127.0.0.1:${other};
@@ -108,4 +112,26 @@ t.test('client_header_timeout: a head not sent in time is not waited for', async
   t.ok(r.closed, 'the connection is closed');
   t.ok(after >= 900 && after < 2500, `after about 1s (${after} ms)`);
   t.same(statuses(r.text), [408]);
+});
+
+t.test('send_timeout: a client that stops reading has its connection closed', async (t) => {
+  const size = 64 * 1024 * 1024;
+  mkdirSync(join(z.dir, 'files'), { recursive: true });
+  writeFileSync(join(z.dir, 'files', 'big.bin'), Buffer.alloc(size, 1));
+  const socket = connect(site, '127.0.0.1');
+  socket.pause();
+  socket.write(get('/files/big.bin'));
+  // Reads nothing for 2 s: the buffers between fill, and the server's writes wait.
+  await new Promise((r) => setTimeout(r, 2000));
+  let received = 0;
+  const closed = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 10_000);
+    socket.on('data', (d: Buffer) => (received += d.length));
+    socket.on('close', () => (clearTimeout(timer), resolve(true)));
+    socket.on('error', () => {});
+    socket.resume();
+  });
+  socket.destroy();
+  t.ok(closed, 'the connection was closed');
+  t.ok(received > 0 && received < size, `the response was cut: ${received} of ${size} bytes`);
 });
