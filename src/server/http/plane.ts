@@ -30,7 +30,7 @@ import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
-import { TOP_CORE, type CoreSettings } from './core/config.js';
+import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { isChunked, readBody } from './core/body.js';
 
@@ -562,7 +562,11 @@ function clientErrorCode(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): n
 function keepAlive(req: IncomingMessage, res: ServerResponse, conn: Conn | undefined, core: CoreSettings, listen: ListenSettings): void {
   (res as Internal)._keepAliveTimeout = core.keepaliveHeader === null ? 0 : core.keepaliveHeader * 1000;
   if (!res.shouldKeepAlive) return;
-  if (core.keepaliveTimeout === 0 || (conn && (conn.requests >= core.keepaliveRequests || Date.now() - conn.since > core.keepaliveTime))) {
+  if (
+    core.keepaliveTimeout === 0 ||
+    (conn && (conn.requests >= core.keepaliveRequests || Date.now() - conn.since > core.keepaliveTime)) ||
+    ((core.keepaliveDisable.safari || (core.keepaliveDisable.msie6 && req.method === 'POST')) && keepaliveDisabled(core.keepaliveDisable, req.method, req.headers['user-agent']))
+  ) {
     res.shouldKeepAlive = false;
     return;
   }

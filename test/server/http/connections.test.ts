@@ -27,6 +27,8 @@ http {
         location /small { client_max_body_size 10; return 200 "small\\n"; }
         location /any { client_max_body_size 0; return 200 "any\\n"; }
         location /files/ { root .; send_timeout 1s; }
+        location /safari { keepalive_disable safari; return 200 "safari\\n"; }
+        location /none { keepalive_disable none; return 200 "none\\n"; }
     }
     server {
         listen 127.0.0.1:${other};
@@ -69,6 +71,19 @@ t.test('keepalive_requests: the last response says Connection: close', async (t)
   t.ok(r.closed);
   const long = await exchange(site, get('/long') + get('/long') + get('/long') + get('/long') + get('/long'), { ms: 2000 });
   t.same(statuses(long.text), [200, 200, 200, 200], "a location's own: 4");
+});
+
+t.test('keepalive_disable: msie6 (the default) on POST, safari, none', async (t) => {
+  const connection = async (method: string, path: string, agent: string) => {
+    const r = await exchange(site, `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: ${agent}\r\nContent-Length: 0\r\n\r\n`, { count: 1 });
+    return /\r\nConnection: (\S+)\r\n/.exec(r.text)?.[1];
+  };
+  t.equal(await connection('POST', '/', 'MSIE 5.0'), 'close', 'msie6: POST from MSIE 5');
+  t.equal(await connection('GET', '/', 'MSIE 5.0'), 'keep-alive', 'msie6: not GET');
+  t.equal(await connection('POST', '/', 'MSIE 7.0'), 'keep-alive', 'msie6: not MSIE 7');
+  t.equal(await connection('GET', '/', 'Mac OS X Safari/7534.48.3'), 'keep-alive', 'safari is not disabled by default');
+  t.equal(await connection('GET', '/safari', 'Mac OS X Safari/7534.48.3'), 'close', 'keepalive_disable safari');
+  t.equal(await connection('POST', '/none', 'MSIE 5.0'), 'keep-alive', 'keepalive_disable none');
 });
 
 t.test('keepalive_time: no keep-alive once the connection is older', async (t) => {

@@ -5,6 +5,7 @@
 //
 //   types { <mime/type> <extension>...; }  default_type <mime/type>;   http, server, location
 //   keepalive_timeout <time> [<header time>]; keepalive_requests <n>; keepalive_time <time>;
+//   keepalive_disable none | msie6 | safari ...;
 //   client_max_body_size <size>; client_body_buffer_size <size>; client_body_timeout <time>;
 //   send_timeout <time>;                                                 http, server, location
 //   client_header_timeout <time>; client_header_buffer_size <size>;
@@ -26,6 +27,11 @@ export interface TempPath {
   readonly levels: readonly number[];
 }
 
+export interface KeepaliveDisable {
+  readonly msie6: boolean;
+  readonly safari: boolean;
+}
+
 /** What the core module's directives say in one block; unset fields inherit. */
 export interface CoreLevel {
   /** `types {}`: extension (lowercase) -> type. A block with one replaces the outer map. */
@@ -40,6 +46,7 @@ export interface CoreLevel {
   keepaliveHeader?: number | null;
   keepaliveRequests?: number;
   keepaliveTime?: number;
+  keepaliveDisable?: KeepaliveDisable;
   clientHeaderTimeout?: number;
   clientHeaderBufferSize?: number;
   largeClientHeaderBuffers?: { readonly number: number; readonly size: number };
@@ -62,6 +69,8 @@ export interface CoreSettings {
   readonly keepaliveHeader: number | null;
   readonly keepaliveRequests: number;
   readonly keepaliveTime: number;
+  /** `keepalive_disable`: the browsers that get no keep-alive (msie6: on POST only). */
+  readonly keepaliveDisable: KeepaliveDisable;
   readonly clientHeaderTimeout: number;
   readonly clientHeaderBufferSize: number;
   readonly largeClientHeaderBuffers: { readonly number: number; readonly size: number };
@@ -101,6 +110,7 @@ export const TOP_CORE: CoreSettings = {
   keepaliveHeader: null,
   keepaliveRequests: 1000,
   keepaliveTime: 3_600_000,
+  keepaliveDisable: { msie6: true, safari: false },
   clientHeaderTimeout: 60_000,
   clientHeaderBufferSize: 1024,
   largeClientHeaderBuffers: { number: 4, size: 8 * 1024 },
@@ -255,6 +265,15 @@ export const coreDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
   keepalive_time: timeDirective('keepaliveTime', inheritable),
+  keepalive_disable: define({
+    contexts: inheritable,
+    args: [1, 3],
+    apply(d, level, c) {
+      const bad = d.args.find((a) => a !== 'none' && a !== 'msie6' && a !== 'safari');
+      if (bad !== undefined) return c.error(d.origin, `invalid value "${bad}" in "keepalive_disable" directive`);
+      levelOf(level).keepaliveDisable = { msie6: d.args.includes('msie6'), safari: d.args.includes('safari') };
+    },
+  }),
   client_max_body_size: sizeDirective('clientMaxBodySize', inheritable, true),
   client_body_buffer_size: sizeDirective('clientBodyBufferSize', inheritable),
   client_body_timeout: timeDirective('clientBodyTimeout', inheritable),
@@ -287,4 +306,19 @@ export function contentType(core: CoreSettings | undefined, file: string): strin
   const slash = file.lastIndexOf('/');
   if (dot <= slash || dot === file.length - 1) return settings.defaultType;
   return settings.types.get(file.slice(dot + 1).toLowerCase()) ?? settings.defaultType;
+}
+
+/** Whether `keepalive_disable` takes keep-alive from a request, by its User-Agent as
+ * nginx's ngx_http_process_user_agent reads it: MSIE 4 to 6 (6 without SV1), on POST
+ * only; Safari on Mac OS X (not Chrome, Gecko, Opera). */
+export function keepaliveDisabled(disable: KeepaliveDisable, method: string | undefined, agent: string | undefined): boolean {
+  if (agent === undefined || (!disable.safari && !(disable.msie6 && method === 'POST'))) return false;
+  if (agent.includes('Opera')) return false;
+  const msie = agent.indexOf('MSIE ');
+  if (msie >= 0 && msie + 7 < agent.length) {
+    if (!disable.msie6 || method !== 'POST' || agent[msie + 6] !== '.') return false;
+    const major = agent[msie + 5];
+    return major === '4' || major === '5' || (major === '6' && !agent.slice(msie + 8).includes('SV1'));
+  }
+  return disable.safari && !agent.includes('Gecko/') && !agent.includes('Chrome/') && agent.includes('Safari/') && agent.includes('Mac OS X');
 }
