@@ -85,6 +85,7 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     ['client_max_body_size 1x;', /"client_max_body_size" directive invalid value/],
     ['large_client_header_buffers 0 8k;', /invalid value in "large_client_header_buffers" directive/],
     ['default_type;', /invalid number of arguments in "default_type" directive/],
+    ['sendfile yes;', /invalid value "yes" in "sendfile" directive, it must be "on" or "off"/],
   ];
   // One run: every error is reported.
   const r = await testConfig(`http {\n${cases.map(([line]) => line).join('\n')}\nserver { listen 127.0.0.1:${own}; } }`);
@@ -95,6 +96,7 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     client_max_body_size 10g; client_body_buffer_size 128k; client_body_timeout 5s;
     client_header_timeout 5s; client_header_buffer_size 1k; large_client_header_buffers 4 16k;
     types { text/html html; } default_type application/octet-stream;
+    sendfile on; tcp_nopush on; tcp_nodelay on; types_hash_max_size 2048; server_names_hash_bucket_size 64;
     server { listen 127.0.0.1:${own}; client_max_body_size 0; location / { keepalive_timeout 0; } }
   }`);
   t.equal(ok.code, 0, ok.err);

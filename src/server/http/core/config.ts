@@ -12,6 +12,9 @@
 //   large_client_header_buffers <n> <size>;                              http, server
 //   client_body_temp_path, proxy_temp_path, fastcgi_temp_path, uwsgi_temp_path,
 //   scgi_temp_path <path> [<level1> [<level2> [<level3>]]];              http, server, location
+//   sendfile, tcp_nopush, tcp_nodelay on|off;                            http, server, location
+//   types_hash_max_size, types_hash_bucket_size <size>;                 http, server, location
+//   server_names_hash_max_size, server_names_hash_bucket_size <size>;   http
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseTime } from '../../../metrics/peers.js';
@@ -234,7 +237,30 @@ const types = define({
   },
 });
 
+/** A tuning of nginx's own I/O or hash tables, which node's have no use for: checked as
+ * nginx checks it, and nothing more (Debian's nginx.conf writes sendfile, tcp_nopush and
+ * types_hash_max_size). */
+function tuning(kind: 'flag' | 'size', contexts: readonly ('http' | 'server' | 'location')[] = inheritable) {
+  return define({
+    contexts,
+    args: [1, 1],
+    apply(d, _level, c) {
+      const [arg] = d.args;
+      if (kind === 'flag' ? arg !== 'on' && arg !== 'off' : size(arg) === undefined)
+        c.error(d.origin, kind === 'flag' ? `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"` : `"${d.name}" directive invalid value`);
+    },
+  });
+}
+
 export const coreDirectives: Readonly<Record<string, DirectiveSpec>> = {
+  // node writes files through streams, and sets TCP_NODELAY on its sockets itself.
+  sendfile: tuning('flag'),
+  tcp_nopush: tuning('flag'),
+  tcp_nodelay: tuning('flag'),
+  types_hash_max_size: tuning('size'),
+  types_hash_bucket_size: tuning('size'),
+  server_names_hash_max_size: tuning('size', ['http']),
+  server_names_hash_bucket_size: tuning('size', ['http']),
   types,
   default_type: define({
     contexts: inheritable,
