@@ -260,6 +260,15 @@ export class HttpPlane {
       socket.destroy();
       return;
     }
+    // The head was taken, then the parser refused what follows it (llhttp refuses a
+    // Transfer-Encoding without chunked after the request is out): the response to that
+    // request is the answer, and the connection closes after it.
+    const current = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (current) {
+      if (!current.headersSent) current.shouldKeepAlive = false;
+      else if (current.writableFinished) socket.destroySoon();
+      return;
+    }
     this.refuse(socket, clientErrorCode(err));
   }
 
