@@ -70,6 +70,7 @@ t.test('an invalid Host is answered 400', async (t) => {
     'double dot': 'GET / HTTP/1.0\r\nHost: example..com\r\n\r\n',
     'sent twice': 'GET / HTTP/1.1\r\nHost: localhost\r\nHost: example.com\r\n\r\n',
     'absolute with ..': 'GET http://com.exa-m.45..:/ HTTP/1.0\r\n\r\n',
+    'absolute with a bad Host header': 'GET http://example.com/ HTTP/1.0\r\nHost: a/b\r\n\r\n',
     'missing in HTTP/1.1': 'GET / HTTP/1.1\r\n\r\n',
   };
   for (const [name, request] of Object.entries(cases)) {

@@ -71,7 +71,8 @@ export function checkHead(req: IncomingMessage, core: CoreSettings): number {
     const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(url);
     if (absolute) {
       const host = validateHost(absolute[1]);
-      if (host === undefined) return 400;
+      // nginx checks the Host header too, though the target's host is the one served.
+      if (host === undefined || (hosts === 1 && validateHost(req.headers.host!) === undefined)) return 400;
       req.url = absolute[2] === '' ? '/' : absolute[2].charCodeAt(0) === 0x3f /* ? */ ? `/${absolute[2]}` : absolute[2];
       req.headers.host = host;
     }
