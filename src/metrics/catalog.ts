@@ -218,7 +218,8 @@ export interface PeerAddressError {
  * Messages are nginx's (`invalid port in upstream "..."`).
  */
 export function parsePeerAddress(text: string): PeerAddress | PeerAddressError {
-  if (text.startsWith('unix:')) return { error: `unix domain sockets are not supported in upstream "${text}"` };
+  // A unix domain socket: named `unix:<path>` (as Angie's API names it), with no port.
+  if (text.startsWith('unix:')) return text.length > 5 ? { host: text, port: 0, address: text } : { error: `no path in upstream "${text}"` };
   const at = text.indexOf('@');
   if (at >= 0)
     return {

@@ -2,6 +2,10 @@
 // order: what the workers' data plane and the primary's admin listeners both serve.
 import type { ListenConfig, ServerConfig, VirtualServerConfig } from './config/model.js';
 
+/** What net.Server.listen() takes for a listen: a path for `unix:<path>`, else the host and port. */
+export const listenOptions = (listen: Pick<ListenConfig, 'host' | 'port'>): { path: string } | { host: string; port: number } =>
+  listen.host.startsWith('unix:') ? { path: listen.host.slice(5) } : { host: listen.host, port: listen.port };
+
 export interface ListenGroup {
   /** The first listen written for the address (its flags are the same in every server). */
   readonly listen: ListenConfig;

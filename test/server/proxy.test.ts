@@ -175,6 +175,8 @@ http {
             proxy_read_timeout 200ms;
         }
         location /rewrite/ {
+            # nginx's default limit is 1m: the 100 MB upload below needs none.
+            client_max_body_size 0;
             proxy_pass http://127.0.0.1:${a.port}/inner/;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         }

@@ -23,6 +23,7 @@ import { proxyDirectives } from '../proxy/config.js';
 import { coreDirectives } from '../core/config.js';
 import type { DirectiveSpec } from './spec.js';
 import { logDirectives } from '../log/config.js';
+import { httpSettingsDirectives } from '../http/core/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -47,6 +48,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   upstreamDirectives,
   proxyDirectives,
   logDirectives,
+  httpSettingsDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -21,6 +21,7 @@ import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
+import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
 
@@ -76,6 +77,7 @@ interface Merged {
   readonly addHeaders: readonly AddHeader[];
   readonly limits: MergedLimits;
   readonly logs: MergedLogs;
+  readonly core: CoreSettings;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
 }
@@ -91,6 +93,7 @@ const TOP: Merged = {
   addHeaders: [],
   limits: TOP_LIMITS,
   logs: TOP_LOGS,
+  core: TOP_CORE,
 };
 
 function merge(outer: Merged, level: InheritableLevel): Merged {
@@ -122,6 +125,7 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
     addHeaders: mergeHeaders(outer.addHeaders, level),
     limits: mergeLimits(outer.limits, level),
     logs: mergeLogs(outer.logs, level),
+    core: mergeCore(outer.core, level),
     ...histogramField(level.histogram ?? outer.histogram),
   };
 }
@@ -240,6 +244,8 @@ class Resolver {
 
   private settle(m: Merged): Inherited {
     const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs) };
+    // Absent where no core directive applies: the runtime's defaults are nginx's.
+    if (m.core !== TOP_CORE) out.core = m.core;
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

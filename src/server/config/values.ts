@@ -16,6 +16,8 @@ const canonicalIPv6 = (host: string) => new URL(`http://[${host}]/`).hostname.sl
 /** `127.0.0.1:80`, `[::1]:80`, `*:80`, `localhost:80`, `80`; a bare address means port 80
  * as in nginx. Host names other than `localhost` are not resolved. */
 export function parseListenAddress(arg: string): Checked<{ host: string; port: number }> {
+  // A unix domain socket: its host is `unix:<path>`, with no port.
+  if (arg.startsWith('unix:')) return arg.length > 5 ? ok({ host: arg, port: 0 }) : fail(`no path in "${arg}" of the "listen" directive`);
   const split = /^\d+$/.test(arg) ? { host: '*', port: arg, v6: false } : splitHostPort(arg);
   if (!split) return fail(`invalid IPv6 address in "${arg}" of the "listen" directive`);
   const { host } = split;
@@ -50,7 +52,7 @@ function portNumber(port: string | undefined): number {
 
 /** `host:port` as nginx prints a listen address, IPv6 in brackets. */
 export const listenAddress = (l: { host: string; port: number }): string =>
-  `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
+  l.host.startsWith('unix:') ? l.host : `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
 
 /** `allow` / `deny`: `all`, an address, or an address with a prefix length. */
 export function checkAccessAddress(arg: string): string | undefined {
@@ -147,6 +149,7 @@ export function parseProxyPass(arg: string): Checked<{ target: string; uri?: str
   // not resolve; in the URI they make the whole URI sent (captures of an `if`, say).
   if (target.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
+  if (target.startsWith('unix:')) return fail(`a unix domain socket in "proxy_pass" is not supported: name it in an upstream ("server unix:<path>;")`);
   if (slash < 0) return ok({ target, ssl });
   const uri = rest.slice(slash);
   const error = checkVariables(uri, (name) => /^[1-9]$/.test(name) || requestVariable(name));

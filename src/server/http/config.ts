@@ -115,6 +115,8 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
       const bad = params.find((p) => p !== 'ssl' && p !== 'admin' && p !== 'default_server');
       if (bad !== undefined) return c.error(d.origin, `invalid parameter "${bad}"`);
+      // The admin listener is uWebSockets.js's, which listens on TCP only.
+      if (parsed.value.port === 0 && params.includes('admin')) return c.error(d.origin, `the "admin" parameter is not allowed on "${address}": admin listens are TCP`);
       server.listens.push({
         ...parsed.value,
         ssl: params.includes('ssl'),

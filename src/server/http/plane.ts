@@ -7,7 +7,8 @@
 // handshake, a shutdown). Zones: a request counts in its server's zone from its headers
 // on, and in the zone of the location that answers it; its bytes are what the socket
 // read and wrote for it, headers included (after TLS decryption, as nginx counts).
-import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import * as http from 'node:http';
+import { createServer as createHttpServer, ServerResponse, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
@@ -18,7 +19,7 @@ import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
 import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
-import { listenGroups } from '../listens.js';
+import { listenGroups, listenOptions } from '../listens.js';
 import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage, sendRedirect } from './pages.js';
@@ -31,6 +32,9 @@ import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
+import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
+import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
+import { isChunked, readBody } from './core/body.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -47,7 +51,48 @@ interface Conn {
   /** A TLS handshake not counted yet: its server's zone is a request's (a group's), so it
    * counts in its first request's zone, or in `zone` (the group's own) if none comes. */
   handshake?: { readonly zone?: HttpZone; readonly reused: boolean };
+  /** When it was accepted (Date.now()), for keepalive_time. */
+  readonly since: number;
 }
+
+/** What a listen socket's node:http server applies to all its connections: nginx's
+ * settings of its default server. */
+interface ListenSettings {
+  readonly core: CoreSettings;
+  /** The idle time node gives a keep-alive connection after a response (it adds a
+   * second to its keepAliveTimeout); a location that says otherwise sets its own. */
+  readonly idle: number;
+}
+
+/** node:http adds this to keepAliveTimeout before closing an idle connection. */
+const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
+
+/** node:http's options for nginx's settings: its head timeout and size are the
+ * connection's, not a server's or location's. */
+function serverOptions(core: CoreSettings): ServerOptions & { connectionsCheckingInterval: number } {
+  const { number, size } = core.largeClientHeaderBuffers;
+  return {
+    headersTimeout: core.clientHeaderTimeout,
+    // nginx has no limit on a whole request: client_body_timeout is between two reads.
+    requestTimeout: 0,
+    maxHeaderSize: number * size,
+    // node checks the head timeout on this period.
+    connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(core.clientHeaderTimeout / 4))),
+  };
+}
+
+/** The keepAliveTimeout that makes node close an idle connection after `ms`, or as near as it goes. */
+const nodeKeepAlive = (ms: number) => Math.max(1, ms - NODE_KEEP_ALIVE_BUFFER_MS);
+
+type Internal = ServerResponse & { _keepAliveTimeout: number; _closed?: boolean };
+
+/** A response's send_timeout, when it is not nginx's default. */
+const SEND_TIMEOUT = Symbol('zonal.send_timeout');
+/** Since when a response's writes wait, and how far its socket had written then. */
+const STALLED = Symbol('zonal.stalled');
+type Sending = ServerResponse & { [SEND_TIMEOUT]?: number; [STALLED]?: { readonly written: number; readonly since: number } };
+/** How often the responses in flight are looked at for send_timeout. */
+const SEND_CHECK_MS = 250;
 
 /** Where a connection's accounting is kept: on its socket (for TLS, on both sockets). */
 const CONN = Symbol('zonal.conn');
@@ -84,6 +129,8 @@ export class HttpPlane {
   private readonly pending = new Roster<ServerResponse>();
   /** Draining, and the idle connections were closed: the others close after their response. */
   private swept = false;
+  /** The timer of send_timeout's checks. */
+  private sendCheck?: NodeJS.Timeout;
 
   constructor(
     private readonly config: ServerConfig,
@@ -107,20 +154,35 @@ export class HttpPlane {
 
   /** Listens on every data address; resolves once all listen. */
   async listen(): Promise<void> {
+    this.sendCheck ??= setInterval(() => this.checkSends(), SEND_CHECK_MS).unref();
     for (const { listen, servers } of listenGroups(this.config, false)) {
       const names = new ServerNames(servers, listen);
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
-      const server = listen.ssl ? this.httpsServer(names) : createHttpServer();
+      const core = names.defaultServer.core ?? TOP_CORE;
+      const options = serverOptions(core);
+      const server = listen.ssl ? this.httpsServer(names, options) : createHttpServer(options);
+      server.keepAliveTimeout = nodeKeepAlive(core.keepaliveTimeout);
+      const settings: ListenSettings = { core, idle: server.keepAliveTimeout + NODE_KEEP_ALIVE_BUFFER_MS };
       // nginx looks up server names only when there is a choice: reading the Host header
       // makes node:http build the headers object.
       const only = servers.length === 1 ? this.site(servers[0]) : undefined;
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => this.request(req, res, only ?? sites.get(names.select(req.headers.host))!));
+      const handle = (req: IncomingMessage, res: ServerResponse) => {
+        // Before the server is chosen: the host it is chosen by may change.
+        const refused = checkHead(req, core);
+        this.request(req, res, only ?? sites.get(names.select(req.headers.host))!, settings, refused);
+      };
+      server.on('request', handle);
+      // zonal tunnels nothing: nginx answers CONNECT with 400.
+      server.on('connect', (req: IncomingMessage, socket: Socket) => this.refuse(socket, 400));
+      // Nor does it upgrade: the request is answered as any other, and the connection
+      // goes on with the requests that follow it.
+      server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => notUpgraded(server, req, socket, head, handle));
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(listen.port, listen.host, () => {
+        server.listen(listenOptions(listen), () => {
           server.off('error', reject);
           resolve();
         });
@@ -128,7 +190,7 @@ export class HttpPlane {
     }
   }
 
-  private httpsServer(names: ServerNames): Server {
+  private httpsServer(names: ServerNames, options: ServerOptions): Server {
     const contexts = new Map<VirtualServerConfig, SecureContext>();
     const contextOf = (s: VirtualServerConfig) => {
       let c = contexts.get(s);
@@ -137,6 +199,7 @@ export class HttpPlane {
     };
     const fallback = names.select(undefined);
     const server = createHttpsServer({
+      ...options,
       cert: readFileSync(fallback.ssl!.certificate),
       key: readFileSync(fallback.ssl!.key),
       handshakeTimeout: fallback.ssl!.handshakeTimeout,
@@ -176,7 +239,7 @@ export class HttpPlane {
   }
 
   private accept(socket: Counted): void {
-    const conn: Conn = { requests: 0, inflight: 0, idle: false, closedByServer: false, read: 0, written: 0 };
+    const conn: Conn = { requests: 0, inflight: 0, idle: false, closedByServer: false, read: 0, written: 0, since: Date.now() };
     socket[CONN] = conn;
     const entry = this.live.add(conn);
     this.conns.accepted();
@@ -204,14 +267,30 @@ export class HttpPlane {
       socket.destroy();
       return;
     }
-    if (conn.inflight === 0) conn.closedByServer = true;
-    const code = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const body = errorPage(code);
-    socket.end(`HTTP/1.1 ${code} ${STATUS_CODES[code]}\r\nContent-Type: text/html\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // The head was taken, then the parser refused what follows it (llhttp refuses a
+    // Transfer-Encoding without chunked after the request is out): the response to that
+    // request is the answer, and the connection closes after it.
+    const current = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (current) {
+      if (!current.headersSent) current.shouldKeepAlive = false;
+      else if (current.writableFinished) socket.destroySoon();
+      return;
+    }
+    this.refuse(socket, clientErrorCode(err));
+  }
+
+  /** Answers a request node:http will not hand over, and closes its connection. */
+  private refuse(socket: Counted, code: number): void {
+    const conn = socket[CONN];
+    if (conn && conn.inflight === 0) conn.closedByServer = true;
+    const body = code === HEADER_TOO_LARGE ? HEADER_TOO_LARGE_PAGE : errorPage(code);
+    const status = code === HEADER_TOO_LARGE ? 400 : code;
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: text/html\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     socket.destroySoon();
   }
 
-  private request(req: IncomingMessage, res: ServerResponse, site: Site): void {
+  /** `refused`: the status nginx answers the request's head with (checkHead), or 0. */
+  private request(req: IncomingMessage, res: ServerResponse, site: Site, listen: ListenSettings, refused: number): void {
     const socket = req.socket;
     const conn = (socket as Counted)[CONN];
     if (conn) {
@@ -235,15 +314,34 @@ export class HttpPlane {
     }
     zone?.requestStarted();
     const head = req.method === 'HEAD';
-    if (uri === undefined) {
+    if (uri === undefined || refused !== 0) {
+      // nginx closes the connection after these.
+      res.shouldKeepAlive = false;
       noteRequest(res, site.place, uri);
-      sendPage(res, 400, head);
+      if (refused === HEADER_TOO_LARGE) {
+        res.writeHead(400, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(HEADER_TOO_LARGE_PAGE) });
+        res.end(head ? undefined : HEADER_TOO_LARGE_PAGE);
+      } else sendPage(res, refused || 400, head);
       this.answered(socket, conn, res, zone, undefined, started);
       return;
     }
     // The server's `if` blocks may answer before any location is searched.
     const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
     const routed: Route = answered ?? site.route(uri);
+    const core = routed.place.core ?? site.place.core ?? listen.core;
+    keepAlive(req, res, conn, core, listen);
+    if (core.sendTimeout !== TOP_CORE.sendTimeout) (res as Sending)[SEND_TIMEOUT] = core.sendTimeout;
+    // nginx checks the body's announced size once it has found the location, before its
+    // rewrites (`return`) run.
+    const length = core.clientMaxBodySize > 0 ? req.headers['content-length'] : undefined;
+    if (length !== undefined && Number(length) > core.clientMaxBodySize) {
+      const location = routed.place.zoneOf ? routed.place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : routed.place.zone;
+      location?.requestStarted();
+      res.shouldKeepAlive = false;
+      sendPage(res, 413, head);
+      this.answered(socket, conn, res, zone, location, started);
+      return;
+    }
     if (routed.redirect !== undefined) {
       // A location's auto redirect: answered as nginx does once it found the location,
       // before the location's `if` blocks, limits and access checks.
@@ -327,9 +425,18 @@ export class HttpPlane {
     } else if (place.dashboard) {
       place.dashboard.send(res, req.method ?? 'GET');
     } else if (place.proxy) {
-      place.proxy.handle(req, res, uri, captures);
+      const proxy = place.proxy;
+      if (!isChunked(req)) proxy.handle(req, res, uri, captures);
+      else
+        readBody(req, place.core ?? TOP_CORE, (listener) => res.once('close', listener), (status) => {
+          if (status === 0) proxy.handle(req, res, uri, captures);
+          else if (!res.headersSent) {
+            res.shouldKeepAlive = false;
+            sendPage(res, status, req.method === 'HEAD');
+          }
+        });
     } else if (place.root) {
-      serveStatic(place.root, uri, req, res).catch(() => {
+      serveStatic(place.root, uri, req, res, place.core).catch(() => {
         if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');
         else res.destroy();
       });
@@ -404,6 +511,28 @@ export class HttpPlane {
   /** Stops accepting, lets requests in flight finish (their connections close after
    * them), closes the connections still idle DRAIN_IDLE_MS later; resolves once every
    * connection is gone. */
+  /**
+   * nginx's send_timeout: a response whose socket has had bytes waiting to go, and wrote
+   * none of them, for the timeout (a client that stopped reading) has its connection
+   * closed. Looked at on a period rather than with a timer per write: a response that
+   * flows costs nothing.
+   */
+  private checkSends(): void {
+    const now = performance.now();
+    this.pending.forEach((res) => {
+      const r = res as Sending;
+      const socket = res.socket;
+      if (!socket || socket.destroyed || socket.writableLength === 0) {
+        if (r[STALLED]) r[STALLED] = undefined;
+        return;
+      }
+      const written = (socket as Socket & { _bytesDispatched: number })._bytesDispatched;
+      const stalled = r[STALLED];
+      if (!stalled || stalled.written !== written) r[STALLED] = { written, since: now };
+      else if (now - stalled.since >= (r[SEND_TIMEOUT] ?? TOP_CORE.sendTimeout)) socket.destroy();
+    });
+  }
+
   drain(): Promise<void> {
     this.draining = true;
     // A response in flight closes its connection after it, and says so: a keep-alive
@@ -425,10 +554,84 @@ export class HttpPlane {
     const closed = this.servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
     return Promise.all(closed).then(() => {
       clearTimeout(sweep);
+      clearInterval(this.sendCheck);
       for (const u of this.upstreams.values()) u.close();
     });
   }
 }
+
+/** The status a request node's parser refused is answered with, as nginx answers it. */
+function clientErrorCode(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): number {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    // The whole head is over maxHeaderSize: nginx says 414 when the request line alone
+    // fills its buffers. What was read in the last read tells, for a head sent at once.
+    const packet = err.rawPacket;
+    return packet && packet.indexOf(0x0a) < 0 ? 414 : HEADER_TOO_LARGE;
+  }
+  // A Transfer-Encoding that does not end with `chunked`; nginx's check of the version comes first.
+  if (err.code === 'HPE_INVALID_TRANSFER_ENCODING') return err.rawPacket && /^\S+ \S+ HTTP\/1\.0\r?\n/.test(err.rawPacket.toString('latin1', 0, 8192)) ? 400 : 501;
+  return 400;
+}
+
+/**
+ * The keep-alive of a response as the location's settings say: none after
+ * `keepalive_requests` requests, past `keepalive_time`, or with `keepalive_timeout 0`;
+ * the `Keep-Alive` header only with keepalive_timeout's second argument; an idle time of
+ * the location's own when it is not the listen socket's.
+ */
+function keepAlive(req: IncomingMessage, res: ServerResponse, conn: Conn | undefined, core: CoreSettings, listen: ListenSettings): void {
+  (res as Internal)._keepAliveTimeout = core.keepaliveHeader === null ? 0 : core.keepaliveHeader * 1000;
+  if (!res.shouldKeepAlive) return;
+  if (
+    core.keepaliveTimeout === 0 ||
+    (conn && (conn.requests >= core.keepaliveRequests || Date.now() - conn.since > core.keepaliveTime)) ||
+    ((core.keepaliveDisable.safari || (core.keepaliveDisable.msie6 && req.method === 'POST')) && keepaliveDisabled(core.keepaliveDisable, req.method, req.headers['user-agent']))
+  ) {
+    res.shouldKeepAlive = false;
+    return;
+  }
+  if (core.keepaliveTimeout === listen.idle) return;
+  const socket = req.socket;
+  const idle = core.keepaliveTimeout;
+  res.once('finish', () => {
+    // After node's own (it set its timeout): only when no pipelined response goes on.
+    if (res.shouldKeepAlive && !socket.destroyed && !(socket as Socket & { _httpMessage?: unknown })._httpMessage) socket.setTimeout(idle);
+  });
+}
+
+/**
+ * An `Upgrade` request zonal does not upgrade (node:http hands the socket over for any):
+ * answered as a normal request, then the connection goes back to node:http with the
+ * bytes that came after the request's head, the next requests among them.
+ */
+function notUpgraded(server: Server, req: IncomingMessage, socket: Socket, head: Buffer, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
+  const res = new ServerResponse(req);
+  res.assignSocket(socket);
+  res.once('finish', () => {
+    res.detachSocket(socket);
+    const internal = res as Internal;
+    // node:http's server responses close after 'finish'; this one is not node's.
+    process.nextTick(() => {
+      if (internal._closed) return;
+      internal._closed = true;
+      internal.destroyed = true;
+      res.emit('close');
+    });
+    if (!res.shouldKeepAlive || socket.destroyed) {
+      socket.destroySoon();
+      return;
+    }
+    // node:http's own connection set-up (not the server's 'connection' listeners: the
+    // connection is counted already, and a TLS one is past its handshake).
+    _connectionListener.call(server, socket);
+    if (head.length > 0) socket.emit('data', head);
+  });
+  handle(req, res);
+}
+
+/** node:http's set-up of a connection it serves: exported by node (since 0.x) though not typed. */
+const { _connectionListener } = http as unknown as { _connectionListener: (this: Server, socket: Socket) => void };
 
 /** A /config write through one of this worker's API locations, to the primary's log. */
 function sendAudit(...args: Parameters<typeof auditLine>): void {

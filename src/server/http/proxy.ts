@@ -24,6 +24,7 @@ import type { UpstreamAttempt } from '../log/variables.js';
 
 export type { ProxyTap } from './proxy-tap.js';
 import type { StatusStore } from '../../metrics/store.js';
+import { requestBody } from './core/body.js';
 
 /** Header names, caseless. A name is lowercased only when its length is one of theirs:
  * most headers of a request or response are in no such set. */
@@ -317,7 +318,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
     this.sent = client.dispatch(
-      { path: this.path, method: this.req.method ?? 'GET', headers: this.head!, body: this.hasBody ? this.req : null, reset: this.proxy.upstream.config.keepalive === 0 },
+      { path: this.path, method: this.req.method ?? 'GET', headers: this.head!, body: this.hasBody ? requestBody(this.req) : null, reset: this.proxy.upstream.config.keepalive === 0 },
       this,
     );
   }

@@ -20,6 +20,7 @@ import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
 import { placeLog, type PlaceLog } from '../log/access-log.js';
+import type { CoreSettings } from './core/config.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -42,6 +43,8 @@ export interface Place {
   readonly ifs?: IfScript;
   /** `access_log` in force (only where traffic is recorded: workers). */
   readonly log?: PlaceLog;
+  /** The http core module's settings here (types, body size, keep-alive). */
+  readonly core?: CoreSettings;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */
@@ -148,7 +151,7 @@ export class Site {
       options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName, l.errorLogs) } : {};
     const guard = new Guard(config);
     const logs = (l: Parameters<typeof placeLog>[0]) => (options.record ? placeLog(l, serverName) : {});
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config), ...logs(config) };
+    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -183,6 +186,7 @@ export class Site {
           ...(l.root ? { root: l.root } : {}),
           ...limits(l),
           ...logs(l),
+          ...(l.core ? { core: l.core } : {}),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -200,6 +204,7 @@ export class Site {
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),
             ...logs(i),
+            ...(i.core ? { core: i.core } : {}),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length

@@ -4,32 +4,10 @@
 import { createReadStream, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream';
 import { sendPage, sendRedirect } from './pages.js';
-
-const TYPES: Record<string, string> = {
-  '.html': 'text/html',
-  '.htm': 'text/html',
-  '.css': 'text/css',
-  '.js': 'application/javascript',
-  '.mjs': 'application/javascript',
-  '.json': 'application/json',
-  '.txt': 'text/plain',
-  '.xml': 'text/xml',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.ico': 'image/x-icon',
-  '.webp': 'image/webp',
-  '.woff2': 'font/woff2',
-  '.pdf': 'application/pdf',
-  '.wasm': 'application/wasm',
-};
-/** nginx's `default_type` in its stock configuration. */
-const DEFAULT_TYPE = 'application/octet-stream';
+import { contentType, type CoreSettings } from './core/config.js';
 
 async function statOrUndefined(path: string): Promise<Stats | { error: string }> {
   try {
@@ -39,8 +17,9 @@ async function statOrUndefined(path: string): Promise<Stats | { error: string }>
   }
 }
 
-/** Serves `uri` (decoded, normalised: no `..`) from `root`. */
-export async function serveStatic(root: string, uri: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** Serves `uri` (decoded, normalised: no `..`) from `root`, typed by the location's
+ * `types` and `default_type` (`core`; nginx's defaults without it). */
+export async function serveStatic(root: string, uri: string, req: IncomingMessage, res: ServerResponse, core?: CoreSettings): Promise<void> {
   const head = req.method === 'HEAD';
   if (req.method !== 'GET' && !head) {
     sendPage(res, 405, false, { Allow: 'GET, HEAD' });
@@ -65,7 +44,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
     return;
   }
   res.writeHead(200, {
-    'Content-Type': TYPES[extname(path).toLowerCase()] ?? DEFAULT_TYPE,
+    'Content-Type': contentType(core, path),
     'Content-Length': info.size,
     'Last-Modified': info.mtime.toUTCString(),
   });

@@ -47,6 +47,13 @@ interface ParserClass {
 }
 const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: ParserClass };
 
+/** llhttp's leniency for a line ended by LF alone (node's kLenientOptionalCRBeforeLF): a
+ * peer's response with bare-LF line ends is read as nginx reads it. Only this one: node's
+ * insecureHTTPParser would turn on every leniency (a Transfer-Encoding and Content-Length
+ * together, data after `Connection: close`...), which could let a peer's response
+ * smuggle a second one into a kept-alive connection. Requests stay strict. */
+const LENIENT_OPTIONAL_CR_BEFORE_LF = 1 << 8;
+
 /** What a request tells its exchange, in the order it happens. */
 export interface ExchangeHandler {
   /** The request is on its way; `abort` ends it (its onError follows). */
@@ -134,11 +141,14 @@ export class UpstreamConnection implements AfterIo {
   private readonly hostHeader: string;
 
   constructor(host: string, port: number, connectTimeout: number, tls?: PeerTls) {
-    this.hostHeader = (host.includes(':') ? `[${host}]` : host) + (port === (tls ? 443 : 80) ? '' : `:${port}`);
+    const unix = host.startsWith('unix:');
+    // nginx's Host for a unix socket peer is `localhost`.
+    this.hostHeader = unix ? 'localhost' : (host.includes(':') ? `[${host}]` : host) + (port === (tls ? 443 : 80) ? '' : `:${port}`);
+    const where = unix ? { path: host.slice(5) } : { host, port };
     // The connect timeout covers the TLS handshake too, as nginx's does.
     const socket = (this.socket = tls
-      ? connectTls({ ...tls.options, host, port, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
-      : connect({ host, port, noDelay: true }));
+      ? connectTls({ ...tls.options, ...where, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
+      : connect({ ...where, noDelay: true }));
     if (tls?.reuse) (socket as TLSSocket).on('session', (session: Buffer) => (tls.session = session));
     this.connectTimer = setTimeout(() => this.fail(new ConnectTimeout(`connect to ${host}:${port} timed out`)), connectTimeout);
     socket.once(tls ? 'secureConnect' : 'connect', () => {
@@ -169,7 +179,7 @@ export class UpstreamConnection implements AfterIo {
     });
 
     const parser = (this.parser = new HTTPParser());
-    parser.initialize(HTTPParser.RESPONSE, {}, 0, 0);
+    parser.initialize(HTTPParser.RESPONSE, {}, 0, LENIENT_OPTIONAL_CR_BEFORE_LF);
     let head: string[] | undefined;
     parser[HTTPParser.kOnHeaders] = (headers: string[]) => {
       // More headers than fit one call: they come in parts before the head is complete.

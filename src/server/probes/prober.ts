@@ -336,7 +336,9 @@ export function streamCheck(o: StreamProbeOptions): ProbeCheck {
         socket.send(o.send ?? Buffer.alloc(0), port, host, (err) => err && done(false));
         return;
       }
-      const socket: net.Socket = o.tls ? tls.connect({ host, port, rejectUnauthorized: false }) : net.connect({ host, port });
+      // A unix socket peer (`unix:<path>`) is probed at its path.
+      const where = host.startsWith('unix:') ? { path: host.slice(5) } : { host, port };
+      const socket: net.Socket = o.tls ? tls.connect({ ...where, rejectUnauthorized: false }) : net.connect(where);
       close.push(() => socket.destroy());
       socket.on('error', () => done(false));
       socket.on(o.tls ? 'secureConnect' : 'connect', () => {

@@ -31,6 +31,7 @@ import type { ServerConfig, UpstreamBlockConfig } from '../config/model.js';
 import { Balancer } from '../upstream/balancer.js';
 import type { StreamListen, StreamServerConfig } from './config.js';
 import { listenAddress } from '../config/values.js';
+import { listenOptions } from '../listens.js';
 import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
 import { relay } from './relay.js';
 
@@ -164,7 +165,7 @@ export class StreamPlane {
         this.servers.push(server);
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen(listen.port, listen.host, () => {
+          server.listen(listenOptions(listen), () => {
             server.off('error', reject);
             resolve();
           });
@@ -312,7 +313,8 @@ const sessionOf = (tls: TLSSocket) => ((tls as TLSSocket & { _parent?: Socket })
 /** A plain connection to a peer; node's Socket takes stream options (highWaterMark)
  * that its connect() types leave out. */
 function plainPeer(host: string, port: number): NetConnectOpts {
-  const options = { host, port, allowHalfOpen: true, noDelay: true, highWaterMark: QUEUED };
+  const where = host.startsWith('unix:') ? { path: host.slice(5) } : { host, port };
+  const options = { ...where, allowHalfOpen: true, noDelay: true, highWaterMark: QUEUED };
   return options;
 }
 

@@ -213,8 +213,9 @@ class Member {
   }
 }
 
-/** `ip:port`, `[v6]:port` or a bare host (port 80). */
+/** `ip:port`, `[v6]:port`, a bare host (port 80), or `unix:<path>` (no port). */
 function splitAddress(address: string): [string, number] {
+  if (address.startsWith('unix:')) return [address, 0];
   if (address.startsWith('[')) {
     const close = address.indexOf(']');
     const port = address.charCodeAt(close + 1) === 0x3a ? Number(address.slice(close + 2)) : 80;
