@@ -23,6 +23,7 @@ import { sslDirectives } from '../ssl/config.js';
 import { accessDirectives } from '../access/config.js';
 import { authBasicDirectives } from '../auth-basic/config.js';
 import { apiDirectives } from '../api/config.js';
+import { contentDirectives } from '../http/content-config.js';
 import { checkReadable, define, MAX, milliseconds, readable, resolvePath, type DirectiveSpec } from './spec.js';
 import { checkUpstreamBlock, newUpstreamBlock } from './upstream-check.js';
 import type { Directive } from './syntax.js';
@@ -86,6 +87,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   accessDirectives,
   authBasicDirectives,
   apiDirectives,
+  contentDirectives,
   limitDirectives,
   streamDirectives,
   cacheDirectives,

@@ -12,7 +12,6 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
-import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
@@ -24,7 +23,7 @@ import { errorPage, sendPage, sendRedirect } from './pages.js';
 import { ServerNames } from './server-names.js';
 import type { ConditionContext } from './conditions.js';
 import { runIfs, Site, type Place, type Route } from './site.js';
-import { serveStatic } from './static.js';
+import { enter, refuse, serveContent } from './content.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
@@ -73,7 +72,6 @@ export class HttpPlane {
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly upstreams = new Map<string, UpstreamRuntime>();
-  private readonly apis = new WeakMap<ApiHandler, ApiListener>();
   private draining = false;
   /** Responses that take their time (proxied, API, files), until they close: a drain
    * makes those whose head is not written yet say `Connection: close`. */
@@ -227,6 +225,7 @@ export class HttpPlane {
       conn.handshake = undefined;
     }
     zone?.requestStarted();
+    enter(res, site);
     const head = req.method === 'HEAD';
     if (uri === undefined) {
       sendPage(res, 400, head);
@@ -303,27 +302,12 @@ export class HttpPlane {
       const refusal = place.guard.refusal(verdict, head);
       res.writeHead(refusal.status, refusal.headers);
       res.end(refusal.body);
-    } else sendPage(res, verdict, head, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
+    } else refuse(req, res, verdict, uri, place, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
   }
 
   /** `captures`: the request's `$1`..`$9` (its regex location's, or an `if`'s). */
   private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    if (place.return) place.return.send(res, req.method === 'HEAD', place.return.variables ? { req, uri, ...(captures ? { captures } : {}) } : undefined);
-    else if (place.api) {
-      let listener = this.apis.get(place.api);
-      if (!listener) this.apis.set(place.api, (listener = apiListener(place.api)));
-      // The mount would find its own location's captures, not an `if`'s or an outer one's.
-      listener(req, res, undefined, captures);
-    } else if (place.dashboard) {
-      place.dashboard.send(res, req.method ?? 'GET');
-    } else if (place.proxy) {
-      place.proxy.handle(req, res, uri, captures);
-    } else if (place.root) {
-      serveStatic(place.root, uri, req, res).catch(() => {
-        if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');
-        else res.destroy();
-      });
-    } else sendPage(res, 404, req.method === 'HEAD');
+    serveContent(req, res, uri, place, captures);
   }
 
   /** A response given in full at once: its bytes are all written or queued now. */

@@ -6,7 +6,8 @@ import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
-import type { IfConfig, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
+import type { IfConfig, Inherited, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
+import type { ContentConfig } from './content-config.js';
 import { apiHostRule } from './api-hosts.js';
 import { parseAuthorization } from '../auth-basic/runtime.js';
 import { compileCondition, type Condition, type ConditionContext } from './conditions.js';
@@ -34,6 +35,11 @@ export interface Place {
   readonly dashboard?: Dashboard;
   /** Static files. */
   readonly root?: string;
+  /** index, alias, try_files, error_page, internal, server_tokens, limit_rate, add_header. */
+  readonly content?: ContentConfig;
+  /** With `alias`: the part of the URI it replaces (the location's path); absent in a
+   * regex location, whose alias is the whole path. */
+  readonly aliasPrefix?: string;
   readonly proxy?: Proxy;
   /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
   readonly limits?: PlaceLimits;
@@ -107,6 +113,8 @@ export class Site {
   timed = false;
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
+  /** `location @name` by its name, `@` included. */
+  private readonly names = new Map<string, Place>();
 
   constructor(config: VirtualServerConfig, options: SiteOptions) {
     this.config = config;
@@ -144,7 +152,12 @@ export class Site {
     const limits = (l: { readonly limits?: LocationConfig['limits'] }) =>
       options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName) } : {};
     const guard = new Guard(config);
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config) };
+    const files = (block: Inherited, l?: LocationConfig) => ({
+      ...(block.root ? { root: block.root } : {}),
+      ...(block.content ? { content: block.content } : {}),
+      ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
+    });
+    const bare: Place = { guard, ...files(config), ...limits(config) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -176,7 +189,7 @@ export class Site {
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
-          ...(l.root ? { root: l.root } : {}),
+          ...files(l, l),
           ...limits(l),
         };
         const ifBlock = (i: IfConfig): Place => {
@@ -190,7 +203,7 @@ export class Site {
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
             ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream), options.record ? options.status : undefined) } : !own && place.proxy ? { proxy: place.proxy } : {}),
-            ...(i.root ? { root: i.root } : {}),
+            ...files(i, l),
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),
@@ -200,6 +213,7 @@ export class Site {
           ? { branches: l.ifs.map((i) => ({ condition: compileCondition(i.condition), place: ifBlock(i) })), ...(l.ifsBeforeReturn !== undefined ? { returnAt: l.ifsBeforeReturn } : {}) }
           : undefined;
         this.places.set(l, ifs ? { ...place, ifs } : place);
+        if (l.modifier === '@') this.names.set(l.path, this.places.get(l)!);
         visit(l.locations);
       }
     };
@@ -211,6 +225,11 @@ export class Site {
    * a location's auto redirect answers `uri` with: a 301 to it, in the place of that
    * location (its zone counts it), before its `if` blocks, limits and access checks (nginx
    * redirects as it finds the location). */
+  /** The named location `name` (`@fallback`), if the server has it. */
+  named(name: string): Place | undefined {
+    return this.names.get(name);
+  }
+
   route(uri: string): Route {
     if (this.place.return) return this;
     const match = this.index.match(uri);
