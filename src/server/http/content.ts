@@ -124,6 +124,34 @@ export function rateLimiter(rate: number, after: number): Transform {
   });
 }
 
+/** Paces what is written to `res` from here on (a proxied answer, which writes it piece
+ * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
+ * the response's, and whose end ends it. */
+export function paceResponse(res: ServerResponse, rate: number, after: number): void {
+  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+  const end = res.end.bind(res) as () => void;
+  const limiter = rateLimiter(rate, after);
+  limiter.on('data', (chunk: Buffer) => {
+    if (write(chunk)) return;
+    limiter.pause();
+    res.once('drain', () => limiter.resume());
+  });
+  limiter.on('end', () => end());
+  limiter.on('drain', () => res.emit('drain'));
+  limiter.on('error', () => res.destroy());
+  res.once('close', () => limiter.destroy());
+  res.write = function (chunk: unknown, ...rest: unknown[]) {
+    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
+  } as ServerResponse['write'];
+  res.end = function (...args: unknown[]) {
+    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
+    if (done) res.once('finish', done);
+    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
+    else limiter.end();
+    return res;
+  } as ServerResponse['end'];
+}
+
 /** Answers the request at its place. `captures`: its `$1`..`$9`. */
 export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   const content = contentOf(place);
@@ -145,7 +173,10 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
     return;
   }
   if (place.dashboard) return place.dashboard.send(res, req.method ?? 'GET');
-  if (place.proxy) return place.proxy.handle(req, res, uri, captures);
+  if (place.proxy) {
+    if (content.limitRate > 0) paceResponse(res, content.limitRate, content.limitRateAfter);
+    return place.proxy.handle(req, res, uri, captures);
+  }
   if (content.tryFiles || place.root !== undefined || content.alias !== undefined) {
     const served = content.tryFiles ? tryFiles(req, res, place, c) : files(req, res, uri, place, c);
     served.catch(() => {
