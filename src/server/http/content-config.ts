@@ -10,7 +10,7 @@
 //   server_tokens on | off | build;                http, server, location
 //   limit_rate <rate>; limit_rate_after <size>;    http, server, location, if
 import type { At, InheritableLevel, LocationLevel } from '../config/levels.js';
-import { define, type DirectiveSpec } from '../config/spec.js';
+import { define, resolvePath, type DirectiveSpec } from '../config/spec.js';
 import { checkVariables, parseSize, requestVariable } from '../config/values.js';
 import type { AddHeader } from '../headers/config.js';
 
@@ -157,7 +157,11 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
       if (location.seen.has('root')) return c.error(d.origin, `"alias" directive is duplicate, "root" directive was specified earlier`);
       const error = checkVariables(d.args[0], pathVariable);
       if (error) return c.error(d.origin, error);
-      levelOf(location).alias = { value: d.args[0], origin: d.origin };
+      // Relative to the file it is written in, as root, its final '/' kept (the URI's
+      // part is appended to it); a path that begins with a variable is the variable's.
+      const [arg] = d.args;
+      const value = arg.startsWith('$') ? arg : resolvePath(d, arg) + (arg.endsWith('/') && arg !== '/' ? '/' : '');
+      levelOf(location).alias = { value, origin: d.origin };
     },
   }),
 

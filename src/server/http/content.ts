@@ -188,15 +188,16 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
   answerError(req, res, 404, place, c);
 }
 
-/** The file a URI names at a place: under `root`, or `alias` in the location's part. */
-function pathOf(uri: string, place: Place, c: VariableContext): string {
+/** The file a URI names at a place: under `root`, or `alias` in the location's part;
+ * undefined when the part the request gave climbs out of the alias (`location /i` with
+ * `alias /data/` and `/i../etc/passwd`, which nginx serves: zonal answers 404). */
+function pathOf(uri: string, place: Place, c: VariableContext): string | undefined {
   const alias = contentOf(place).alias;
   if (alias === undefined) return join(place.root ?? '', uri);
-  const target = expand(alias, c);
   // A regex location's alias is the whole path (its captures say which); a prefix
   // location's replaces the prefix.
-  if (place.aliasPrefix === undefined) return target;
-  return target + uri.slice(Math.min(place.aliasPrefix.length, uri.length));
+  const path = place.aliasPrefix === undefined ? expand(alias, c) : expand(alias, c) + uri.slice(Math.min(place.aliasPrefix.length, uri.length));
+  return /(^|\/)\.\.(\/|$)/.test(path) ? undefined : path;
 }
 
 type Found = { file: boolean; dir: boolean } | { error: string };
@@ -217,6 +218,7 @@ const refused = (f: Found) => 'error' in f && (f.error === 'EACCES' || f.error =
 async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: VariableContext): Promise<void> {
   const content = contentOf(place);
   const path = pathOf(uri, place, c);
+  if (path === undefined) return answerError(req, res, 404, place, c);
   if (uri.endsWith('/')) {
     for (const name of content.index) {
       // An absolute last index is redirected to without looking (nginx's fallback).
@@ -252,7 +254,9 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
     const uri = expand(file, c);
     if (uri === '') continue;
     const dir = uri.endsWith('/');
-    const found = await look(pathOf(uri, place, c));
+    const path = pathOf(uri, place, c);
+    if (path === undefined) continue;
+    const found = await look(path);
     if (res.destroyed) return;
     if (!('error' in found) && (dir ? found.dir : found.file)) return files(req, res, uri, place, { ...c, uri });
   }
@@ -309,7 +313,7 @@ function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, 
 
 /** The page nginx writes for `status` itself, with the place's headers. */
 function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, place: Place | undefined, extra?: Record<string, string>, c?: VariableContext): void {
-  if (res.headersSent || res.destroyed) return;
+  if (cannotAnswer(res)) return;
   const content = place ? contentOf(place) : TOP_CONTENT;
   if (place) addHeaders(res, place, status, c ?? { req, uri: '' });
   // Statuses below 400 (a `=code` of try_files) answer with no page, as nginx's.
@@ -329,8 +333,17 @@ function overrideStatus(res: ServerResponse, status: number): void {
   } as ServerResponse['writeHead'];
 }
 
+/** An answer already begun cannot become an error page: the connection is closed, as
+ * nginx closes it. */
+function cannotAnswer(res: ServerResponse): boolean {
+  if (res.destroyed) return true;
+  if (!res.headersSent) return false;
+  if (!res.writableEnded) res.destroy();
+  return true;
+}
+
 function answerError(req: IncomingMessage, res: ServerResponse, status: number, place: Place, c: VariableContext, extra?: Record<string, string>): void {
-  if (res.headersSent || res.destroyed) return;
+  if (cannotAnswer(res)) return;
   const state = (res as Carried)[STATE];
   const page = state?.erring ? undefined : contentOf(place).errorPages.find((p) => p.status === status);
   if (!page) return defaultPage(req, res, status, place, extra, c);

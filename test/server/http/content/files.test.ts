@@ -44,6 +44,7 @@ http {
         location /c/ { index missing.html /c/default.html; }
         location = /c/default.html { add_header X-Where default; }
         location /i/ { alias ${pics}/; }
+        location /j { alias ${pics}/; }
         location ~ ^/re/(.+)$ { alias ${pics}/$1; }
         location /try/ { try_files $uri $uri/ /spa/app.html; }
         location /try404/ { try_files $uri =404; }
@@ -88,6 +89,9 @@ t.test('alias: a prefix location replaces its part; a regex location takes its c
   const index = await get('/i/');
   t.equal(index.body, 'alias index\n', 'the index of an alias directory');
   t.equal((await get('/i/none.txt')).status, 404);
+  t.equal((await get('/j/pic.txt')).body, 'a picture\n', 'a prefix without its slash');
+  const outside = `/j../${docs.split('/').pop()}/index.html`;
+  t.equal((await get(outside)).status, 404, 'a URI that climbs out of the alias is not served');
 });
 
 t.test('try_files: $uri, $uri/, then the last URI, a named location or =code', async (t) => {
