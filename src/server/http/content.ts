@@ -17,7 +17,7 @@ import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { encodePath, errorPage } from './pages.js';
-import { runIfs, type Place, type Route } from './site.js';
+import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
 import { normalizeUri } from './uri.js';
 import { compileValue, type VariableContext } from './variables.js';
@@ -77,8 +77,7 @@ const serverHeader = (c: ContentConfig): string | undefined => (c.serverTokens =
 const footer = (c: ContentConfig): string => (c.serverTokens === 'on' || c.serverTokens === 'build' ? VERSIONED : 'zonal');
 
 /** Sets the headers nginx's filters add to an answer of `status`: `Server`, `add_header`. */
-function addHeaders(res: ServerResponse, place: Place, status: number, c: VariableContext): void {
-  const content = contentOf(place);
+function addHeaders(res: ServerResponse, content: ContentConfig, status: number, c: VariableContext): void {
   const server = serverHeader(content);
   if (server !== undefined) res.setHeader('Server', server);
   if (content.addHeaders.length === 0) return;
@@ -157,12 +156,12 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
   const content = contentOf(place);
   (res as Carried)[PLACE] = place;
   const c: VariableContext = { req, uri, ...(captures ? { captures } : {}) };
-  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, place, c);
+  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, contentOf(place), c);
   const ret = place.return;
   if (ret) {
     // `return <code>` without text for an error is nginx's special response: error_page applies.
-    if (ret.page) return answerError(req, res, ret.status, place, c);
-    addHeaders(res, place, ret.status, c);
+    if (ret.page) return answerError(req, res, ret.status, contentOf(place), c);
+    addHeaders(res, content, ret.status, c);
     return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined);
   }
   if (place.api) {
@@ -180,12 +179,12 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
   if (content.tryFiles || place.root !== undefined || content.alias !== undefined) {
     const served = content.tryFiles ? tryFiles(req, res, place, c) : files(req, res, uri, place, c);
     served.catch(() => {
-      if (!res.headersSent) answerError(req, res, 500, place, c);
+      if (!res.headersSent) answerError(req, res, 500, contentOf(place), c);
       else res.destroy();
     });
     return;
   }
-  answerError(req, res, 404, place, c);
+  answerError(req, res, 404, contentOf(place), c);
 }
 
 /** The file a URI names at a place: under `root`, or `alias` in the location's part;
@@ -218,7 +217,7 @@ const refused = (f: Found) => 'error' in f && (f.error === 'EACCES' || f.error =
 async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: VariableContext): Promise<void> {
   const content = contentOf(place);
   const path = pathOf(uri, place, c);
-  if (path === undefined) return answerError(req, res, 404, place, c);
+  if (path === undefined) return answerError(req, res, 404, contentOf(place), c);
   if (uri.endsWith('/')) {
     for (const name of content.index) {
       // An absolute last index is redirected to without looking (nginx's fallback).
@@ -226,7 +225,7 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
       const found = await look(join(path, name));
       if (res.destroyed) return;
       if ('error' in found) {
-        if (refused(found)) return answerError(req, res, 403, place, c);
+        if (refused(found)) return answerError(req, res, 403, contentOf(place), c);
         continue;
       }
       if (found.file || found.dir) return internalRedirect(req, res, uri + name);
@@ -234,14 +233,14 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     // nginx: no index, no autoindex: a directory is forbidden, nothing is not found.
     const dir = await look(path);
     if (res.destroyed) return;
-    return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, place, c);
+    return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
   const { limitRate, limitRateAfter } = content;
   await serveStatic(place.root ?? '', uri, req, res, {
     path,
     get: (res as Carried)[STATE]?.get === true,
-    error: (code, extra) => answerError(req, res, code, place, c, extra),
-    headers: (status) => addHeaders(res, place, status, c),
+    error: (code, extra) => answerError(req, res, code, contentOf(place), c, extra),
+    headers: (status) => addHeaders(res, content, status, c),
     ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),
   });
 }
@@ -260,8 +259,8 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
     if (res.destroyed) return;
     if (!('error' in found) && (dir ? found.dir : found.file)) return files(req, res, uri, place, { ...c, uri });
   }
-  if (last.startsWith('=')) return answerError(req, res, Number(last.slice(1)), place, c);
-  if (last.startsWith('@')) return namedLocation(req, res, last, place, c);
+  if (last.startsWith('=')) return answerError(req, res, Number(last.slice(1)), contentOf(place), c);
+  if (last.startsWith('@')) return namedLocation(req, res, last, contentOf(place), c);
   internalRedirect(req, res, expand(last, c));
 }
 
@@ -276,7 +275,7 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, plac
   const answer = (verdict: number) => {
     if (res.destroyed) return;
     if (verdict === 0) serveContent(req, res, uri, place, captures);
-    else answerError(req, res, verdict, place, { req, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
+    else answerError(req, res, verdict, contentOf(place), { req, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
   };
   const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization);
   if (typeof verdict === 'number') answer(verdict);
@@ -303,7 +302,7 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   enterPlace(req, res, uri, route.place, route.captures);
 }
 
-function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: Place, c: VariableContext): void {
+function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: VariableContext): void {
   const site = (res as Carried)[SITE];
   const place = site?.named(name);
   // nginx logs "could not find named location" and answers 500.
@@ -312,10 +311,10 @@ function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, 
 }
 
 /** The page nginx writes for `status` itself, with the place's headers. */
-function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, place: Place | undefined, extra?: Record<string, string>, c?: VariableContext): void {
+function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, given: ContentConfig | undefined, extra?: Record<string, string>, c?: VariableContext): void {
   if (cannotAnswer(res)) return;
-  const content = place ? contentOf(place) : TOP_CONTENT;
-  if (place) addHeaders(res, place, status, c ?? { req, uri: '' });
+  const content = given ?? TOP_CONTENT;
+  if (given) addHeaders(res, given, status, c ?? { req, uri: '' });
   // Statuses below 400 (a `=code` of try_files) answer with no page, as nginx's.
   const body = status >= 400 || (status >= 300 && status !== 304) ? errorPage(status, footer(content)) : '';
   res.writeHead(status, { ...(body ? { 'Content-Type': 'text/html' } : {}), 'Content-Length': Buffer.byteLength(body), ...extra });
@@ -342,11 +341,11 @@ function cannotAnswer(res: ServerResponse): boolean {
   return true;
 }
 
-function answerError(req: IncomingMessage, res: ServerResponse, status: number, place: Place, c: VariableContext, extra?: Record<string, string>): void {
+function answerError(req: IncomingMessage, res: ServerResponse, status: number, content: ContentConfig, c: VariableContext, extra?: Record<string, string>): void {
   if (cannotAnswer(res)) return;
   const state = (res as Carried)[STATE];
-  const page = state?.erring ? undefined : contentOf(place).errorPages.find((p) => p.status === status);
-  if (!page) return defaultPage(req, res, status, place, extra, c);
+  const page = state?.erring ? undefined : content.errorPages.find((p) => p.status === status);
+  if (!page) return defaultPage(req, res, status, content, extra, c);
   stateOf(res).erring = true;
   const uri = expand(page.uri, c);
   const answer = page.overwrite < 0 ? status : page.overwrite;
@@ -358,11 +357,11 @@ function answerError(req: IncomingMessage, res: ServerResponse, status: number, 
   }
   if (uri.startsWith('@')) {
     if (answer !== 0) overrideStatus(res, answer);
-    return namedLocation(req, res, uri, place, c);
+    return namedLocation(req, res, uri, content, c);
   }
   // A URL: the client is sent there, with 302 unless `=` names another redirect.
   const code = answer === 301 || answer === 302 || answer === 303 || answer === 307 || answer === 308 ? answer : 302;
-  defaultPage(req, res, code, place, { Location: uri }, c);
+  defaultPage(req, res, code, content, { Location: uri }, c);
 }
 
 /** The error_page answer of the place `res` was served at for `status`, or nginx's own page
@@ -371,7 +370,7 @@ function answerError(req: IncomingMessage, res: ServerResponse, status: number, 
 export function answerWithErrorPage(req: IncomingMessage, res: ServerResponse, status: number, uri: string): boolean {
   const place = (res as Carried)[PLACE];
   if (!place) return false;
-  answerError(req, res, status, place, { req, uri });
+  answerError(req, res, status, contentOf(place), { req, uri });
   return true;
 }
 
@@ -385,5 +384,12 @@ export function hasErrorPage(res: ServerResponse, status: number): boolean {
 /** An access check's refusal (401, 403) at `place`, as its `error_page` says. */
 export function refuse(req: IncomingMessage, res: ServerResponse, status: number, uri: string, place: Place, extra?: Record<string, string>): void {
   (res as Carried)[PLACE] = place;
-  answerError(req, res, status, place, { req, uri }, extra);
+  answerError(req, res, status, contentOf(place), { req, uri }, extra);
+}
+
+/** How a place's limit_req and limit_conn refusals are answered: by its `error_page`
+ * for the status, else the default page. */
+export function refuser(content: ContentConfig | undefined): (req: IncomingMessage, res: ServerResponse, status: number) => void {
+  const settings = content ?? TOP_CONTENT;
+  return (req, res, status) => answerError(req, res, status, settings, { req, uri: normalizeUri(req.url ?? '/') ?? '/' });
 }

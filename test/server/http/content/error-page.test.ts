@@ -6,7 +6,7 @@
 // the default page. add_header applies to 200, 201, 204, 206, 301, 302, 303, 304, 307, 308,
 // and with `always` to every status, `return` answers included.
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ZONAL_VERSION } from '../../../../src/metrics/status.js';
@@ -17,14 +17,19 @@ const docs = mkdtempSync(join(tmpdir(), 'zonal-error-page-'));
 t.teardown(() => rmSync(docs, { recursive: true, force: true }));
 writeFileSync(join(docs, '404.html'), 'custom 404\n');
 writeFileSync(join(docs, '403.html'), 'custom 403\n');
+writeFileSync(join(docs, 'busy.html'), 'too busy\n');
+mkdirSync(join(docs, 'limited'));
+writeFileSync(join(docs, 'limited', 'ok.txt'), 'passed\n');
 
 const z = await Zonal.start({
   'zonal.conf': `
 worker_processes 1;
 http {
+    limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;
     server {
         listen 127.0.0.1:${port};
         root ${docs};
+        location /limited/ { limit_req zone=one; error_page 503 /busy.html; }
         error_page 404 /404.html;
         location = /404.html { internal; }
         location = /403.html { internal; }
@@ -105,6 +110,11 @@ t.test('error_page for return, access refusals and methods; a failing page gets 
   const again = await get(port, '/again/x');
   t.equal(again.status, 404);
   t.match(again.body, /<h1>404 Not Found<\/h1>/, 'the page itself missing: the default page, no loop');
+  const first = await get(port, '/limited/ok.txt');
+  t.equal(first.body, 'passed\n');
+  const limited = await get(port, '/limited/ok.txt');
+  t.equal(limited.status, 503, 'the second request within the minute is refused');
+  t.equal(limited.body, 'too busy\n', 'limit_req refusals are answered by error_page');
   const post = await get(port, '/post/x', { method: 'POST', body: 'x' });
   t.equal(post.status, 200, 'a 405 for POST, turned 200');
   t.equal(post.body, 'custom 404\n', 'the page served as to a GET');
