@@ -151,17 +151,19 @@ export function paceResponse(res: ServerResponse, rate: number, after: number): 
   } as ServerResponse['end'];
 }
 
-/** Answers the request at its place. `captures`: its `$1`..`$9`. */
+const contextOf = (req: IncomingMessage, uri: string, captures: readonly string[] | undefined): VariableContext => (captures ? { req, uri, captures } : { req, uri });
+
+/** Answers the request at its place. `captures`: its `$1`..`$9`. A `return` with no
+ * add_header, server_tokens or variables allocates nothing here. */
 export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   const content = contentOf(place);
-  (res as Carried)[PLACE] = place;
-  const c: VariableContext = { req, uri, ...(captures ? { captures } : {}) };
-  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, contentOf(place), c);
+  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, uri, captures));
   const ret = place.return;
   if (ret) {
     // `return <code>` without text for an error is nginx's special response: error_page applies.
-    if (ret.page) return answerError(req, res, ret.status, contentOf(place), c);
-    addHeaders(res, content, ret.status, c);
+    if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, uri, captures));
+    const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, uri, captures) : undefined;
+    if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, uri });
     return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined);
   }
   if (place.api) {
@@ -173,18 +175,21 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
   }
   if (place.dashboard) return place.dashboard.send(res, req.method ?? 'GET');
   if (place.proxy) {
+    // For proxy_intercept_errors: the error pages of the place (answerWithErrorPage).
+    if (content !== TOP_CONTENT) (res as Carried)[PLACE] = place;
     if (content.limitRate > 0) paceResponse(res, content.limitRate, content.limitRateAfter);
     return place.proxy.handle(req, res, uri, captures);
   }
+  const c = contextOf(req, uri, captures);
   if (content.tryFiles || place.root !== undefined || content.alias !== undefined) {
     const served = content.tryFiles ? tryFiles(req, res, place, c) : files(req, res, uri, place, c);
     served.catch(() => {
-      if (!res.headersSent) answerError(req, res, 500, contentOf(place), c);
+      if (!res.headersSent) answerError(req, res, 500, content, c);
       else res.destroy();
     });
     return;
   }
-  answerError(req, res, 404, contentOf(place), c);
+  answerError(req, res, 404, content, c);
 }
 
 /** The file a URI names at a place: under `root`, or `alias` in the location's part;
@@ -364,14 +369,12 @@ function answerError(req: IncomingMessage, res: ServerResponse, status: number, 
   defaultPage(req, res, code, content, { Location: uri }, c);
 }
 
-/** The error_page answer of the place `res` was served at for `status`, or nginx's own page
- * for it: what `proxy_intercept_errors` answers an upstream's error with. The request is
- * one `serveContent` began; false when it has no place (nothing was answered then). */
-export function answerWithErrorPage(req: IncomingMessage, res: ServerResponse, status: number, uri: string): boolean {
+/** What `proxy_intercept_errors` answers an upstream's error `status` with: the
+ * error_page of the place the request was proxied from, or nginx's own page. Call it
+ * before anything of the upstream's response is written. */
+export function answerWithErrorPage(req: IncomingMessage, res: ServerResponse, status: number, uri: string): void {
   const place = (res as Carried)[PLACE];
-  if (!place) return false;
-  answerError(req, res, status, contentOf(place), { req, uri });
-  return true;
+  answerError(req, res, status, place ? contentOf(place) : TOP_CONTENT, { req, uri });
 }
 
 /** Whether the place `res` was served at has an `error_page` for `status`: nginx's
