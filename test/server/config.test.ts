@@ -761,7 +761,8 @@ const errorCases: ErrorCase[] = [
   { name: 'bad ssl_handshake_timeout', text: server('    ssl_handshake_timeout soon;'), line: 4, message: /^invalid value "soon" in "ssl_handshake_timeout" directive$/ },
   { name: 'zero ssl_handshake_timeout', text: server('    ssl_handshake_timeout 0;'), line: 4, message: /^invalid value "0" in "ssl_handshake_timeout" directive$/ },
   { name: 'ssl_handshake_timeout beyond a timer', text: server('    ssl_handshake_timeout 30d;'), line: 4, message: /^invalid value "30d" in "ssl_handshake_timeout" directive$/ },
-  { name: 'named location', text: server('    location @fallback {', '    }'), line: 4, message: /^named location "@fallback" is not supported$/ },
+  { name: 'named location in a location', text: server('    location / {', '      location @fallback { }', '    }'), line: 5, message: /^named location "@fallback" can be on the server level only$/ },
+  { name: 'location in a named location', text: server('    location @fallback {', '      location /x { }', '    }'), line: 5, message: /^location "\/x" could not be inside the named location "@fallback"$/ },
   // semantics
   { name: 'auth_basic without a user file', text: conf('http {', '  auth_basic "x";', '  server {', '    listen 80;', '    location / { }', '  }', '}'), line: 2, message: /^"auth_basic" has no "auth_basic_user_file" where it applies$/ },
   { name: 'api and return', text: server('    location /s/ {', '      return 200;', '      api /status/;', '    }'), line: 6, message: /^"api" and "return" cannot be in the same location$/ },

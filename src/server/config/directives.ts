@@ -24,6 +24,7 @@ import { coreDirectives } from '../core/config.js';
 import type { DirectiveSpec } from './spec.js';
 import { logDirectives } from '../log/config.js';
 import { httpSettingsDirectives } from '../http/core/config.js';
+import { contentDirectives } from '../http/content-config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -36,6 +37,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   accessDirectives,
   authBasicDirectives,
   apiDirectives,
+  contentDirectives,
   limitDirectives,
   streamDirectives,
   cacheDirectives,

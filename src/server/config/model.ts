@@ -206,7 +206,7 @@ export interface IfConfig extends Inherited {
 
 export interface LocationConfig extends Inherited {
   /** `''` prefix, `=` exact, `^~` prefix that stops the regex search, `~` and `~*` regexes. */
-  readonly modifier: '' | '=' | '^~' | '~' | '~*';
+  readonly modifier: '' | '=' | '^~' | '~' | '~*' | '@';
   /** As written: the prefix, the exact URI or the regex source. */
   readonly path: string;
   /** For `~` and `~*` (with the `i` flag). */

@@ -17,6 +17,7 @@ import type {
 import { defaultPeer, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '../http/content-config.js';
 import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
@@ -78,6 +79,8 @@ interface Merged {
   readonly limits: MergedLimits;
   readonly logs: MergedLogs;
   readonly core: CoreSettings;
+  /** index, alias, try_files, error_page, internal, server_tokens, limit_rate. */
+  readonly content: ContentConfig;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
 }
@@ -94,10 +97,13 @@ const TOP: Merged = {
   limits: TOP_LIMITS,
   logs: TOP_LOGS,
   core: TOP_CORE,
+  content: TOP_CONTENT,
 };
 
-function merge(outer: Merged, level: InheritableLevel): Merged {
-  const root = level.root ?? outer.root;
+function merge(outer: Merged, level: InheritableLevel & { readonly kind: string }): Merged {
+  // An `alias` replaces the outer `root`, as a `root` replaces an outer `alias`.
+  const root = level.root ?? (level.content?.alias ? undefined : outer.root);
+  const addHeaders = mergeHeaders(outer.addHeaders, level);
   const authBasic = level.authBasic ?? outer.authBasic;
   const authUserFile = level.authUserFile ?? outer.authUserFile;
   const o = outer.proxy;
@@ -122,10 +128,11 @@ function merge(outer: Merged, level: InheritableLevel): Merged {
       proxySslSessionReuse: level.proxySslSessionReuse ?? outer.ssl.proxySslSessionReuse,
     },
     cache: mergeCache(outer.cache, level),
-    addHeaders: mergeHeaders(outer.addHeaders, level),
+    addHeaders,
     limits: mergeLimits(outer.limits, level),
     logs: mergeLogs(outer.logs, level),
     core: mergeCore(outer.core, level),
+    content: mergeContent(outer.content, level, addHeaders),
     ...histogramField(level.histogram ?? outer.histogram),
   };
 }
@@ -246,6 +253,7 @@ class Resolver {
     const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs) };
     // Absent where no core directive applies: the runtime's defaults are nginx's.
     if (m.core !== TOP_CORE) out.core = m.core;
+    if (!defaultContent(m.content)) out.content = m.content;
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

@@ -201,7 +201,8 @@ export function parseLocation(args: readonly string[]): Checked<{ modifier: Loca
     return modifier ? ok({ modifier, path: args[1] }) : fail(`invalid location modifier "${args[0]}"`);
   }
   const [arg] = args;
-  if (arg.startsWith('@')) return fail(`named location "${arg}" is not supported`);
+  // A named location (`location @fallback`): reached only by try_files and error_page.
+  if (arg.startsWith('@')) return arg.length > 1 ? ok({ modifier: '@', path: arg }) : fail(`invalid location name "${arg}"`);
   const modifier = modifiers.find((m) => arg.startsWith(m));
   if (!modifier) return ok({ modifier: '', path: arg });
   if (arg === modifier) return fail(`invalid number of arguments in "location" directive`);

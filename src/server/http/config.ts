@@ -32,7 +32,10 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
       c.error(d.origin, `invalid regular expression "${uri}" in "location" directive: ${(e as Error).message}`);
     }
   }
-  if (parent.kind === 'location') {
+  // A named location is the server's alone, and has none inside it (nginx's rules).
+  if (modifier === '@' && parent.kind === 'location') c.error(d.origin, `named location "${uri}" can be on the server level only`);
+  else if (parent.kind === 'location' && parent.modifier === '@') c.error(d.origin, `location "${uri}" could not be inside the named location "${parent.path}"`);
+  else if (parent.kind === 'location') {
     // nginx's rules for nested locations.
     if (parent.modifier === '=') c.error(d.origin, `location "${uri}" cannot be inside the exact location "${parent.path}"`);
     else if (modifier !== '~' && modifier !== '~*' && !uri.startsWith(parent.path)) c.error(d.origin, `location "${uri}" is outside location "${parent.path}"`);
@@ -178,6 +181,7 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: ['http', 'server', 'location', 'if'],
     args: [1, 1],
     apply(d, level, c) {
+      if (level.content?.alias) return c.error(d.origin, `"root" directive is duplicate, "alias" directive was specified earlier`);
       level.root = c.path(d.args[0], 'prefix');
     },
   }),

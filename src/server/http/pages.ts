@@ -14,10 +14,11 @@ function reason(code: number): string {
   return STATUS_CODES[code] ?? '';
 }
 
-/** nginx's error page: what an operator sees in a browser for a 403, 404, 500... */
-export function errorPage(code: number): string {
+/** nginx's error page: what an operator sees in a browser for a 403, 404, 500...
+ * `footer`: `zonal`, or `zonal/<version>` under `server_tokens on`. */
+export function errorPage(code: number, footer = 'zonal'): string {
   const line = `${code} ${reason(code)}`.trim();
-  return `<html>\r\n<head><title>${line}</title></head>\r\n<body>\r\n<center><h1>${line}</h1></center>\r\n<hr><center>zonal</center>\r\n</body>\r\n</html>\r\n`;
+  return `<html>\r\n<head><title>${line}</title></head>\r\n<body>\r\n<center><h1>${line}</h1></center>\r\n<hr><center>${footer}</center>\r\n</body>\r\n</html>\r\n`;
 }
 
 export function sendPage(res: ServerResponse, code: number, head: boolean, extra?: Record<string, string>): void {
@@ -116,9 +117,13 @@ export class Return {
   readonly variables: boolean;
   /** Closing the connection after it: nginx does for 444, which answers nothing. */
   readonly close: boolean;
+  readonly status: number;
+  /** An error code without text: nginx's own page, which `error_page` may replace. */
+  readonly page: boolean;
 
   constructor(config: ReturnConfig) {
-    this.code = config.code;
+    this.code = this.status = config.code;
+    this.page = config.code >= 400 && config.code !== 444 && config.text === undefined;
     this.close = config.code === 444;
     if (config.text?.includes('$')) this.value = compileValue(config.text);
     this.variables = this.value !== undefined;

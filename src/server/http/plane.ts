@@ -13,7 +13,6 @@ import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
-import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
@@ -26,7 +25,7 @@ import { errorPage, sendPage, sendRedirect } from './pages.js';
 import { ServerNames } from './server-names.js';
 import type { ConditionContext } from './conditions.js';
 import { runIfs, Site, type Place, type Route } from './site.js';
-import { serveStatic } from './static.js';
+import { enter, refuse, serveContent } from './content.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
 import { ADMITTED, ANSWERED } from '../limits/runtime.js';
@@ -34,7 +33,6 @@ import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
-import { isChunked, readBody } from './core/body.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -122,7 +120,6 @@ export class HttpPlane {
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly upstreams = new Map<string, UpstreamRuntime>();
-  private readonly apis = new WeakMap<ApiHandler, ApiListener>();
   private draining = false;
   /** Responses that take their time (proxied, API, files), until they close: a drain
    * makes those whose head is not written yet say `Connection: close`. */
@@ -313,6 +310,7 @@ export class HttpPlane {
       conn.handshake = undefined;
     }
     zone?.requestStarted();
+    enter(res, site);
     const head = req.method === 'HEAD';
     if (uri === undefined || refused !== 0) {
       // nginx closes the connection after these.
@@ -411,36 +409,12 @@ export class HttpPlane {
       const refusal = place.guard.refusal(verdict, head);
       res.writeHead(refusal.status, refusal.headers);
       res.end(refusal.body);
-    } else sendPage(res, verdict, head, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
+    } else refuse(req, res, verdict, uri, place, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
   }
 
   /** `captures`: the request's `$1`..`$9` (its regex location's, or an `if`'s). */
   private content(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    if (place.return) place.return.send(res, req.method === 'HEAD', place.return.variables ? { req, uri, ...(captures ? { captures } : {}) } : undefined);
-    else if (place.api) {
-      let listener = this.apis.get(place.api);
-      if (!listener) this.apis.set(place.api, (listener = apiListener(place.api)));
-      // The mount would find its own location's captures, not an `if`'s or an outer one's.
-      listener(req, res, undefined, captures);
-    } else if (place.dashboard) {
-      place.dashboard.send(res, req.method ?? 'GET');
-    } else if (place.proxy) {
-      const proxy = place.proxy;
-      if (!isChunked(req)) proxy.handle(req, res, uri, captures);
-      else
-        readBody(req, place.core ?? TOP_CORE, (listener) => res.once('close', listener), (status) => {
-          if (status === 0) proxy.handle(req, res, uri, captures);
-          else if (!res.headersSent) {
-            res.shouldKeepAlive = false;
-            sendPage(res, status, req.method === 'HEAD');
-          }
-        });
-    } else if (place.root) {
-      serveStatic(place.root, uri, req, res, place.core).catch(() => {
-        if (!res.headersSent) sendPage(res, 500, req.method === 'HEAD');
-        else res.destroy();
-      });
-    } else sendPage(res, 404, req.method === 'HEAD');
+    serveContent(req, res, uri, place, captures);
   }
 
   /** A response given in full at once: its bytes are all written or queued now. */

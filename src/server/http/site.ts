@@ -1,15 +1,16 @@
 // A virtual server at run time: its zone, its guard and `return`, and for each of its
 // locations what answers there. The workers' node:http plane and the primary's admin
 // listeners both build their servers from this.
-import { createApi, type ApiHandler, type ConfigChange } from '../../api/index.js';
+import { createApi, type ConfigChange } from '../../api/index.js';
 import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
-import type { IfConfig, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
+import type { IfConfig, Inherited, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
+import { refuser } from './content.js';
 import { apiHostRule } from './api-hosts.js';
 import { parseAuthorization } from '../auth-basic/runtime.js';
-import { compileCondition, type Condition, type ConditionContext } from './conditions.js';
+import { compileCondition } from './conditions.js';
 import { Guard } from './guard.js';
 import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
@@ -19,72 +20,10 @@ import { compileValue, type VariableContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
-import { placeLog, type PlaceLog } from '../log/access-log.js';
-import type { CoreSettings } from './core/config.js';
+import { placeLog } from '../log/access-log.js';
 
-export interface Place {
-  /** The location zone (absent: `status_zone off`, none set, or not recording). */
-  readonly zone?: HttpZone;
-  /** With `status_zone <key> zone=...`: the zone of a request, the one its key names
-   * (made at its first use), or the group's own once the group is full; undefined for a
-   * key that names none (empty, or over 256 bytes), as Angie does not count it. */
-  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
-  readonly guard: Guard;
-  readonly return?: Return;
-  readonly api?: ApiHandler;
-  /** The dashboard page (`dashboard`). */
-  readonly dashboard?: Dashboard;
-  /** Static files. */
-  readonly root?: string;
-  readonly proxy?: Proxy;
-  /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
-  readonly limits?: PlaceLimits;
-  /** The location's `if` blocks, run before anything else answers. */
-  readonly ifs?: IfScript;
-  /** `access_log` in force (only where traffic is recorded: workers). */
-  readonly log?: PlaceLog;
-  /** The http core module's settings here (types, body size, keep-alive). */
-  readonly core?: CoreSettings;
-}
-
-/** A location's `if` blocks and its `return`, in the order nginx runs them. */
-export interface IfScript {
-  readonly branches: ReadonlyArray<{ readonly condition: Condition; readonly place: Place }>;
-  /** The index of the branch the location's own `return` comes before; absent: none. */
-  readonly returnAt?: number;
-}
-
-/**
- * Runs a location's `if` blocks as nginx's rewrite phase does: in order, each true one
- * switching the request to its block (the last true one wins), one with `return`
- * answering at once, and the location's own `return` answering where it is written,
- * with the settings (the zone) of the block the request is in by then. Returns the place
- * the request goes on with; a regex that matched left its groups in `c.captures`.
- */
-export function runIfs(place: Place, c: ConditionContext): Place {
-  const script = place.ifs!;
-  let routed: Place = place;
-  let matched = false;
-  const { branches, returnAt } = script;
-  for (let i = 0; i < branches.length; i++) {
-    if (i === returnAt) break;
-    const branch = branches[i];
-    if (!branch.condition(c)) continue;
-    routed = branch.place;
-    matched = true;
-    if (routed.return) return routed;
-  }
-  if (returnAt !== undefined && place.return) return matched ? { ...routed, return: place.return } : place;
-  return routed;
-}
-
-/** Where a request goes: a place, with its regex captures, or a redirect (`redirect`: the
- * path, as the location is written, that a 301 sends the client to). */
-export interface Route {
-  readonly place: Place;
-  readonly captures?: readonly string[];
-  readonly redirect?: string;
-}
+import type { IfScript, Place, Route } from './place.js';
+export { runIfs, type IfScript, type Place, type Route } from './place.js';
 
 export interface SiteOptions {
   readonly status: Status;
@@ -113,6 +52,8 @@ export class Site {
   timed = false;
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
+  /** `location @name` by its name, `@` included. */
+  private readonly names = new Map<string, Place>();
 
   constructor(config: VirtualServerConfig, options: SiteOptions) {
     this.config = config;
@@ -147,11 +88,16 @@ export class Site {
       this.groupZone = record('server', config.statusZone);
     }
     const serverName = config.names[0] ?? '';
-    const limits = (l: { readonly limits?: LocationConfig['limits']; readonly errorLogs?: LocationConfig['errorLogs'] }) =>
-      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName, l.errorLogs) } : {};
+    const limits = (l: { readonly limits?: LocationConfig['limits']; readonly errorLogs?: LocationConfig['errorLogs']; readonly content?: Inherited['content'] }) =>
+      options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName, l.errorLogs, refuser(l.content)) } : {};
     const guard = new Guard(config);
     const logs = (l: Parameters<typeof placeLog>[0]) => (options.record ? placeLog(l, serverName) : {});
-    const bare: Place = { guard, ...(config.root ? { root: config.root } : {}), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
+    const files = (block: Inherited, l?: LocationConfig) => ({
+      ...(block.root ? { root: block.root } : {}),
+      ...(block.content ? { content: block.content } : {}),
+      ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
+    });
+    const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -183,7 +129,7 @@ export class Site {
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
           ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
-          ...(l.root ? { root: l.root } : {}),
+          ...files(l, l),
           ...limits(l),
           ...logs(l),
           ...(l.core ? { core: l.core } : {}),
@@ -199,7 +145,7 @@ export class Site {
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
             ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream), options.record ? options.status : undefined) } : !own && place.proxy ? { proxy: place.proxy } : {}),
-            ...(i.root ? { root: i.root } : {}),
+            ...files(i, l),
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),
@@ -211,6 +157,7 @@ export class Site {
           ? { branches: l.ifs.map((i) => ({ condition: compileCondition(i.condition), place: ifBlock(i) })), ...(l.ifsBeforeReturn !== undefined ? { returnAt: l.ifsBeforeReturn } : {}) }
           : undefined;
         this.places.set(l, ifs ? { ...place, ifs } : place);
+        if (l.modifier === '@') this.names.set(l.path, this.places.get(l)!);
         visit(l.locations);
       }
     };
@@ -222,6 +169,11 @@ export class Site {
    * a location's auto redirect answers `uri` with: a 301 to it, in the place of that
    * location (its zone counts it), before its `if` blocks, limits and access checks (nginx
    * redirects as it finds the location). */
+  /** The named location `name` (`@fallback`), if the server has it. */
+  named(name: string): Place | undefined {
+    return this.names.get(name);
+  }
+
   route(uri: string): Route {
     if (this.place.return) return this;
     const match = this.index.match(uri);

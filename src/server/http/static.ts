@@ -5,7 +5,7 @@ import { createReadStream, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream';
+import { pipeline, type Transform } from 'node:stream';
 import { sendPage, sendRedirect } from './pages.js';
 import { contentType, type CoreSettings } from './core/config.js';
 
@@ -17,18 +17,35 @@ async function statOrUndefined(path: string): Promise<Stats | { error: string }>
   }
 }
 
-/** Serves `uri` (decoded, normalised: no `..`) from `root`, typed by the location's
- * `types` and `default_type` (`core`; nginx's defaults without it). */
-export async function serveStatic(root: string, uri: string, req: IncomingMessage, res: ServerResponse, core?: CoreSettings): Promise<void> {
+/** How a location's content settings (content.ts) serve a file. */
+export interface StaticOptions {
+  /** The file on the disk, when it is not `root` + `uri` (`alias`, `try_files`). */
+  readonly path?: string;
+  /** Answers an error code as the place's `error_page` says. */
+  readonly error: (code: number, extra?: Record<string, string>) => void;
+  /** Headers added to an answer of this status (`add_header`, `server_tokens`). */
+  readonly headers: (status: number) => void;
+  /** Paces the body (`limit_rate`). */
+  readonly throttle?: () => Transform | undefined;
+  /** Answered as a GET whatever the method: an error page's internal redirect. */
+  readonly get?: boolean;
+  /** The location's `types` and `default_type` (nginx's defaults without them). */
+  readonly core?: CoreSettings;
+}
+
+/** Serves `uri` (decoded, normalised: no `..`) from `root`. */
+export async function serveStatic(root: string, uri: string, req: IncomingMessage, res: ServerResponse, options?: StaticOptions): Promise<void> {
   const head = req.method === 'HEAD';
-  if (req.method !== 'GET' && !head) {
-    sendPage(res, 405, false, { Allow: 'GET, HEAD' });
+  if (req.method !== 'GET' && !head && !options?.get) {
+    if (options) options.error(405, { Allow: 'GET, HEAD' });
+    else sendPage(res, 405, false, { Allow: 'GET, HEAD' });
     return;
   }
-  let path = join(root, uri);
+  let path = options?.path ?? join(root, uri);
   let info = await statOrUndefined(path);
   if (!('error' in info) && info.isDirectory()) {
     if (!uri.endsWith('/')) {
+      if (options) options.headers(301);
       sendRedirect(req, res, uri + '/');
       return;
     }
@@ -40,11 +57,13 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   if (res.destroyed) return;
   if ('error' in info || !info.isFile()) {
     const code = 'error' in info && (info.error === 'EACCES' || info.error === 'EPERM') ? 403 : 404;
-    sendPage(res, code, head);
+    if (options) options.error(code);
+    else sendPage(res, code, head);
     return;
   }
+  options?.headers(200);
   res.writeHead(200, {
-    'Content-Type': contentType(core, path),
+    'Content-Type': contentType(options?.core, path),
     'Content-Length': info.size,
     'Last-Modified': info.mtime.toUTCString(),
   });
@@ -53,5 +72,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
     return;
   }
   // pipeline ends the response, or destroys it (and the file) when either side fails.
-  pipeline(createReadStream(path), res, () => {});
+  const throttle = options?.throttle?.();
+  if (throttle) pipeline(createReadStream(path), throttle, res, () => {});
+  else pipeline(createReadStream(path), res, () => {});
 }

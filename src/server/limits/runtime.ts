@@ -48,6 +48,8 @@ export class PlaceLimits {
     private readonly serverName: string,
     /** The place's `error_log`s. */
     private readonly errorLogs?: readonly ErrorLogTarget[],
+    /** Answers a refusal: the place's error_page (http/content.ts), else nginx's page. */
+    private readonly refuse: (req: IncomingMessage, res: ServerResponse, status: number) => void = (req, res, code) => sendPage(res, code, req.method === 'HEAD'),
   ) {
     this.reqs = config.reqs.map((r) => ({
       limiter: status.limitReq(r.zone, { burst: r.burst, ...(r.delay === Infinity ? { nodelay: true } : { delay: r.delay }), dryRun: config.reqDryRun }),
@@ -98,7 +100,7 @@ export class PlaceLimits {
   private refusedOrDelayed(decision: LimitReqDecision, req: IncomingMessage, res: ServerResponse): number {
     if (decision.result === 'rejected' || decision.result === 'exhausted') {
       log(this.config.reqLogLevel, `limiting requests${decision.result === 'exhausted' ? ', no room for the key,' : ''} by zone ${this.names}`, req, this.errorLogs);
-      sendPage(res, this.config.reqStatus, req.method === 'HEAD');
+      this.refuse(req, res, this.config.reqStatus);
       return ANSWERED;
     }
     log(BELOW[this.config.reqLogLevel], `delaying request ${decision.delay} ms by zone ${this.names}`, req, this.errorLogs);
@@ -122,7 +124,7 @@ export class PlaceLimits {
       if (r !== HOLD_REFUSED) continue;
       holding?.giveBack();
       log(this.config.connLogLevel, `limiting connections by zone "${c.limiter.zone}"`, req, this.errorLogs);
-      sendPage(res, this.config.connStatus, req.method === 'HEAD');
+      this.refuse(req, res, this.config.connStatus);
       return false;
     }
     if (holding === undefined) return true;

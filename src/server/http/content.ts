@@ -1,0 +1,411 @@
+// What answers a request once its place is found and its checks passed, as nginx's content
+// phase does: `return`, the API, the dashboard, `proxy_pass`, or files (`root`, `alias`,
+// `index`, `try_files`); and nginx's special responses: `error_page`, `internal`,
+// `server_tokens`, `add_header` and `limit_rate` on the answers zonal makes itself.
+//
+// nginx's internal redirects (an index file, try_files' last URI, an error page's URI)
+// search the location again for the new URI, run its `if` blocks and access checks, and
+// serve there; a named location (`@name`) is entered directly. The request keeps the
+// zones it was counted in first, and its limits are not applied again (nginx applies
+// limit_req and limit_conn once per request).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
+import { ZONAL_VERSION } from '../../metrics/status.js';
+import { AddHeaders } from '../headers/runtime.js';
+import { TOP_CONTENT, type ContentConfig } from './content-config.js';
+import { encodePath, errorPage } from './pages.js';
+import { runIfs, type Place, type Route } from './place.js';
+import { serveStatic } from './static.js';
+import { TOP_CORE } from './core/config.js';
+import { isChunked, readBody } from './core/body.js';
+import { normalizeUri } from './uri.js';
+import { compileValue, type VariableContext } from './variables.js';
+
+/** What an internal redirect needs of the virtual server (site.ts's Site). */
+export interface Router {
+  route(uri: string): Route;
+  named(name: string): Place | undefined;
+}
+
+/** nginx's limit of internal redirects and named location jumps per request (10): past
+ * it, a loop is a 500. */
+const MAX_REDIRECTS = 10;
+
+const SITE = Symbol('zonal.site');
+const STATE = Symbol('zonal.content');
+
+/** A request's content state, made at its first internal redirect or error page. */
+interface State {
+  redirects: number;
+  /** It reached its place by an internal redirect: an `internal` location serves it. */
+  internal: boolean;
+  /** An error page is being served: a second error gets the default page (nginx's
+   * `recursive_error_pages off`). */
+  erring: boolean;
+  /** Answered as a GET (an error page's redirect): files serve any method. */
+  get: boolean;
+}
+
+type Carried = ServerResponse & { [SITE]?: Router; [STATE]?: State; [PLACE]?: Place };
+const PLACE = Symbol('zonal.place');
+
+/** Ties a response to its virtual server, for the internal redirects of its content. */
+export function enter(res: ServerResponse, site: Router): void {
+  (res as Carried)[SITE] = site;
+}
+
+const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { redirects: 0, internal: false, erring: false, get: false });
+
+const apis = new WeakMap<ApiHandler, ApiListener>();
+const compiled = new Map<string, (c: VariableContext) => string>();
+const addHeadersOf = new WeakMap<ContentConfig, AddHeaders | null>();
+
+function expand(text: string, c: VariableContext): string {
+  if (!text.includes('$')) return text;
+  let f = compiled.get(text);
+  if (!f) compiled.set(text, (f = compileValue(text)));
+  return f(c);
+}
+
+const contentOf = (place: Place): ContentConfig => place.content ?? TOP_CONTENT;
+
+/** The `Server` header and the error pages' footer: nginx prints its version unless
+ * `server_tokens off`; zonal prints nothing unless server_tokens is written. */
+const VERSIONED = `zonal/${ZONAL_VERSION}`;
+const serverHeader = (c: ContentConfig): string | undefined => (c.serverTokens === undefined ? undefined : c.serverTokens === 'off' ? 'zonal' : VERSIONED);
+const footer = (c: ContentConfig): string => (c.serverTokens === 'on' || c.serverTokens === 'build' ? VERSIONED : 'zonal');
+
+/** Sets the headers nginx's filters add to an answer of `status`: `Server`, `add_header`. */
+function addHeaders(res: ServerResponse, content: ContentConfig, status: number, c: VariableContext): void {
+  const server = serverHeader(content);
+  if (server !== undefined) res.setHeader('Server', server);
+  if (content.addHeaders.length === 0) return;
+  let add = addHeadersOf.get(content);
+  if (add === undefined) addHeadersOf.set(content, (add = new AddHeaders(content.addHeaders)));
+  if (!add) return;
+  const list: string[] = [];
+  add.addTo(list, status, c);
+  for (let i = 0; i < list.length; i += 2) res.appendHeader(list[i], list[i + 1]);
+}
+
+/** Paces a body at `rate` bytes per second once `after` bytes went (`limit_rate`,
+ * `limit_rate_after`), counted from its first byte. */
+export function rateLimiter(rate: number, after: number): Transform {
+  let start = 0;
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (start === 0) start = performance.now();
+      const step = () => {
+        timer = undefined;
+        const allowed = Math.floor(after + (rate * (performance.now() - start)) / 1000) - sent;
+        if (allowed <= 0) {
+          // When the next 1/20 of a second's worth may go: nginx sends in bursts too.
+          const next = ((sent + Math.max(1, Math.floor(rate / 20)) - after) / rate) * 1000 - (performance.now() - start);
+          timer = setTimeout(step, Math.max(1, Math.ceil(next)));
+          return;
+        }
+        const n = Math.min(allowed, chunk.length);
+        this.push(chunk.subarray(0, n));
+        sent += n;
+        chunk = chunk.subarray(n);
+        if (chunk.length === 0) done();
+        else step();
+      };
+      step();
+    },
+    destroy(error, done) {
+      if (timer) clearTimeout(timer);
+      done(error);
+    },
+  });
+}
+
+/** Paces what is written to `res` from here on (a proxied answer, which writes it piece
+ * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
+ * the response's, and whose end ends it. */
+export function paceResponse(res: ServerResponse, rate: number, after: number): void {
+  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+  const end = res.end.bind(res) as () => void;
+  const limiter = rateLimiter(rate, after);
+  limiter.on('data', (chunk: Buffer) => {
+    if (write(chunk)) return;
+    limiter.pause();
+    res.once('drain', () => limiter.resume());
+  });
+  limiter.on('end', () => end());
+  limiter.on('drain', () => res.emit('drain'));
+  limiter.on('error', () => res.destroy());
+  res.once('close', () => limiter.destroy());
+  res.write = function (chunk: unknown, ...rest: unknown[]) {
+    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
+  } as ServerResponse['write'];
+  res.end = function (...args: unknown[]) {
+    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
+    if (done) res.once('finish', done);
+    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
+    else limiter.end();
+    return res;
+  } as ServerResponse['end'];
+}
+
+const contextOf = (req: IncomingMessage, uri: string, captures: readonly string[] | undefined): VariableContext => (captures ? { req, uri, captures } : { req, uri });
+
+/** Answers the request at its place. `captures`: its `$1`..`$9`. A `return` with no
+ * add_header, server_tokens or variables allocates nothing here. */
+export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+  const content = contentOf(place);
+  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, uri, captures));
+  const ret = place.return;
+  if (ret) {
+    // `return <code>` without text for an error is nginx's special response: error_page applies.
+    if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, uri, captures));
+    const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, uri, captures) : undefined;
+    if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, uri });
+    return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined);
+  }
+  if (place.api) {
+    let listener = apis.get(place.api);
+    if (!listener) apis.set(place.api, (listener = apiListener(place.api)));
+    // The mount would find its own location's captures, not an `if`'s or an outer one's.
+    listener(req, res, undefined, captures);
+    return;
+  }
+  if (place.dashboard) return place.dashboard.send(res, req.method ?? 'GET');
+  if (place.proxy) {
+    // For proxy_intercept_errors: the error pages of the place (answerWithErrorPage).
+    if (content !== TOP_CONTENT) (res as Carried)[PLACE] = place;
+    if (content.limitRate > 0) paceResponse(res, content.limitRate, content.limitRateAfter);
+    const proxy = place.proxy;
+    // A chunked body is read whole first (client_max_body_size, client_body_timeout, the
+    // temp path), as nginx reads one; a body with a length streams.
+    if (!isChunked(req)) return proxy.handle(req, res, uri, captures);
+    return readBody(req, place.core ?? TOP_CORE, (listener) => res.once('close', listener), (status) => {
+      if (status === 0) proxy.handle(req, res, uri, captures);
+      else if (!res.headersSent) {
+        res.shouldKeepAlive = false;
+        answerError(req, res, status, content, contextOf(req, uri, captures));
+      }
+    });
+  }
+  const c = contextOf(req, uri, captures);
+  if (content.tryFiles || place.root !== undefined || content.alias !== undefined) {
+    const served = content.tryFiles ? tryFiles(req, res, place, c) : files(req, res, uri, place, c);
+    served.catch(() => {
+      if (!res.headersSent) answerError(req, res, 500, content, c);
+      else res.destroy();
+    });
+    return;
+  }
+  answerError(req, res, 404, content, c);
+}
+
+/** The file a URI names at a place: under `root`, or `alias` in the location's part;
+ * undefined when the part the request gave climbs out of the alias (`location /i` with
+ * `alias /data/` and `/i../etc/passwd`, which nginx serves: zonal answers 404). */
+function pathOf(uri: string, place: Place, c: VariableContext): string | undefined {
+  const alias = contentOf(place).alias;
+  if (alias === undefined) return join(place.root ?? '', uri);
+  // A regex location's alias is the whole path (its captures say which); a prefix
+  // location's replaces the prefix.
+  const path = place.aliasPrefix === undefined ? expand(alias, c) : expand(alias, c) + uri.slice(Math.min(place.aliasPrefix.length, uri.length));
+  return /(^|\/)\.\.(\/|$)/.test(path) ? undefined : path;
+}
+
+type Found = { file: boolean; dir: boolean } | { error: string };
+
+async function look(path: string): Promise<Found> {
+  try {
+    const s = await stat(path);
+    return { file: s.isFile(), dir: s.isDirectory() };
+  } catch (e) {
+    return { error: (e as NodeJS.ErrnoException).code ?? 'EIO' };
+  }
+}
+
+const refused = (f: Found) => 'error' in f && (f.error === 'EACCES' || f.error === 'EPERM');
+
+/** Static files: a URI ending with '/' by its index (an internal redirect to the first
+ * index file that exists), any other by the file. */
+async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: VariableContext): Promise<void> {
+  const content = contentOf(place);
+  const path = pathOf(uri, place, c);
+  if (path === undefined) return answerError(req, res, 404, contentOf(place), c);
+  if (uri.endsWith('/')) {
+    for (const name of content.index) {
+      // An absolute last index is redirected to without looking (nginx's fallback).
+      if (name.startsWith('/')) return internalRedirect(req, res, name);
+      const found = await look(join(path, name));
+      if (res.destroyed) return;
+      if ('error' in found) {
+        if (refused(found)) return answerError(req, res, 403, contentOf(place), c);
+        continue;
+      }
+      if (found.file || found.dir) return internalRedirect(req, res, uri + name);
+    }
+    // nginx: no index, no autoindex: a directory is forbidden, nothing is not found.
+    const dir = await look(path);
+    if (res.destroyed) return;
+    return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
+  }
+  const { limitRate, limitRateAfter } = content;
+  await serveStatic(place.root ?? '', uri, req, res, {
+    path,
+    get: (res as Carried)[STATE]?.get === true,
+    error: (code, extra) => answerError(req, res, code, contentOf(place), c, extra),
+    headers: (status) => addHeaders(res, content, status, c),
+    ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),
+    ...(place.core ? { core: place.core } : {}),
+  });
+}
+
+/** `try_files`: the first file (or `dir/`, a directory) that exists is served here as its
+ * URI; else the last argument: a URI, a named location, or `=code`. */
+async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place, c: VariableContext): Promise<void> {
+  const { files: list, last } = contentOf(place).tryFiles!;
+  for (const file of list) {
+    const uri = expand(file, c);
+    if (uri === '') continue;
+    const dir = uri.endsWith('/');
+    const path = pathOf(uri, place, c);
+    if (path === undefined) continue;
+    const found = await look(path);
+    if (res.destroyed) return;
+    if (!('error' in found) && (dir ? found.dir : found.file)) return files(req, res, uri, place, { ...c, uri });
+  }
+  if (last.startsWith('=')) return answerError(req, res, Number(last.slice(1)), contentOf(place), c);
+  if (last.startsWith('@')) return namedLocation(req, res, last, contentOf(place), c);
+  internalRedirect(req, res, expand(last, c));
+}
+
+/** Checks access at the new place, then answers there. */
+function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+  if (place.ifs) {
+    const c = { req, uri, ...(captures ? { captures } : {}) };
+    place = runIfs(place, c);
+    captures = c.captures;
+  }
+  if (place.guard.open) return serveContent(req, res, uri, place, captures);
+  const answer = (verdict: number) => {
+    if (res.destroyed) return;
+    if (verdict === 0) serveContent(req, res, uri, place, captures);
+    else answerError(req, res, verdict, contentOf(place), { req, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
+  };
+  const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization);
+  if (typeof verdict === 'number') answer(verdict);
+  else verdict.then(answer, () => answer(403));
+}
+
+function tooMany(res: ServerResponse): boolean {
+  const state = stateOf(res);
+  state.internal = true;
+  return ++state.redirects > MAX_REDIRECTS;
+}
+
+/** nginx's internal redirect: the location of `target` (a path, maybe with a query)
+ * answers it. */
+function internalRedirect(req: IncomingMessage, res: ServerResponse, target: string): void {
+  const site = (res as Carried)[SITE];
+  if (!site || tooMany(res)) return defaultPage(req, res, 500, undefined);
+  const q = target.indexOf('?');
+  const uri = normalizeUri(q < 0 ? target : target.slice(0, q));
+  if (uri === undefined) return defaultPage(req, res, 500, undefined);
+  // New arguments replace the request's (nginx's r->args).
+  if (q >= 0) req.url = encodePath(uri) + target.slice(q);
+  const route = site.route(uri);
+  enterPlace(req, res, uri, route.place, route.captures);
+}
+
+function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: VariableContext): void {
+  const site = (res as Carried)[SITE];
+  const place = site?.named(name);
+  // nginx logs "could not find named location" and answers 500.
+  if (!place || tooMany(res)) return defaultPage(req, res, 500, from);
+  enterPlace(req, res, c.uri, place, undefined);
+}
+
+/** The page nginx writes for `status` itself, with the place's headers. */
+function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, given: ContentConfig | undefined, extra?: Record<string, string>, c?: VariableContext): void {
+  if (cannotAnswer(res)) return;
+  const content = given ?? TOP_CONTENT;
+  if (given) addHeaders(res, given, status, c ?? { req, uri: '' });
+  // Statuses below 400 (a `=code` of try_files) answer with no page, as nginx's.
+  const body = status >= 400 || (status >= 300 && status !== 304) ? errorPage(status, footer(content)) : '';
+  res.writeHead(status, { ...(body ? { 'Content-Type': 'text/html' } : {}), 'Content-Length': Buffer.byteLength(body), ...extra });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/** A later writeHead of this response gets `status`: an error page's `=code`, or the
+ * error's own code when the page's URI answers with another. */
+function overrideStatus(res: ServerResponse, status: number): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, _code: number, ...rest: unknown[]) {
+    // The reason phrase of the other code would be wrong.
+    if (typeof rest[0] === 'string') rest.shift();
+    return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
+  } as ServerResponse['writeHead'];
+}
+
+/** An answer already begun cannot become an error page: the connection is closed, as
+ * nginx closes it. */
+function cannotAnswer(res: ServerResponse): boolean {
+  if (res.destroyed) return true;
+  if (!res.headersSent) return false;
+  if (!res.writableEnded) res.destroy();
+  return true;
+}
+
+function answerError(req: IncomingMessage, res: ServerResponse, status: number, content: ContentConfig, c: VariableContext, extra?: Record<string, string>): void {
+  if (cannotAnswer(res)) return;
+  const state = (res as Carried)[STATE];
+  const page = state?.erring ? undefined : content.errorPages.find((p) => p.status === status);
+  if (!page) return defaultPage(req, res, status, content, extra, c);
+  stateOf(res).erring = true;
+  const uri = expand(page.uri, c);
+  const answer = page.overwrite < 0 ? status : page.overwrite;
+  if (uri.startsWith('/')) {
+    if (answer !== 0) overrideStatus(res, answer);
+    // nginx answers an error page as a GET (a HEAD stays a HEAD).
+    stateOf(res).get = true;
+    return internalRedirect(req, res, uri);
+  }
+  if (uri.startsWith('@')) {
+    if (answer !== 0) overrideStatus(res, answer);
+    return namedLocation(req, res, uri, content, c);
+  }
+  // A URL: the client is sent there, with 302 unless `=` names another redirect.
+  const code = answer === 301 || answer === 302 || answer === 303 || answer === 307 || answer === 308 ? answer : 302;
+  defaultPage(req, res, code, content, { Location: uri }, c);
+}
+
+/** What `proxy_intercept_errors` answers an upstream's error `status` with: the
+ * error_page of the place the request was proxied from, or nginx's own page. Call it
+ * before anything of the upstream's response is written. */
+export function answerWithErrorPage(req: IncomingMessage, res: ServerResponse, status: number, uri: string): void {
+  const place = (res as Carried)[PLACE];
+  answerError(req, res, status, place ? contentOf(place) : TOP_CONTENT, { req, uri });
+}
+
+/** Whether the place `res` was served at has an `error_page` for `status`: nginx's
+ * `proxy_intercept_errors on` intercepts only those. */
+export function hasErrorPage(res: ServerResponse, status: number): boolean {
+  const place = (res as Carried)[PLACE];
+  return place !== undefined && !(res as Carried)[STATE]?.erring && contentOf(place).errorPages.some((p) => p.status === status);
+}
+
+/** An access check's refusal (401, 403) at `place`, as its `error_page` says. */
+export function refuse(req: IncomingMessage, res: ServerResponse, status: number, uri: string, place: Place, extra?: Record<string, string>): void {
+  (res as Carried)[PLACE] = place;
+  answerError(req, res, status, contentOf(place), { req, uri }, extra);
+}
+
+/** How a place's limit_req and limit_conn refusals are answered: by its `error_page`
+ * for the status, else the default page. */
+export function refuser(content: ContentConfig | undefined): (req: IncomingMessage, res: ServerResponse, status: number) => void {
+  const settings = content ?? TOP_CONTENT;
+  return (req, res, status) => answerError(req, res, status, settings, { req, uri: normalizeUri(req.url ?? '/') ?? '/' });
+}

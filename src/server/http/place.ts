@@ -1,0 +1,84 @@
+// A place: what answers the requests of a location (or an `if` block in it, or a server
+// none of whose locations matches), as site.ts builds it for the data plane, the admin
+// listeners and the content phase (content.ts); and how its `if` blocks choose.
+import type { PlaceLog } from '../log/access-log.js';
+import type { CoreSettings } from './core/config.js';
+import type { ApiHandler } from '../../api/index.js';
+import type { HttpZone } from '../../metrics/http-zones.js';
+import type { PlaceLimits } from '../limits/runtime.js';
+import type { Dashboard } from '../dashboard/page.js';
+import type { Condition, ConditionContext } from './conditions.js';
+import type { ContentConfig } from './content-config.js';
+import type { Guard } from './guard.js';
+import type { Return } from './pages.js';
+import type { Proxy } from './proxy.js';
+import type { VariableContext } from './variables.js';
+
+export interface Place {
+  /** The location zone (absent: `status_zone off`, none set, or not recording). */
+  readonly zone?: HttpZone;
+  /** With `status_zone <key> zone=...`: the zone of a request, the one its key names
+   * (made at its first use), or the group's own once the group is full; undefined for a
+   * key that names none (empty, or over 256 bytes), as Angie does not count it. */
+  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
+  readonly guard: Guard;
+  readonly return?: Return;
+  readonly api?: ApiHandler;
+  /** The dashboard page (`dashboard`). */
+  readonly dashboard?: Dashboard;
+  /** Static files. */
+  readonly root?: string;
+  /** index, alias, try_files, error_page, internal, server_tokens, limit_rate, add_header. */
+  readonly content?: ContentConfig;
+  /** With `alias`: the part of the URI it replaces (the location's path); absent in a
+   * regex location, whose alias is the whole path. */
+  readonly aliasPrefix?: string;
+  readonly proxy?: Proxy;
+  /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
+  readonly limits?: PlaceLimits;
+  /** The location's `if` blocks, run before anything else answers. */
+  readonly ifs?: IfScript;
+  /** `access_log` in force (only where traffic is recorded: workers). */
+  readonly log?: PlaceLog;
+  /** The http core module's settings here (types, body size, keep-alive). */
+  readonly core?: CoreSettings;
+}
+
+/** A location's `if` blocks and its `return`, in the order nginx runs them. */
+export interface IfScript {
+  readonly branches: ReadonlyArray<{ readonly condition: Condition; readonly place: Place }>;
+  /** The index of the branch the location's own `return` comes before; absent: none. */
+  readonly returnAt?: number;
+}
+
+/**
+ * Runs a location's `if` blocks as nginx's rewrite phase does: in order, each true one
+ * switching the request to its block (the last true one wins), one with `return`
+ * answering at once, and the location's own `return` answering where it is written,
+ * with the settings (the zone) of the block the request is in by then. Returns the place
+ * the request goes on with; a regex that matched left its groups in `c.captures`.
+ */
+export function runIfs(place: Place, c: ConditionContext): Place {
+  const script = place.ifs!;
+  let routed: Place = place;
+  let matched = false;
+  const { branches, returnAt } = script;
+  for (let i = 0; i < branches.length; i++) {
+    if (i === returnAt) break;
+    const branch = branches[i];
+    if (!branch.condition(c)) continue;
+    routed = branch.place;
+    matched = true;
+    if (routed.return) return routed;
+  }
+  if (returnAt !== undefined && place.return) return matched ? { ...routed, return: place.return } : place;
+  return routed;
+}
+
+/** Where a request goes: a place, with its regex captures, or a redirect (`redirect`: the
+ * path, as the location is written, that a 301 sends the client to). */
+export interface Route {
+  readonly place: Place;
+  readonly captures?: readonly string[];
+  readonly redirect?: string;
+}
