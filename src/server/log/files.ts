@@ -17,9 +17,10 @@ class LogFile {
   private failed = false;
 
   constructor(readonly path: string) {
-    // Lines written while a write is in flight are joined up to sonic-boom's 16k; a
-    // `buffer=` chunk larger than that stays one piece, one write(2) of whole lines.
-    this.boom = new SonicBoom({ dest: path, append: true, sync: false, minLength: 0 }) as Writer;
+    // Bytes, not strings: a `buffer=` chunk is handed over as the Buffer it was gathered
+    // in. Lines written while a write is in flight are joined up to sonic-boom's 16k; a
+    // chunk larger than that stays one piece, one write(2) of whole lines.
+    this.boom = new SonicBoom({ dest: path, append: true, sync: false, minLength: 0, contentMode: 'buffer' }) as Writer;
     // A file that cannot be opened or written (a missing directory, a full disk) is told
     // once on standard error; it never takes the process down.
     this.boom.on('error', (e: Error) => {
@@ -32,7 +33,13 @@ class LogFile {
 
   write(text: string): void {
     if (this.boom.destroyed) return;
-    this.boom.write(text);
+    this.boom.write(Buffer.from(text) as unknown as string);
+  }
+
+  /** Bytes the caller no longer touches. */
+  writeBytes(bytes: Buffer): void {
+    if (this.boom.destroyed) return;
+    this.boom.write(bytes as unknown as string);
   }
 
   /** At exit: whatever is still queued, synchronously. */
@@ -61,12 +68,13 @@ export type { LogFile };
 /**
  * access_log's `buffer=size [flush=time]`: lines gathered in memory and handed to the file
  * as one write when the next one would not fit, when the oldest has waited `flush`, at a
- * reopen and at exit (nginx's rules). Lines are kept as one string: its length in bytes
- * is counted line by line, never rescanned.
+ * reopen and at exit (nginx's rules). Each line is copied into the buffer's bytes as it
+ * comes, so that its string dies young: strings kept until a flush would each outlive a
+ * few hundred requests and burden the garbage collector.
  */
 export class LineBuffer {
-  private text = '';
-  private bytes = 0;
+  private bytes: Buffer;
+  private used = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -74,15 +82,17 @@ export class LineBuffer {
     private readonly size: number,
     private readonly flushMs: number,
   ) {
+    this.bytes = Buffer.allocUnsafeSlow(size);
     buffers.add(this);
   }
 
   write(line: string): void {
-    const n = line.length;
-    if (this.bytes + n > this.size && this.bytes > 0) this.flush();
-    this.text += line;
-    // Lines are ASCII but under `escape=none` (UTF-8): counted as characters until then.
-    this.bytes += n;
+    const n = Buffer.byteLength(line);
+    if (this.used + n > this.size && this.used > 0) this.flush();
+    // A line larger than the whole buffer goes as it is.
+    if (n > this.size) return this.file.write(line);
+    this.bytes.write(line, this.used);
+    this.used += n;
     if (this.flushMs > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
@@ -94,24 +104,24 @@ export class LineBuffer {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.bytes === 0) return;
-    const text = this.text;
-    this.text = '';
-    this.bytes = 0;
-    this.file.write(text);
+    if (this.used === 0) return;
+    // The filled bytes are the writer's until written: the next lines get new ones.
+    const full = this.bytes.subarray(0, this.used);
+    this.bytes = Buffer.allocUnsafeSlow(this.size);
+    this.used = 0;
+    this.file.writeBytes(full);
   }
 
   /** At exit, when the file may not be open yet. */
   flushSync(): void {
-    if (this.bytes === 0) return;
-    const text = this.text;
-    this.text = '';
-    this.bytes = 0;
+    if (this.used === 0) return;
+    const full = this.bytes.subarray(0, this.used);
+    this.used = 0;
     try {
       if (this.file.boom.fd >= 0) {
-        this.file.write(text);
+        this.file.writeBytes(full);
         this.file.flushSync();
-      } else appendFileSync(this.file.path, text);
+      } else appendFileSync(this.file.path, full);
     } catch {
       // nothing more to do at exit
     }

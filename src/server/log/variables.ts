@@ -99,18 +99,29 @@ function arg(r: LogRecord, name: string): string | undefined {
 }
 
 function cookie(r: LogRecord, name: string): string | undefined {
-  const header = r.req.headers.cookie;
-  if (header === undefined) return undefined;
-  for (const part of (Array.isArray(header) ? header.join(';') : header).split(';')) {
+  const all = header(r, 'cookie');
+  if (all === undefined) return undefined;
+  for (const part of all.split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
 }
 
+/** `$http_<name>`, read from the raw headers (`req.headers` would build node's headers
+ * object for every logged request): the first of its name, as nginx 1.22 takes it, but
+ * Cookie's joined with "; " and X-Forwarded-For's with ", " as nginx joins them. */
 function header(r: LogRecord, name: string): string | undefined {
-  const v = r.req.headers[name];
-  return Array.isArray(v) ? v.join(', ') : v;
+  const raw = r.req.rawHeaders;
+  const joiner = name === 'cookie' ? '; ' : name === 'x-forwarded-for' ? ', ' : undefined;
+  let out: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i];
+    if (n.length !== name.length || n.toLowerCase() !== name) continue;
+    if (joiner === undefined) return raw[i + 1];
+    out = out === undefined ? raw[i + 1] : out + joiner + raw[i + 1];
+  }
+  return out;
 }
 
 /** `$sent_http_<name>`: read from the response head as it went out (a proxied response's
@@ -149,7 +160,7 @@ const HOSTNAME = hostname();
 const TABLE: Readonly<Record<string, LogVariable>> = {
   remote_addr: (r) => clientAddress(r.req),
   remote_port: (r) => String(r.req.socket.remotePort ?? ''),
-  remote_user: (r) => parseAuthorization(r.req.headers.authorization)?.user,
+  remote_user: (r) => parseAuthorization(header(r, 'authorization'))?.user,
   server_addr: (r) => {
     const a = r.req.socket.localAddress ?? '';
     return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
