@@ -12,7 +12,8 @@ import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
 import type { PeerPool } from './peer-pool.js';
-import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
+import { Readable } from 'node:stream';
+import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRuntime } from './upstream.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue, type VariableContext } from './variables.js';
@@ -49,7 +50,29 @@ const OWN_REQUEST = ['expect', 'host'];
 type Failure = ProxyFailure;
 
 function failureOf(err: Error): Failure {
+  if (err instanceof InvalidResponse) return 'invalid_header';
   return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
+}
+
+/** The statuses proxy_next_upstream may name, and those of them that count as a peer's
+ * unsuccessful attempt (max_fails) when named: nginx never counts 403 and 404. */
+const NEXT_STATUSES = new Set([500, 502, 503, 504, 403, 404, 429]);
+const FAILING_STATUSES = new Set([500, 502, 503, 504, 429]);
+
+/** Methods nginx does not pass to another peer once the request went to one, unless
+ * `non_idempotent` (RFC 9110's non-idempotent ones it names). */
+const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
+
+/** The peer's headers nginx hides unless proxy_pass_header lets them through: its own
+ * Date and Server take their place, and X-Accel-* are instructions to the proxy. */
+const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset'];
+
+/** Whether a peer's answer of `status` is replaced by the server's own page under
+ * `proxy_intercept_errors on`. nginx intercepts a status only when an `error_page` names
+ * it; until error_page lands, every status of 300 or more is (the server's default page).
+ * The error_page lookup plugs in here. */
+export function interceptedStatus(status: number): boolean {
+  return status >= 300;
 }
 
 /** A value that would break the request head: a CR, LF or NUL, which a variable can hold
@@ -72,6 +95,11 @@ export class Proxy {
   private readonly pools = new WeakMap<Chosen, PeerPool>();
   /** `proxy_pass https://`: how this location's connections talk TLS. */
   private readonly tls?: TlsProfile;
+  /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
+   * proxy_pass_header). */
+  readonly hidden: HeaderNames;
+  /** proxy_redirect's rewrites of Location and Refresh. */
+  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: VariableContext) => string }>;
 
   constructor(
     readonly config: ProxyConfig,
@@ -90,7 +118,11 @@ export class Proxy {
     else if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
-    if (config.ssl) this.tls = tlsProfile(config.ssl);
+    const options = config.options;
+    const pass = new Set(options.passHeaders);
+    this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
+    this.redirects = options.redirects.map((r) => ({ from: r.from, to: compileValue(r.to) }));
+    if (config.ssl) this.tls = tlsProfile(config.ssl, options);
     if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
     // The cache needs the zones: only where traffic is recorded (workers).
     if (config.cache && status) this.cache = new LocationCache(config.cache, status, this);
@@ -155,6 +187,22 @@ export class Proxy {
   }
 }
 
+/** A Location or Refresh value rewritten by the first proxy_redirect that matches. */
+function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+  for (const r of proxy.redirects) {
+    if (typeof r.from === 'string') {
+      if (value.startsWith(r.from)) return r.to(ctx) + value.slice(r.from.length);
+      continue;
+    }
+    const m = r.from.exec(value);
+    if (!m) continue;
+    // The regex's captures are the replacement's $1..$9.
+    const withCaptures: VariableContext = Object.create(ctx, { captures: { value: m.slice(1) } });
+    return value.slice(0, m.index) + r.to(withCaptures) + value.slice(m.index + m[0].length);
+  }
+  return value;
+}
+
 /** The headers a request's Connection header lists as its hop's own (RFC 9110 7.6.1),
  * lowercased; undefined when it lists none. */
 function connectionListed(raw: readonly string[]): Set<string> | undefined {
@@ -168,6 +216,26 @@ function connectionListed(raw: readonly string[]): Set<string> | undefined {
     }
   }
   return listed;
+}
+
+/** The Refresh header's URL (`5; url=http://...`) rewritten as a Location. */
+function refreshRedirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+  const m = /url=/i.exec(value);
+  if (!m) return value;
+  const at = m.index + m[0].length;
+  return value.slice(0, at) + redirected(proxy, value.slice(at), ctx);
+}
+
+/** A header's value in a raw name, value list; undefined when absent. */
+function headerValue(headers: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) if (headers[i].length === name.length && headers[i].toLowerCase() === name) return headers[i + 1];
+  return undefined;
+}
+
+/** Whether a request's body has a Content-Length. */
+function hasLength(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 14 && raw[i].toLowerCase() === 'content-length') return true;
+  return false;
 }
 
 /** Whether a request has a body (RFC 9112 6.3): a Transfer-Encoding, or a Content-Length
@@ -207,6 +275,16 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
    * after a timeout, 502 otherwise, or the peer's own 50x). */
   private lastFailure = 0;
   private readonly hasBody: boolean;
+  /** performance.now() of the first attempt (proxy_next_upstream_timeout). */
+  private firstStarted = 0;
+  /** proxy_intercept_errors: the peer's answer is read and dropped, the server's page
+   * goes instead. */
+  private intercepted = false;
+  /** proxy_http_version 1.0: a body without a length, read whole first. */
+  private body: Buffer | undefined;
+  /** Each attempt's peer, status (0 when none came) and times in ms, in order: what
+   * $upstream_addr, $upstream_status and $upstream_response_time list. */
+  attempts: Array<{ readonly address: string; readonly status: number; readonly headerMs: number; readonly responseMs: number }> | undefined;
   private headersSent = false;
   private finished = false;
   private started = 0;
@@ -260,6 +338,9 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   start(): void {
     // A configured header the request's variables made unsendable: nginx answers 400 too.
     if (!this.head) return this.fail(400);
+    // HTTP/1.0 has no chunked bodies: a body without a length is read whole first, as
+    // nginx's buffering gives it one.
+    if (this.proxy.config.options.httpVersion === '1.0' && this.hasBody && this.body === undefined && !hasLength(this.req.rawHeaders)) return this.readBody();
     const upstream = this.proxy.upstream;
     const chosen = upstream.pick(this.req, this.uri, this.tried);
     if (typeof chosen !== 'string') {
@@ -275,6 +356,15 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     }
     if (this.tap?.failed(this.lastFailure || 502, 'error')) return;
     this.fail(this.lastFailure || 502);
+  }
+
+  private readBody(): void {
+    const chunks: Buffer[] = [];
+    this.req.on('data', (c: Buffer) => chunks.push(c));
+    this.req.once('end', () => {
+      this.body = Buffer.concat(chunks);
+      if (!this.finished) this.start();
+    });
   }
 
   /** The client went away: the peer's request is aborted, a waiting one leaves the queue. */
@@ -304,6 +394,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.abort = undefined;
     this.tries++;
     const now = performance.now();
+    if (this.tries === 1) this.firstStarted = now;
     this.started = now;
     this.status = 0;
     this.received = 0;
@@ -311,8 +402,18 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const client = (this.client = pool.take(now));
     this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
+    const http10 = this.proxy.config.options.httpVersion === '1.0';
+    const buffered = this.body;
     this.sent = client.dispatch(
-      { path: this.path, method: this.req.method ?? 'GET', headers: this.head!, body: this.hasBody ? this.req : null, reset: this.proxy.upstream.config.keepalive === 0 },
+      {
+        path: this.path,
+        method: this.req.method ?? 'GET',
+        headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
+        body: buffered ? Readable.from([buffered]) : this.hasBody ? this.req : null,
+        // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
+        reset: http10 || this.proxy.upstream.config.keepalive === 0,
+        http10,
+      },
       this,
     );
   }
@@ -340,17 +441,23 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.resume = resume;
     this.received += 17 + statusText.length;
     // A listed status is a failed attempt: another peer gets the request when allowed.
-    if ((statusCode === 502 || statusCode === 503 || statusCode === 504) && this.proxy.next.has(`http_${statusCode}` as NextUpstreamCondition) && this.canRetry()) {
+    if (NEXT_STATUSES.has(statusCode) && this.proxy.next.has(`http_${statusCode}` as NextUpstreamCondition) && this.canRetry(true)) {
       this.abort?.(new RetryStatus());
       return false;
     }
-    // The peer's hop-by-hop headers are left out in place: the array is this response's.
+    // The peer's hop-by-hop and hidden headers are left out in place: the array is this
+    // response's.
+    const hidden = this.proxy.hidden;
+    const redirects = this.proxy.redirects.length > 0;
     let kept = 0;
+    let location: string | undefined;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
-      const value = headers[i + 1];
+      let value = headers[i + 1];
       this.received += name.length + value.length + 4;
-      if (HOP.has(name)) continue;
+      if (HOP.has(name) || hidden.has(name)) continue;
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = location = redirected(this.proxy, value, this);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this);
       headers[kept++] = name;
       headers[kept++] = value;
     }
@@ -358,6 +465,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
+    // proxy_intercept_errors: the body is read and dropped, the page goes at the end.
+    if (statusCode >= 300 && this.proxy.config.options.interceptErrors && interceptedStatus(statusCode) && !this.tap) {
+      this.intercepted = true;
+      this.interceptedLocation = location ?? headerValue(headers, 'location');
+      return true;
+    }
     if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
       this.kept = true;
       return true;
@@ -371,6 +484,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   onData(chunk: Buffer): boolean {
     this.proxy.readDeadlines.start(this, performance.now());
     this.received += chunk.length;
+    if (this.intercepted) return true;
     if (this.tap) {
       this.tap.data(chunk);
       if (this.kept) return true;
@@ -400,10 +514,12 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
+    this.attempted(chosen.address, this.status, now);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
-    // A listed status is a failed attempt even when no other peer is left to try.
+    // A listed status is a failed attempt even when no other peer is left to try (but
+    // 403 and 404, never the peer's failure).
     const status = this.status;
-    upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
+    upstream.release(chosen, FAILING_STATUSES.has(status) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
     if (this.tap) {
       this.tap.complete();
@@ -416,7 +532,21 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   runAfterIo(): void {
     const held = this.held;
     this.held = undefined;
-    if (!this.finished) this.res.end(held);
+    if (this.finished) return;
+    if (this.intercepted) {
+      const location = this.interceptedLocation;
+      sendPage(this.res, this.status, this.req.method === 'HEAD', location !== undefined && this.status < 400 ? { Location: location } : undefined);
+      return;
+    }
+    this.res.end(held);
+  }
+
+  /** The Location of an intercepted redirect, kept for the page that replaces it. */
+  private interceptedLocation: string | undefined;
+
+  /** One attempt more in `attempts`. */
+  private attempted(address: string, status: number, now: number): void {
+    (this.attempts ??= []).push({ address, status, headerMs: status ? this.headerMs : 0, responseMs: now - this.started });
   }
 
   onError(err: Error): void {
@@ -429,8 +559,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
-    // The client leaving is not the peer's failure.
-    upstream.release(chosen, !clientGone);
+    const written = this.client!.written;
+    this.attempted(chosen.address, retryStatus ? this.status : 0, performance.now());
+    // The client leaving is not the peer's failure, nor a 403 or 404 passed on.
+    upstream.release(chosen, !clientGone && (!retryStatus || FAILING_STATUSES.has(this.status)));
     if (clientGone) {
       this.tap?.failed(0, 'client');
       return;
@@ -441,7 +573,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       return;
     }
     this.lastFailure = retryStatus ? this.status : failure === 'timeout' ? 504 : 502;
-    if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry()) {
+    if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry(written)) {
       (this.tried ??= new Set()).add(chosen.id);
       this.start();
       return;
@@ -450,9 +582,19 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.fail(this.lastFailure);
   }
 
-  private canRetry(): boolean {
-    const limit = this.proxy.config.nextUpstreamTries;
-    return !this.hasBody && !this.headersSent && (limit === 0 || this.tries < limit);
+  /** Whether another peer may get the request (nginx's rules): nothing sent to the client
+   * yet, no streamed body, within proxy_next_upstream_tries and _timeout, a peer left
+   * untried, and a non-idempotent request only with `non_idempotent` once a peer had it
+   * (`written`). */
+  private canRetry(written: boolean): boolean {
+    const config = this.proxy.config;
+    const limit = config.nextUpstreamTries;
+    if ((this.hasBody && this.body === undefined) || this.headersSent || (limit !== 0 && this.tries >= limit)) return false;
+    const timeout = config.options.nextUpstreamTimeout;
+    if (timeout !== 0 && performance.now() - this.firstStarted >= timeout) return false;
+    if (written && NON_IDEMPOTENT.has(this.req.method ?? 'GET') && !this.proxy.next.has('non_idempotent')) return false;
+    // nginx tries each peer once at most: the last one's answer is passed on as it is.
+    return this.tries < this.proxy.upstream.peerCount;
   }
 
   private fail(code: number): void {
