@@ -226,6 +226,17 @@ function refreshRedirected(proxy: Proxy, value: string, ctx: VariableContext): s
   return value.slice(0, at) + redirected(proxy, value.slice(at), ctx);
 }
 
+/** Leaves the hidden headers out of a raw name, value list, in place. */
+function dropHidden(headers: string[], hidden: HeaderNames): void {
+  let kept = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (hidden.has(headers[i])) continue;
+    headers[kept++] = headers[i];
+    headers[kept++] = headers[i + 1];
+  }
+  headers.length = kept;
+}
+
 /** A header's value in a raw name, value list; undefined when absent. */
 function headerValue(headers: readonly string[], name: string): string | undefined {
   for (let i = 0; i < headers.length; i += 2) if (headers[i].length === name.length && headers[i].toLowerCase() === name) return headers[i + 1];
@@ -282,14 +293,20 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   private intercepted = false;
   /** proxy_http_version 1.0: a body without a length, read whole first. */
   private body: Buffer | undefined;
-  /** Each attempt's peer, status (0 when none came) and times in ms, in order: what
-   * $upstream_addr, $upstream_status and $upstream_response_time list. */
+  /** The attempts that failed, in order: each peer, its status (0 when none came) and
+   * times in ms; made only when one failed. With the answered attempt (`answeredBy`,
+   * `status`, `headerMs`, `responseMs`), what $upstream_addr, $upstream_status and
+   * $upstream_response_time list. */
   attempts: Array<{ readonly address: string; readonly status: number; readonly headerMs: number; readonly responseMs: number }> | undefined;
+  /** The peer whose answer went to the client, and how long it took (ms). */
+  answeredBy: string | undefined;
+  responseMs = 0;
   private headersSent = false;
   private finished = false;
   private started = 0;
-  private headerMs = 0;
-  private status = 0;
+  /** The answered attempt's time to its header (ms) and status. */
+  headerMs = 0;
+  status = 0;
   private received = 0;
   private sent = 0;
   private resume: (() => void) | undefined;
@@ -445,17 +462,19 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.abort?.(new RetryStatus());
       return false;
     }
-    // The peer's hop-by-hop and hidden headers are left out in place: the array is this
-    // response's.
+    // The peer's hop-by-hop headers are left out in place: the array is this response's.
+    // Hidden ones go only from what the client gets: the cache reads X-Accel-Expires.
     const hidden = this.proxy.hidden;
     const redirects = this.proxy.redirects.length > 0;
     let kept = 0;
     let location: string | undefined;
+    let hides = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       let value = headers[i + 1];
       this.received += name.length + value.length + 4;
-      if (HOP.has(name) || hidden.has(name)) continue;
+      if (HOP.has(name)) continue;
+      if (!hides && hidden.has(name)) hides = true;
       if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = location = redirected(this.proxy, value, this);
       else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this);
       headers[kept++] = name;
@@ -475,6 +494,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.kept = true;
       return true;
     }
+    if (hides) dropHidden(headers, hidden);
     this.proxy.addHeaders?.addTo(headers, statusCode, this);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
@@ -514,7 +534,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const chosen = this.chosen!;
     const upstream = this.proxy.upstream;
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
-    this.attempted(chosen.address, this.status, now);
+    this.answeredBy = chosen.address;
+    this.responseMs = now - this.started;
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try (but
     // 403 and 404, never the peer's failure).
@@ -544,7 +565,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   /** The Location of an intercepted redirect, kept for the page that replaces it. */
   private interceptedLocation: string | undefined;
 
-  /** One attempt more in `attempts`. */
+  /** A failed attempt in `attempts`. */
   private attempted(address: string, status: number, now: number): void {
     (this.attempts ??= []).push({ address, status, headerMs: status ? this.headerMs : 0, responseMs: now - this.started });
   }
