@@ -73,14 +73,17 @@ t.teardown(() => zonal.stop());
 
 const status = async (path: string) => (await getJson(`http://127.0.0.1:${admin}/status/stream/${path}`)).body;
 
-/** Connects; resolves with what came back once zonal closed the connection (bounded). */
-function session(port: number, write?: string, end = false): Promise<string> {
+/** Connects; resolves with what came back once zonal closed the connection (bounded).
+ * `end`: the client ends its side after writing; `answerEnd`: it ends its side when
+ * zonal's end comes (false: it keeps its side open, and resolves at zonal's end). */
+function session(port: number, write?: string, end = false, answerEnd = true): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
     let got = '';
     const timer = setTimeout(() => (s.destroy(), reject(new Error(`session on ${port} still open after 5 s (${JSON.stringify(got)})`))), 5000);
     s.on('data', (d: Buffer) => (got += d));
-    s.on('end', () => s.end());
+    if (answerEnd) s.on('end', () => s.end());
+    else s.on('end', () => (clearTimeout(timer), resolve(got), t.teardown(() => s.destroy())));
     s.on('error', () => {});
     s.on('close', () => (clearTimeout(timer), resolve(got)));
     if (write !== undefined) s.write(write);
@@ -103,9 +106,15 @@ t.test('a client that connects and closes without a byte: the session ends at on
 });
 
 t.test('proxy_half_close off (the default): the peer closing ends the session, the client still open', async (t) => {
-  // The answering backend ends its side; the client never ends its own.
-  const got = await session(least, '.');
-  t.match(got, /^\d+$/, 'the answer came, then zonal closed the connection');
+  // The answering backend ends its side; the client keeps its own open: the session is
+  // over all the same (with proxy_half_close on it would wait for the client's end).
+  const got = await session(least, '.', false, false);
+  t.match(got, /^\d+$/, 'the answer came, then the end of the connection');
+  let zone: any;
+  t.ok(
+    await eventually(async () => (zone = await status('server_zones/least')).connections.processing === 0 && zone.sessions.success === 1),
+    'the session ended with 200 while the client still held its side',
+  );
 });
 
 t.test('proxy_half_close on: the client end is passed on, the answer after it still comes', async (t) => {
