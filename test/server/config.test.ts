@@ -536,13 +536,26 @@ t.test('upstreams and proxy_pass resolve as nginx reads them', async (t) => {
     { name: 'connection', value: '' },
     { name: 'X-Forwarded-For', value: '$proxy_add_x_forwarded_for' },
   ];
-  const proxy = (upstream: string, more: object = {}) => ({
+  // The proxy module's options at their defaults; `proxy_redirect default` turns the
+  // proxy_pass URL (as written) into the location's path.
+  const options = (redirects: object[]) => ({
+    nextUpstreamTimeout: 0,
+    httpVersion: '1.1',
+    buffering: true,
+    requestBuffering: true,
+    hideHeaders: [],
+    passHeaders: [],
+    interceptErrors: false,
+    redirects,
+  });
+  const proxy = (upstream: string, redirects: object[], more: object = {}) => ({
     upstream,
     setHeaders: serverHeaders,
     connectTimeout: 5000,
     readTimeout: 120_000,
     nextUpstream: ['error', 'timeout', 'http_502', 'http_503', 'http_504'],
     nextUpstreamTries: 0,
+    options: options(redirects),
     ...more,
   });
   const location = (path: string, line: string, more: object = {}) => ({
@@ -562,15 +575,15 @@ t.test('upstreams and proxy_pass resolve as nginx reads them', async (t) => {
       admin: false,
       locations: [
         location('/', 'location / {', {
-          proxy: proxy('backend'),
+          proxy: proxy('backend', [{ from: 'http://backend/', to: '/' }]),
           locations: [
-            location('/api/', 'location /api/', { proxy: proxy('later', { uri: '/v1/', nextUpstream: [], nextUpstreamTries: 3 }) }),
+            location('/api/', 'location /api/', { proxy: proxy('later', [{ from: 'http://Later/v1/', to: '/api/' }], { uri: '/v1/', nextUpstream: [], nextUpstreamTries: 3 }) }),
             location('/plain/', 'location /plain/'),
           ],
         }),
-        location('/direct/', 'location /direct/', { proxy: proxy('127.0.0.1:8091') }),
+        location('/direct/', 'location /direct/', { proxy: proxy('127.0.0.1:8091', [{ from: 'http://127.0.0.1:8091/', to: '/' }]) }),
         location('/again/', 'location /again/', {
-          proxy: proxy('127.0.0.1:8091', {
+          proxy: proxy('127.0.0.1:8091', [{ from: 'http://localhost:8091/x/', to: '/again/' }], {
             uri: '/x/',
             // A level with any proxy_set_header replaces the outer list: nginx's defaults come back.
             setHeaders: [
@@ -581,11 +594,11 @@ t.test('upstreams and proxy_pass resolve as nginx reads them', async (t) => {
             connectTimeout: 250,
           }),
         }),
-        location('^/v6', 'location ~ ^/v6', { modifier: '~', regex: /^\/v6/, proxy: proxy('[::1]:80') }),
+        location('^/v6', 'location ~ ^/v6', { modifier: '~', regex: /^\/v6/, proxy: proxy('[::1]:80', [{ from: 'http://[::1]/', to: '/' }]) }),
         location('/outer/', 'location /outer/', {
           locations: [
             location('/outer/in/', 'location /outer/in/', {
-              proxy: proxy('hashed', {
+              proxy: proxy('hashed', [{ from: 'http://hashed/', to: '/' }], {
                 setHeaders: [{ name: 'Host', value: '$proxy_host' }, { name: 'Connection', value: 'close' }, { name: 'X-B', value: 'b' }],
                 nextUpstream: ['timeout'],
               }),
@@ -628,6 +641,16 @@ t.test('proxy settings: nginx defaults, and http-level ones reach every server',
     readTimeout: 60_000,
     nextUpstream: ['error', 'timeout'],
     nextUpstreamTries: 0,
+    options: {
+      nextUpstreamTimeout: 0,
+      httpVersion: '1.1',
+      buffering: true,
+      requestBuffering: true,
+      hideHeaders: [],
+      passHeaders: [],
+      interceptErrors: false,
+      redirects: [{ from: 'http://127.0.0.1:9000/', to: '/' }],
+    },
   }, 'a configured header replaces a default of its name (caseless) in its place');
   t.equal(servers[1].locations[0].proxy?.uri, '/');
   t.same(upstreams.map((u) => [u.name, u.implicit, u.servers.map((p) => p.server)]), [
@@ -860,7 +883,14 @@ const errorCases: ErrorCase[] = [
   { name: 'proxy_connect_timeout', text: conf('http {', '  proxy_connect_timeout soon;', '}'), line: 2, message: /^invalid value "soon" in "proxy_connect_timeout" directive$/ },
   { name: 'proxy_read_timeout 0', text: server('    location / {', '      proxy_read_timeout 0;', '    }'), line: 5, message: /^invalid value "0" in "proxy_read_timeout" directive$/ },
   { name: 'proxy_read_timeout beyond timers', text: server('    proxy_read_timeout 25d;'), line: 4, message: /^invalid value "25d" in "proxy_read_timeout" directive$/ },
-  { name: 'proxy_next_upstream condition zonal lacks', text: server('    proxy_next_upstream error http_500;'), line: 4, message: /^invalid value "http_500" in "proxy_next_upstream" directive$/ },
+  { name: 'proxy_next_upstream condition zonal lacks', text: server('    proxy_next_upstream error updating;'), line: 4, message: /^invalid value "updating" in "proxy_next_upstream" directive$/ },
+  { name: 'proxy_next_upstream_timeout', text: server('    proxy_next_upstream_timeout soon;'), line: 4, message: /^invalid value "soon" in "proxy_next_upstream_timeout" directive$/ },
+  { name: 'proxy_http_version', text: server('    proxy_http_version 2.0;'), line: 4, message: /^invalid value "2.0" in "proxy_http_version" directive, it must be "1.0" or "1.1"$/ },
+  { name: 'proxy_redirect off with others', text: server('    proxy_redirect http://a/ /;', '    proxy_redirect off;'), line: 5, message: /^"proxy_redirect off" cannot be used with other "proxy_redirect" directives$/ },
+  { name: 'proxy_redirect bad regex', text: server('    proxy_redirect ~^(http:// /;'), line: 4, message: /^invalid regular expression "\^\(http:\/\/" in "proxy_redirect" directive/ },
+  { name: 'proxy_buffers', text: server('    proxy_buffers 1 4k;'), line: 4, message: /^invalid value "1" in "proxy_buffers" directive, at least 2 buffers$/ },
+  { name: 'proxy_hide_header', text: server('    proxy_hide_header "a b";'), line: 4, message: /^invalid header name "a b" in "proxy_hide_header" directive$/ },
+  { name: 'proxy_ssl_certificate without its key', text: server('    proxy_ssl_certificate zonal.conf;', '    location / { proxy_pass https://127.0.0.1:1; }'), line: 4, message: /^no "proxy_ssl_certificate_key" is defined for certificate ".*zonal.conf"$/ },
   { name: 'proxy_next_upstream off with others', text: server('    proxy_next_upstream error off;'), line: 4, message: /^invalid value "off" in "proxy_next_upstream" directive$/ },
   { name: 'proxy_next_upstream_tries', text: server('    proxy_next_upstream_tries -1;'), line: 4, message: /^invalid value "-1" in "proxy_next_upstream_tries" directive$/ },
 ];

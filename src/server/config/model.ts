@@ -56,8 +56,19 @@ export interface Inherited {
   readonly apiOrigins?: readonly string[];
 }
 
-/** `proxy_next_upstream` conditions. */
-export type NextUpstreamCondition = 'error' | 'timeout' | 'http_502' | 'http_503' | 'http_504';
+/** `proxy_next_upstream` conditions: nginx's, but the cache's `updating`. */
+export type NextUpstreamCondition =
+  | 'error'
+  | 'timeout'
+  | 'invalid_header'
+  | 'http_500'
+  | 'http_502'
+  | 'http_503'
+  | 'http_504'
+  | 'http_403'
+  | 'http_404'
+  | 'http_429'
+  | 'non_idempotent';
 
 /** A location's proxying: `proxy_pass` and the `proxy_*` settings in effect there. */
 export interface ProxyConfig {

@@ -23,6 +23,7 @@ import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
+import { mergeProxyOptions, proxyOptions, type MergedProxyOptions } from '../proxy/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
 
@@ -71,7 +72,8 @@ interface Merged {
   readonly authUserFile?: string;
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
-  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl' | 'cache' | 'addHeaders'>;
+  readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl' | 'cache' | 'addHeaders' | 'options'>;
+  readonly proxyOptions: MergedProxyOptions;
   /** `proxy_ssl_*` as inherited; settled where a `proxy_pass https://` uses them. */
   readonly ssl: SslLevel;
   readonly cache: MergedCache;
@@ -91,6 +93,7 @@ const TOP: Merged = {
   access: [],
   apiOrigins: [],
   proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
+  proxyOptions: {},
   ssl: {},
   cache: TOP_CACHE,
   addHeaders: [],
@@ -120,6 +123,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
       nextUpstream: level.proxyNextUpstream ?? o.nextUpstream,
       nextUpstreamTries: level.proxyNextUpstreamTries ?? o.nextUpstreamTries,
     },
+    proxyOptions: mergeProxyOptions(outer.proxyOptions, level),
     ssl: {
       proxySslServerName: level.proxySslServerName ?? outer.ssl.proxySslServerName,
       proxySslName: level.proxySslName ?? outer.ssl.proxySslName,
@@ -213,9 +217,20 @@ class Resolver {
     return name;
   }
 
-  private proxy(p: ProxyPass, merged: Merged): ProxyConfig | undefined {
+  /** Errors of the proxy options already reported (a setting inherited by many locations). */
+  private readonly proxyReported = new Set<string>();
+
+  private proxy(p: ProxyPass, merged: Merged, location: Pick<LocationLevel, 'modifier' | 'path'>): ProxyConfig | undefined {
     const upstream = this.upstreamOf(p);
     if (upstream === undefined) return undefined;
+    const url = `${p.ssl ? 'https' : 'http'}://${p.target}${p.uri ?? ''}`;
+    const regex = location.modifier === '~' || location.modifier === '~*';
+    const options = proxyOptions(merged.proxyOptions, { url, ...(p.uri !== undefined ? { uri: p.uri } : {}), regex }, location.path, (at, message) => {
+      const key = `${at.file}:${at.line}:${message}`;
+      if (this.proxyReported.has(key)) return;
+      this.proxyReported.add(key);
+      this.c.error(at, message);
+    });
     const ssl = p.ssl ? this.ssl(merged.ssl, upstream) : undefined;
     const cache = resolveCache(merged.cache, this.caches, this.c, this.unknownCaches);
     return {
@@ -226,6 +241,7 @@ class Resolver {
       ...(ssl ? { ssl } : {}),
       ...(cache ? { cache } : {}),
       ...(merged.addHeaders.length > 0 ? { addHeaders: merged.addHeaders } : {}),
+      options,
     };
   }
 
@@ -346,7 +362,7 @@ class Resolver {
     const merged = merge(outer, l);
     const statusZone = zoneSetting(l, zone);
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
-    const proxy = l.proxyPass && this.proxy(l.proxyPass, merged);
+    const proxy = l.proxyPass && this.proxy(l.proxyPass, merged, l);
     if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
     if (l.probes && proxy) this.addProbes(l.probes, proxy);
     // A location has one content handler: the page is not an API, nor proxied.
@@ -379,7 +395,7 @@ class Resolver {
     const statusZone = zoneSetting(i, zone);
     // A block that sets proxy_cache proxies with its location's proxy_pass and its own cache.
     const pass = i.proxyPass ?? (i.cache?.cache !== undefined ? locationPass : undefined);
-    const proxy = pass && this.proxy(pass, merged);
+    const proxy = pass && this.proxy(pass, merged, i);
     return {
       ...this.settle(merged),
       condition: i.condition,

@@ -19,6 +19,7 @@ import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { encodePath, errorPage } from './pages.js';
 import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
+import { setErrorPages } from './error-pages.js';
 import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
@@ -177,8 +178,11 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
   }
   if (place.dashboard) return place.dashboard.send(res, req.method ?? 'GET');
   if (place.proxy) {
-    // For proxy_intercept_errors: the error pages of the place (answerWithErrorPage).
-    if (content !== TOP_CONTENT) (res as Carried)[PLACE] = place;
+    // For proxy_intercept_errors: the error pages of the place.
+    if (content !== TOP_CONTENT && content.errorPages.length > 0) {
+      (res as Carried)[PLACE] = place;
+      setErrorPages(res, { has: (status) => hasErrorPage(res, status), answer: (status) => answerWithErrorPage(req, res, status, uri) });
+    }
     if (content.limitRate > 0) paceResponse(res, content.limitRate, content.limitRateAfter);
     const proxy = place.proxy;
     // A chunked body is read whole first (client_max_body_size, client_body_timeout, the

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddHeaders } from '../headers/runtime.js';
 
 /** How an attempt to reach a peer failed. */
-export type ProxyFailure = 'error' | 'timeout';
+export type ProxyFailure = 'error' | 'timeout' | 'invalid_header';
 
 /** What the proxy cache (src/server/cache/) sees of a proxied request: it may change the
  * peer's request headers, keep a response from the client (and answer it itself, from

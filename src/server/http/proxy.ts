@@ -11,8 +11,10 @@ import type { Chosen } from '../upstream/balancer.js';
 import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
+import { errorPagesOf } from './error-pages.js';
 import type { PeerPool } from './peer-pool.js';
-import { ConnectTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
+import { Readable } from 'node:stream';
+import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRuntime } from './upstream.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue, type VariableContext } from './variables.js';
@@ -52,8 +54,22 @@ const OWN_REQUEST = ['expect', 'host'];
 type Failure = ProxyFailure;
 
 function failureOf(err: Error): Failure {
+  if (err instanceof InvalidResponse) return 'invalid_header';
   return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
 }
+
+/** The statuses proxy_next_upstream may name, and those of them that count as a peer's
+ * unsuccessful attempt (max_fails) when named: nginx never counts 403 and 404. */
+const NEXT_STATUSES = new Set([500, 502, 503, 504, 403, 404, 429]);
+const FAILING_STATUSES = new Set([500, 502, 503, 504, 429]);
+
+/** Methods nginx does not pass to another peer once the request went to one, unless
+ * `non_idempotent` (RFC 9110's non-idempotent ones it names). */
+const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
+
+/** The peer's headers nginx hides unless proxy_pass_header lets them through: its own
+ * Date and Server take their place, and X-Accel-* are instructions to the proxy. */
+const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset'];
 
 /** A value that would break the request head: a CR, LF or NUL, which a variable can hold
  * once decoded (`$uri` of `/a%0d%0a`). */
@@ -75,6 +91,11 @@ export class Proxy {
   private readonly pools = new WeakMap<Chosen, PeerPool>();
   /** `proxy_pass https://`: how this location's connections talk TLS. */
   private readonly tls?: TlsProfile;
+  /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
+   * proxy_pass_header). */
+  readonly hidden: HeaderNames;
+  /** proxy_redirect's rewrites of Location and Refresh. */
+  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: VariableContext) => string }>;
 
   constructor(
     readonly config: ProxyConfig,
@@ -93,7 +114,11 @@ export class Proxy {
     else if (config.uri !== undefined) this.prefix = location.modifier === '=' ? '' : location.path;
     this.next = new Set(config.nextUpstream);
     this.readDeadlines = new Deadlines(config.readTimeout);
-    if (config.ssl) this.tls = tlsProfile(config.ssl);
+    const options = config.options;
+    const pass = new Set(options.passHeaders);
+    this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
+    this.redirects = options.redirects.map((r) => ({ from: r.from, to: compileValue(r.to) }));
+    if (config.ssl) this.tls = tlsProfile(config.ssl, options);
     if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
     // The cache needs the zones: only where traffic is recorded (workers).
     if (config.cache && status) this.cache = new LocationCache(config.cache, status, this);
@@ -158,6 +183,22 @@ export class Proxy {
   }
 }
 
+/** A Location or Refresh value rewritten by the first proxy_redirect that matches. */
+function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+  for (const r of proxy.redirects) {
+    if (typeof r.from === 'string') {
+      if (value.startsWith(r.from)) return r.to(ctx) + value.slice(r.from.length);
+      continue;
+    }
+    const m = r.from.exec(value);
+    if (!m) continue;
+    // The regex's captures are the replacement's $1..$9.
+    const withCaptures: VariableContext = Object.create(ctx, { captures: { value: m.slice(1) } });
+    return value.slice(0, m.index) + r.to(withCaptures) + value.slice(m.index + m[0].length);
+  }
+  return value;
+}
+
 /** The headers a request's Connection header lists as its hop's own (RFC 9110 7.6.1),
  * lowercased; undefined when it lists none. */
 function connectionListed(raw: readonly string[]): Set<string> | undefined {
@@ -171,6 +212,31 @@ function connectionListed(raw: readonly string[]): Set<string> | undefined {
     }
   }
   return listed;
+}
+
+/** The Refresh header's URL (`5; url=http://...`) rewritten as a Location. */
+function refreshRedirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+  const m = /url=/i.exec(value);
+  if (!m) return value;
+  const at = m.index + m[0].length;
+  return value.slice(0, at) + redirected(proxy, value.slice(at), ctx);
+}
+
+/** Leaves the hidden headers out of a raw name, value list, in place. */
+function dropHidden(headers: string[], hidden: HeaderNames): void {
+  let kept = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (hidden.has(headers[i])) continue;
+    headers[kept++] = headers[i];
+    headers[kept++] = headers[i + 1];
+  }
+  headers.length = kept;
+}
+
+/** Whether a request's body has a Content-Length. */
+function hasLength(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 14 && raw[i].toLowerCase() === 'content-length') return true;
+  return false;
 }
 
 /** Whether a request has a body (RFC 9112 6.3): a Transfer-Encoding, or a Content-Length
@@ -210,11 +276,19 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
    * after a timeout, 502 otherwise, or the peer's own 50x). */
   private lastFailure = 0;
   private readonly hasBody: boolean;
+  /** performance.now() of the first attempt (proxy_next_upstream_timeout). */
+  private firstStarted = 0;
+  /** proxy_intercept_errors: the peer's answer is read and dropped, the server's page
+   * goes instead. */
+  private intercepted = false;
+  /** proxy_http_version 1.0: a body without a length, read whole first. */
+  private body: Buffer | undefined;
   private headersSent = false;
   private finished = false;
   private started = 0;
-  private headerMs = 0;
-  private status = 0;
+  /** The answered attempt's time to its header (ms) and status. */
+  headerMs = 0;
+  status = 0;
   private received = 0;
   private sent = 0;
   private resume: (() => void) | undefined;
@@ -265,6 +339,9 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   start(): void {
     // A configured header the request's variables made unsendable: nginx answers 400 too.
     if (!this.head) return this.fail(400);
+    // HTTP/1.0 has no chunked bodies: a body without a length is read whole first, as
+    // nginx's buffering gives it one.
+    if (this.proxy.config.options.httpVersion === '1.0' && this.hasBody && this.body === undefined && !hasLength(this.req.rawHeaders)) return this.readBody();
     const upstream = this.proxy.upstream;
     const chosen = upstream.pick(this.req, this.uri, this.tried);
     if (typeof chosen !== 'string') {
@@ -280,6 +357,17 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     }
     if (this.tap?.failed(this.lastFailure || 502, 'error')) return;
     this.fail(this.lastFailure || 502);
+  }
+
+  private readBody(): void {
+    const chunks: Buffer[] = [];
+    // From the client, or from where the core module already spooled a chunked body.
+    const body = requestBody(this.req);
+    body.on('data', (c: Buffer) => chunks.push(c));
+    body.once('end', () => {
+      this.body = Buffer.concat(chunks);
+      if (!this.finished) this.start();
+    });
   }
 
   /** The client went away: the peer's request is aborted, a waiting one leaves the queue. */
@@ -309,6 +397,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.abort = undefined;
     this.tries++;
     const now = performance.now();
+    if (this.tries === 1) this.firstStarted = now;
     this.started = now;
     this.status = 0;
     this.received = 0;
@@ -317,8 +406,18 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.attempt = attemptStarted(this.res, chosen.address, (client as unknown as { connected: boolean }).connected);
     this.proxy.readDeadlines.start(this, now);
     // The body's bytes follow through onBodySent, never before dispatch returns.
+    const http10 = this.proxy.config.options.httpVersion === '1.0';
+    const buffered = this.body;
     this.sent = client.dispatch(
-      { path: this.path, method: this.req.method ?? 'GET', headers: this.head!, body: this.hasBody ? requestBody(this.req) : null, reset: this.proxy.upstream.config.keepalive === 0 },
+      {
+        path: this.path,
+        method: this.req.method ?? 'GET',
+        headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
+        body: buffered ? Readable.from([buffered]) : this.hasBody ? requestBody(this.req) : null,
+        // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
+        reset: http10 || this.proxy.upstream.config.keepalive === 0,
+        http10,
+      },
       this,
     );
   }
@@ -347,17 +446,24 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.resume = resume;
     this.received += 17 + statusText.length;
     // A listed status is a failed attempt: another peer gets the request when allowed.
-    if ((statusCode === 502 || statusCode === 503 || statusCode === 504) && this.proxy.next.has(`http_${statusCode}` as NextUpstreamCondition) && this.canRetry()) {
+    if (NEXT_STATUSES.has(statusCode) && this.proxy.next.has(`http_${statusCode}` as NextUpstreamCondition) && this.canRetry(true)) {
       this.abort?.(new RetryStatus());
       return false;
     }
     // The peer's hop-by-hop headers are left out in place: the array is this response's.
+    // Hidden ones go only from what the client gets: the cache reads X-Accel-Expires.
+    const hidden = this.proxy.hidden;
+    const redirects = this.proxy.redirects.length > 0;
     let kept = 0;
+    let hides = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
-      const value = headers[i + 1];
+      let value = headers[i + 1];
       this.received += name.length + value.length + 4;
       if (HOP.has(name)) continue;
+      if (!hides && hidden.has(name)) hides = true;
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this);
       headers[kept++] = name;
       headers[kept++] = value;
     }
@@ -365,10 +471,17 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
+    // proxy_intercept_errors: the body is read and dropped, the page goes at the end.
+    // nginx intercepts the statuses an error_page names, and only those.
+    if (statusCode >= 300 && this.proxy.config.options.interceptErrors && !this.tap && errorPagesOf(res)?.has(statusCode)) {
+      this.intercepted = true;
+      return true;
+    }
     if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
       this.kept = true;
       return true;
     }
+    if (hides) dropHidden(headers, hidden);
     this.proxy.addHeaders?.addTo(headers, statusCode, this);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
@@ -378,6 +491,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   onData(chunk: Buffer): boolean {
     this.proxy.readDeadlines.start(this, performance.now());
     this.received += chunk.length;
+    if (this.intercepted) return true;
     if (this.tap) {
       this.tap.data(chunk);
       if (this.kept) return true;
@@ -409,9 +523,10 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
     attemptEnded(this.attempt, now - this.started, this.received, this.sent);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
-    // A listed status is a failed attempt even when no other peer is left to try.
+    // A listed status is a failed attempt even when no other peer is left to try (but
+    // 403 and 404, never the peer's failure).
     const status = this.status;
-    upstream.release(chosen, (status === 502 || status === 503 || status === 504) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
+    upstream.release(chosen, FAILING_STATUSES.has(status) && this.proxy.next.has(`http_${status}` as NextUpstreamCondition));
     this.chosen = undefined;
     if (this.tap) {
       this.tap.complete();
@@ -424,8 +539,14 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   runAfterIo(): void {
     const held = this.held;
     this.held = undefined;
-    if (!this.finished) this.res.end(held);
+    if (this.finished) return;
+    if (this.intercepted) {
+      errorPagesOf(this.res)!.answer(this.status);
+      return;
+    }
+    this.res.end(held);
   }
+
 
   onError(err: Error): void {
     this.proxy.readDeadlines.stop(this);
@@ -438,8 +559,9 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
     attemptEnded(this.attempt, performance.now() - this.started, this.received, this.sent, failure === 'timeout' ? 504 : 502);
-    // The client leaving is not the peer's failure.
-    upstream.release(chosen, !clientGone);
+    const written = this.client!.written;
+    // The client leaving is not the peer's failure, nor a 403 or 404 passed on.
+    upstream.release(chosen, !clientGone && (!retryStatus || FAILING_STATUSES.has(this.status)));
     if (clientGone) {
       this.tap?.failed(0, 'client');
       return;
@@ -450,7 +572,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       return;
     }
     this.lastFailure = retryStatus ? this.status : failure === 'timeout' ? 504 : 502;
-    if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry()) {
+    if ((retryStatus || this.proxy.next.has(failure!)) && this.canRetry(written)) {
       (this.tried ??= new Set()).add(chosen.id);
       this.start();
       return;
@@ -459,9 +581,19 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.fail(this.lastFailure);
   }
 
-  private canRetry(): boolean {
-    const limit = this.proxy.config.nextUpstreamTries;
-    return !this.hasBody && !this.headersSent && (limit === 0 || this.tries < limit);
+  /** Whether another peer may get the request (nginx's rules): nothing sent to the client
+   * yet, no streamed body, within proxy_next_upstream_tries and _timeout, a peer left
+   * untried, and a non-idempotent request only with `non_idempotent` once a peer had it
+   * (`written`). */
+  private canRetry(written: boolean): boolean {
+    const config = this.proxy.config;
+    const limit = config.nextUpstreamTries;
+    if ((this.hasBody && this.body === undefined) || this.headersSent || (limit !== 0 && this.tries >= limit)) return false;
+    const timeout = config.options.nextUpstreamTimeout;
+    if (timeout !== 0 && performance.now() - this.firstStarted >= timeout) return false;
+    if (written && NON_IDEMPOTENT.has(this.req.method ?? 'GET') && !this.proxy.next.has('non_idempotent')) return false;
+    // nginx tries each peer once at most: the last one's answer is passed on as it is.
+    return this.tries < this.proxy.upstream.peerCount;
   }
 
   private fail(code: number): void {

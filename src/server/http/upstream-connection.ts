@@ -83,6 +83,8 @@ export interface UpstreamRequest {
   readonly body: NodeJS.ReadableStream | null;
   /** Close the connection after this response (`Connection: close`). */
   readonly reset: boolean;
+  /** `proxy_http_version 1.0`: an HTTP/1.0 request line (its body needs a length). */
+  readonly http10?: boolean;
 }
 
 /** TLS to a peer (`proxy_pass https://`): the options every connection to it shares, and
@@ -100,6 +102,8 @@ export class ConnectTimeout extends Error {
 }
 /** The connection ended before the response did. */
 export class PeerClosed extends Error {}
+/** The peer's answer is no HTTP response (nginx's `invalid_header`). */
+export class InvalidResponse extends Error {}
 /** nginx's keepalive_timeout default, for peers that give no Keep-Alive hint. */
 const IDLE_MS = 60_000;
 /** A peer's `Keep-Alive: timeout=N` is honoured this much early, so that a connection is
@@ -118,6 +122,9 @@ export class UpstreamConnection implements AfterIo {
   idleMs = IDLE_MS;
   /** Until when (performance.now()) it may be reused, while the pool keeps it idle. */
   idleUntil = 0;
+  /** The current request's head went to the peer (a failure after it may have had
+   * effects there: nginx does not pass a non-idempotent request on then). */
+  written = false;
 
   private readonly socket: Socket;
   private readonly parser: Parser;
@@ -158,7 +165,7 @@ export class UpstreamConnection implements AfterIo {
     });
     // What the parser made of a read (with `consume`, it reports after each read).
     const executed = (ret: number | Error) => {
-      if (ret instanceof Error) this.fail(ret);
+      if (ret instanceof Error) this.fail(new InvalidResponse(ret.message));
       else if (this.handler && !this.handler.onReadEnd()) this.pauseReading();
     };
     // Reads that still come through the stream: before `consume`, or without it. The
@@ -167,7 +174,7 @@ export class UpstreamConnection implements AfterIo {
     socket.on('end', () => {
       // A body delimited by the connection's end is complete now.
       const ret = this.handler ? this.parser.finish() : undefined;
-      if (ret instanceof Error) this.fail(ret);
+      if (ret instanceof Error) this.fail(new InvalidResponse(ret.message));
       this.fail(new PeerClosed('the peer closed the connection'));
     });
     socket.on('error', (err) => this.fail(err));
@@ -246,6 +253,7 @@ export class UpstreamConnection implements AfterIo {
     this.keepAlive = false;
     this.skipBody = request.method === 'HEAD';
     this.idleMs = IDLE_MS;
+    this.written = false;
     const head = (this.pendingHead = this.head(request));
     handler.onConnect(this.abort);
     // A connection still connecting writes the head once it is up; an open one with the
@@ -283,7 +291,7 @@ export class UpstreamConnection implements AfterIo {
   /** The request line and headers as they go on the wire (latin1: a byte a character). */
   private head(req: UpstreamRequest): string {
     const h = req.headers;
-    let head = `${req.method} ${req.path} HTTP/1.1\r\n`;
+    let head = `${req.method} ${req.path} ${req.http10 ? 'HTTP/1.0' : 'HTTP/1.1'}\r\n`;
     let host = false;
     let length = false;
     for (let i = 0; i < h.length; i += 2) {
@@ -305,6 +313,7 @@ export class UpstreamConnection implements AfterIo {
   private writeHead(): void {
     this.socket.write(this.pendingHead, 'latin1');
     this.pendingHead = '';
+    this.written = true;
     const body = this.request!.body;
     if (body) this.stream(body, this.chunked);
   }

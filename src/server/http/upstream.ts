@@ -43,6 +43,11 @@ export class UpstreamRuntime {
     return this.balancer.pick(this.key?.(req, uri), tried);
   }
 
+  /** The peers of the live set, backups too: how many a request may try (nginx's tries). */
+  get peerCount(): number {
+    return this.balancer.peers.length;
+  }
+
   release(chosen: Chosen, failed: boolean): void {
     this.balancer.release(chosen, failed);
   }

@@ -126,7 +126,7 @@ function logPath(d: Directive, arg: string, c: Checker, stderr: boolean): string
   if (arg.startsWith('syslog:')) return void c.error(d.origin, `syslog logging in "${d.name}" is not supported`);
   if (arg.startsWith('memory:')) return void c.error(d.origin, `memory logging in "${d.name}" is not supported`);
   if (arg.includes('$')) return void c.error(d.origin, `variables in the path of "${d.name}" are not supported`);
-  const file = path.resolve(path.dirname(d.origin.file), arg);
+  const file = c.path(arg, 'prefix');
   if (c.disk) {
     try {
       if (!fs.statSync(path.dirname(file)).isDirectory()) throw new Error('not a directory');

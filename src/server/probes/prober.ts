@@ -187,7 +187,14 @@ export class Prober {
 
 /** The HTTP check of a probe: its request to the peer, and whether the answer passes. */
 export function httpCheck(probe: ProbeConfig): ProbeCheck {
-  const failing = new Set(probe.proxy.nextUpstream.filter((c) => c.startsWith('http_')).map((c) => Number(c.slice(5))));
+  // The statuses proxy_next_upstream names that count as the peer's failure, as a
+  // request's would (Angie: a probe passes as a request would): http_500, 502, 503, 504
+  // and 429; nginx never counts 403 and 404 against a peer.
+  const failing = new Set(
+    probe.proxy.nextUpstream
+      .filter((c) => c.startsWith('http_') && c !== 'http_403' && c !== 'http_404')
+      .map((c) => Number(c.slice(5))),
+  );
   const tls = probe.proxy.ssl;
   return (host, port) =>
     new Promise<boolean>((resolve) => {

@@ -1,13 +1,148 @@
 // The proxy module's configuration, declared beside its code (composed into the loader's
 // table by config/directives.ts): `proxy_pass` and the `proxy_*` directives of http,
 // server and location. proxy_cache and its kin are the cache module's (cache/config.ts).
-import type { InheritableLevel } from '../config/levels.js';
+import type { At, InheritableLevel } from '../config/levels.js';
 import type { NextUpstreamCondition } from '../config/model.js';
 import { checkReadable, readable } from '../config/files.js';
 import { milliseconds, whole } from '../config/numbers.js';
+import { compileRegex } from '../config/regex.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
-import { checkHeader, parseProxyPass } from '../config/values.js';
+import { checkHeader, checkVariables, parseProxyPass, parseSize, requestVariable } from '../config/values.js';
+
+/** `proxy_redirect <redirect> <replacement>`: `from` a text prefix (caseless, as nginx
+ * compares it) or a regex (`~`, `~*`), `to` a text with variables ($1..$9 for a regex's
+ * captures). */
+export interface ProxyRedirect {
+  readonly from: string | RegExp;
+  readonly to: string;
+}
+
+/**
+ * The proxy settings this module adds to a location's proxying (ProxyConfig.options),
+ * inherited as nginx merges them.
+ */
+export interface ProxyOptions {
+  /** `proxy_next_upstream_timeout` in ms; 0: no limit (nginx's default). */
+  readonly nextUpstreamTimeout: number;
+  /** `proxy_http_version`: zonal's default 1.1 keeps connections to the peers (nginx's is
+   * 1.0, one connection per request); 1.0 sends HTTP/1.0 and closes after each. */
+  readonly httpVersion: '1.0' | '1.1';
+  /** `proxy_buffering`, `proxy_request_buffering`, `proxy_buffer_size`, `proxy_buffers`,
+   * `proxy_busy_buffers_size`: accepted and kept; zonal streams both ways with
+   * backpressure whatever they say (docs/server.md). */
+  readonly buffering: boolean;
+  readonly requestBuffering: boolean;
+  /** `proxy_hide_header` names (lowercase) on top of nginx's default list, less those
+   * `proxy_pass_header` lets through. */
+  readonly hideHeaders: readonly string[];
+  readonly passHeaders: readonly string[];
+  /** `proxy_intercept_errors on`: a peer's answer of 300 or more is replaced by the
+   * server's own page for its code. */
+  readonly interceptErrors: boolean;
+  /** `proxy_redirect`: the rewrites of Location and Refresh, in order; empty for `off`.
+   * `default` is already turned into its rewrite. */
+  readonly redirects: readonly ProxyRedirect[];
+  /** `proxy_ssl_certificate`, `proxy_ssl_certificate_key`, `proxy_ssl_password_file`:
+   * absolute paths of the client certificate presented to the peers. */
+  readonly sslCertificate?: string;
+  readonly sslCertificateKey?: string;
+  readonly sslPasswordFile?: string;
+}
+
+/** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
+type RedirectSetting = { readonly kind: 'off' } | { readonly kind: 'list'; readonly list: Array<ProxyRedirect | 'default'> };
+
+// The loader's levels and model carry the module's settings without knowing the module
+// (as limits/config.ts does).
+declare module '../config/levels.js' {
+  interface InheritableLevel {
+    proxyNextUpstreamTimeout?: number;
+    proxyHttpVersion?: '1.0' | '1.1';
+    proxyBuffering?: boolean;
+    proxyRequestBuffering?: boolean;
+    /** Only those written in this block: a block with any replaces the outer list (nginx). */
+    proxyHideHeaders?: string[];
+    proxyPassHeaders?: string[];
+    proxyInterceptErrors?: boolean;
+    proxyRedirect?: RedirectSetting;
+    proxySslCertificate?: At<string>;
+    proxySslCertificateKey?: string;
+    proxySslPasswordFile?: string;
+  }
+}
+declare module '../config/model.js' {
+  interface ProxyConfig {
+    /** This module's further settings (proxy/config.ts). */
+    readonly options: ProxyOptions;
+  }
+}
+
+/** What a level says of the options, inherited: the outer level's where it says nothing. */
+export type MergedProxyOptions = Pick<
+  InheritableLevel,
+  | 'proxyNextUpstreamTimeout'
+  | 'proxyHttpVersion'
+  | 'proxyBuffering'
+  | 'proxyRequestBuffering'
+  | 'proxyHideHeaders'
+  | 'proxyPassHeaders'
+  | 'proxyInterceptErrors'
+  | 'proxyRedirect'
+  | 'proxySslCertificate'
+  | 'proxySslCertificateKey'
+  | 'proxySslPasswordFile'
+>;
+
+export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableLevel): MergedProxyOptions {
+  return {
+    proxyNextUpstreamTimeout: level.proxyNextUpstreamTimeout ?? outer.proxyNextUpstreamTimeout,
+    proxyHttpVersion: level.proxyHttpVersion ?? outer.proxyHttpVersion,
+    proxyBuffering: level.proxyBuffering ?? outer.proxyBuffering,
+    proxyRequestBuffering: level.proxyRequestBuffering ?? outer.proxyRequestBuffering,
+    proxyHideHeaders: level.proxyHideHeaders ?? outer.proxyHideHeaders,
+    proxyPassHeaders: level.proxyPassHeaders ?? outer.proxyPassHeaders,
+    proxyInterceptErrors: level.proxyInterceptErrors ?? outer.proxyInterceptErrors,
+    proxyRedirect: level.proxyRedirect ?? outer.proxyRedirect,
+    proxySslCertificate: level.proxySslCertificate ?? outer.proxySslCertificate,
+    proxySslCertificateKey: level.proxySslCertificateKey ?? outer.proxySslCertificateKey,
+    proxySslPasswordFile: level.proxySslPasswordFile ?? outer.proxySslPasswordFile,
+  };
+}
+
+/** The options of a location's `proxy_pass`: `pass` its URL as written (`http://u/a/`),
+ * `location` the location's path (for `proxy_redirect default`). Errors go to `error`. */
+export function proxyOptions(
+  m: MergedProxyOptions,
+  pass: { readonly url: string; readonly uri?: string; readonly regex: boolean },
+  location: string,
+  error: (at: At<unknown>['origin'], message: string) => void,
+): ProxyOptions {
+  const redirect = m.proxyRedirect ?? { kind: 'list', list: ['default'] };
+  // nginx's default: the proxy_pass URL becomes the location's path (without a URI part,
+  // `http://u/` becomes `/`). With variables in the URI, or a regex location, there is
+  // no such prefix: nginx then makes no default rewrite.
+  const byDefault = (): ProxyRedirect[] => {
+    if (pass.uri === undefined) return [{ from: `${pass.url}/`, to: '/' }];
+    return !pass.uri.includes('$') && !pass.regex ? [{ from: pass.url, to: location }] : [];
+  };
+  const redirects = redirect.kind === 'off' ? [] : redirect.list.flatMap((r) => (r === 'default' ? byDefault() : [r]));
+  const cert = m.proxySslCertificate;
+  if (cert && m.proxySslCertificateKey === undefined) error(cert.origin, `no "proxy_ssl_certificate_key" is defined for certificate "${cert.value}"`);
+  return {
+    nextUpstreamTimeout: m.proxyNextUpstreamTimeout ?? 0,
+    httpVersion: m.proxyHttpVersion ?? '1.1',
+    buffering: m.proxyBuffering ?? true,
+    requestBuffering: m.proxyRequestBuffering ?? true,
+    hideHeaders: m.proxyHideHeaders ?? [],
+    passHeaders: m.proxyPassHeaders ?? [],
+    interceptErrors: m.proxyInterceptErrors ?? false,
+    redirects,
+    ...(cert && m.proxySslCertificateKey !== undefined
+      ? { sslCertificate: cert.value, sslCertificateKey: m.proxySslCertificateKey, ...(m.proxySslPasswordFile ? { sslPasswordFile: m.proxySslPasswordFile } : {}) }
+      : {}),
+  };
+}
 
 const inheritable = ['http', 'server', 'location'] as const;
 
@@ -37,9 +172,154 @@ function proxyFlag(set: (level: InheritableLevel, on: boolean, d: Directive) => 
   });
 }
 
-const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = ['error', 'timeout', 'http_502', 'http_503', 'http_504'];
+/** Every condition of nginx's proxy_next_upstream but `updating` (the cache's). */
+const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = [
+  'error',
+  'timeout',
+  'invalid_header',
+  'http_500',
+  'http_502',
+  'http_503',
+  'http_504',
+  'http_403',
+  'http_404',
+  'http_429',
+  'non_idempotent',
+];
+
+/** `proxy_hide_header`, `proxy_pass_header`: a header name each, lowercase. */
+function headerList(set: (level: InheritableLevel, name: string) => void) {
+  return define({
+    contexts: inheritable,
+    args: [1, 1],
+    multiple: true,
+    apply(d, level, c) {
+      const name = d.args[0];
+      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) c.error(d.origin, `invalid header name "${name}" in "${d.name}" directive`);
+      else set(level, name.toLowerCase());
+    },
+  });
+}
+
+/** `proxy_buffer_size`, `proxy_busy_buffers_size`: a size, accepted (zonal streams). */
+function acceptedSize() {
+  return define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, _level, c) {
+      if (parseSize(d.args[0]) === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+    },
+  });
+}
+
+/** A `proxy_redirect` rewrite: its replacement's variables are the request's, and a
+ * regex's captures. */
+function redirectOf(d: Directive, from: string, to: string, error: (message: string) => void): ProxyRedirect | undefined {
+  let pattern: string | RegExp = from;
+  if (from.startsWith('~')) {
+    const caseless = from.startsWith('~*');
+    const source = from.slice(caseless ? 2 : 1);
+    try {
+      pattern = compileRegex(source, caseless);
+    } catch (e) {
+      return void error(`invalid regular expression "${source}" in "proxy_redirect" directive: ${(e as Error).message}`);
+    }
+  } else if (from.includes('$')) return void error(`variables in the redirect of "proxy_redirect" are not supported`);
+  const bad = checkVariables(to, (name) => requestVariable(name) || name === 'server_name' || (typeof pattern !== 'string' && /^[1-9]$/.test(name)));
+  if (bad) return void error(bad);
+  void d;
+  return { from: pattern, to };
+}
 
 export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
+  proxy_next_upstream_timeout: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const ms = d.args[0] === '0' ? 0 : milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else level.proxyNextUpstreamTimeout = ms;
+    },
+  }),
+
+  proxy_http_version: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const v = d.args[0];
+      if (v !== '1.0' && v !== '1.1') c.error(d.origin, `invalid value "${v}" in "proxy_http_version" directive, it must be "1.0" or "1.1"`);
+      else level.proxyHttpVersion = v;
+    },
+  }),
+
+  proxy_buffering: proxyFlag((level, on) => (level.proxyBuffering = on)),
+  proxy_request_buffering: proxyFlag((level, on) => (level.proxyRequestBuffering = on)),
+  proxy_intercept_errors: proxyFlag((level, on) => (level.proxyInterceptErrors = on)),
+  proxy_buffer_size: acceptedSize(),
+  proxy_busy_buffers_size: acceptedSize(),
+  proxy_buffers: define({
+    contexts: inheritable,
+    args: [2, 2],
+    apply(d, _level, c) {
+      const [n, size] = d.args;
+      if (whole(n, 2) === undefined) c.error(d.origin, `invalid value "${n}" in "proxy_buffers" directive, at least 2 buffers`);
+      else if (parseSize(size) === undefined) c.error(d.origin, `invalid value "${size}" in "proxy_buffers" directive`);
+    },
+  }),
+
+  proxy_hide_header: headerList((level, name) => (level.proxyHideHeaders ??= []).push(name)),
+  proxy_pass_header: headerList((level, name) => (level.proxyPassHeaders ??= []).push(name)),
+
+  // `proxy_redirect default | off | <redirect> <replacement>`, several rewrites allowed.
+  proxy_redirect: define({
+    contexts: inheritable,
+    args: [1, 2],
+    multiple: true,
+    apply(d, level, c) {
+      const [from, to] = d.args;
+      const current = level.proxyRedirect;
+      if (to === undefined && from !== 'default' && from !== 'off') return c.error(d.origin, `invalid parameter "${from}" in "proxy_redirect" directive`);
+      if ((from === 'off' && to === undefined && current !== undefined) || current?.kind === 'off')
+        return c.error(d.origin, `"proxy_redirect off" cannot be used with other "proxy_redirect" directives`);
+      if (from === 'off' && to === undefined) return void (level.proxyRedirect = { kind: 'off' });
+      const redirect = to === undefined ? 'default' : redirectOf(d, from, to, (message) => c.error(d.origin, message));
+      if (!redirect) return;
+      if (current === undefined) level.proxyRedirect = { kind: 'list', list: [redirect] };
+      else current.list.push(redirect);
+    },
+  }),
+
+  // A client certificate for the peers of `proxy_pass https://`.
+  proxy_ssl_certificate: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
+      const file = c.path(d.args[0], 'conf');
+      checkReadable(file, d, c);
+      level.proxySslCertificate = { value: file, origin: d.origin };
+    },
+  }),
+  proxy_ssl_certificate_key: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
+      const file = c.path(d.args[0], 'conf');
+      checkReadable(file, d, c);
+      level.proxySslCertificateKey = file;
+    },
+  }),
+  proxy_ssl_password_file: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const file = c.path(d.args[0], 'conf');
+      checkReadable(file, d, c);
+      level.proxySslPasswordFile = file;
+    },
+  }),
+
   proxy_pass: define({
     contexts: ['location', 'if'],
     args: [1, 1],
@@ -97,8 +377,8 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
   proxy_connect_timeout: proxyTimeout((level, ms) => (level.proxyConnectTimeout = ms)),
   proxy_read_timeout: proxyTimeout((level, ms) => (level.proxyReadTimeout = ms)),
 
-  // zonal retries on these conditions only; nginx's others (invalid_header, http_500,
-  // http_404, non_idempotent, ...) are refused rather than silently ignored.
+  // nginx's conditions; `updating` is refused rather than silently ignored (it is the
+  // cache's, and zonal's cache does not serve stale answers while updating).
   proxy_next_upstream: define({
     contexts: inheritable,
     args: [1, Infinity],

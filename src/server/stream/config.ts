@@ -10,7 +10,7 @@
 //                       resolver; resolver_timeout; }
 //     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;
 //              proxy_pass <upstream>|<addr>; proxy_connect_timeout; proxy_timeout;
-//              proxy_next_upstream on|off; proxy_next_upstream_tries; allow; deny;
+//              proxy_next_upstream on|off; proxy_next_upstream_tries; proxy_half_close on|off; allow; deny;
 //              ssl_certificate; ssl_certificate_key; ssl_handshake_timeout; proxy_ssl;
 //              upstream_probe; upstream_probe_timeout; resolver; resolver_timeout; }
 //   }
@@ -53,6 +53,7 @@ interface StreamCommon {
   proxyNextUpstream?: boolean;
   proxyNextUpstreamTries?: number;
   proxySsl?: boolean;
+  proxyHalfClose?: boolean;
   sslCertificate?: string;
   sslCertificateKey?: string;
   sslHandshakeTimeout?: number;
@@ -135,6 +136,10 @@ export interface StreamProxyConfig {
   readonly nextUpstreamTries: number;
   /** `proxy_ssl on`: TLS to the peers (no verification, sessions reused, as nginx's defaults). */
   readonly ssl: boolean;
+  /** `proxy_half_close` (default off, as nginx): on, a side's end (FIN) is passed on and
+   * the session lasts until both sides have ended; off, the first side to end ends the
+   * session once what it sent is passed on. */
+  readonly halfClose: boolean;
 }
 
 export interface StreamBlockConfig {
@@ -316,6 +321,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_handshake_timeout: timeDirective((l, ms) => (l.sslHandshakeTimeout = ms)),
   proxy_next_upstream: flagDirective((l, on) => (l.proxyNextUpstream = on)),
   proxy_ssl: flagDirective((l, on) => (l.proxySsl = on)),
+  proxy_half_close: flagDirective((l, on) => (l.proxyHalfClose = on)),
   limit_conn_dry_run: flagDirective((l, on) => (l.limitConnDryRun = on)),
 
   // nginx's stream limit_conn: the key is the connection's ($binary_remote_addr,
@@ -473,6 +479,7 @@ export function resolveStream(
       nextUpstream: s.proxyNextUpstream ?? stream.proxyNextUpstream ?? true,
       nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
       ssl: s.proxySsl ?? stream.proxySsl ?? false,
+      halfClose: s.proxyHalfClose ?? stream.proxyHalfClose ?? false,
     };
     const known = probes.get(upstream) ?? [];
     probes.set(upstream, [...known, ...streamProbes(s, stream, proxyConfig, known, (origin, message) => c.error(origin, message))]);

@@ -8,9 +8,10 @@
 //
 // Bytes go both ways with backpressure: a side's reads pause while the other side's
 // writes are queued, so a bulk transfer holds at most a socket buffer or two in memory.
-// A side's end (FIN) is passed on to the other and the session lasts until both sides
-// have closed, as nginx's `proxy_half_close on`: an echo or a request/response protocol
-// that half-closes keeps its answer. `proxy_timeout` is the longest silence in both
+// A side's end (FIN) ends the session once what that side sent is passed on, as nginx's
+// default; with `proxy_half_close on` it is passed on to the other side and the session
+// lasts until both sides have closed (an echo or a request/response protocol that
+// half-closes keeps its answer). `proxy_timeout` is the longest silence in both
 // directions at once, as nginx's.
 //
 // Counted: the server zone's connections, sessions by code, bytes (after TLS decryption)
@@ -480,8 +481,26 @@ class Session {
       this.peerReceived += n;
       this.sent += n;
     });
-    client.on('end', () => peer.end());
-    peer.on('end', () => client.end());
+    // A side's end: with proxy_half_close on, passed on (the session lasts until both
+    // sides ended); off (nginx's default), the session ends once what that side sent is
+    // passed on. A client that connects and leaves without a byte (a load balancer's TCP
+    // check) so ends its session at once, with 200, as nginx's.
+    const halfClose = this.site.config.proxy.halfClose;
+    const closeBoth = () => {
+      peer.destroy();
+      client.destroy();
+    };
+    const passEnd = (to: Socket) => {
+      if (halfClose) return void to.end();
+      if (to.destroyed || to.writableFinished) return closeBoth();
+      to.once('finish', closeBoth);
+      to.end();
+    };
+    client.on('end', () => passEnd(peer));
+    peer.on('end', () => passEnd(client));
+    // A client that sent nothing and ended while its peer was being reached has had its
+    // 'end' already: node emits it on a paused socket with nothing to read.
+    if (client.readableEnded) passEnd(peer);
     client.on('close', () => peer.destroy());
     client.on('error', () => peer.destroy());
     let recheck: NodeJS.Timeout | undefined;

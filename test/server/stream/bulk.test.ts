@@ -56,7 +56,7 @@ stream {
     upstream echo { zone echo 64k; server 127.0.0.1:${backendPort}; }
     server { listen 127.0.0.1:${listen}; status_zone bulk; proxy_pass echo; }
     upstream sink { zone sink 64k; server 127.0.0.1:${sinkPort}; }
-    server { listen 127.0.0.1:${slowListen}; status_zone slow; proxy_pass sink; }
+    server { listen 127.0.0.1:${slowListen}; status_zone slow; proxy_half_close on; proxy_pass sink; }
 }
 `,
 });

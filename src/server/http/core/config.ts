@@ -16,7 +16,6 @@
 //   types_hash_max_size, types_hash_bucket_size <size>;                 http, server, location
 //   server_names_hash_max_size, server_names_hash_bucket_size <size>;   http
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseTime } from '../../../metrics/peers.js';
 import { define, type DirectiveSpec } from '../../config/spec.js';
 import type { InheritableLevel } from '../../config/levels.js';
@@ -189,7 +188,7 @@ function tempPath(field?: 'clientBodyTempPath' | 'proxyTempPath') {
         if (arg !== '1' && arg !== '2') return c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive`);
         levels.push(Number(arg));
       }
-      const absolute = resolvePath(d, dir);
+      const absolute = c.path(dir, 'prefix');
       if (c.disk) {
         try {
           fs.mkdirSync(absolute, { recursive: true, mode: 0o700 });
@@ -201,8 +200,6 @@ function tempPath(field?: 'clientBodyTempPath' | 'proxyTempPath') {
     },
   });
 }
-
-const resolvePath = (d: Directive, arg: string) => path.resolve(path.dirname(d.origin.file), arg);
 
 /** A type is `type/subtype`; the extensions are words. */
 const isMimeType = (s: string) => /^[^\s/;{}]+\/[^\s;{}]+$/.test(s);
