@@ -24,8 +24,11 @@ t.teardown(() => zonal.stop());
 /** Requests per transport, and how many are in flight at once on each. */
 const PER_TRANSPORT = 5200;
 const IN_FLIGHT = 16;
-/** node:http's default limit on a request's head (--max-http-header-size). */
-const NODE_HEAD_LIMIT = 16 * 1024;
+/** nginx's default large_client_header_buffers (4 8k), which the zonal server applies: a
+ * request line or a header line longer than one buffer, or a head larger than all four,
+ * is refused before the API. */
+const LINE_LIMIT = 8 * 1024;
+const NODE_HEAD_LIMIT = 4 * LINE_LIMIT;
 /** uWS 20.30's limit on a request's head (UWS_HTTP_MAX_HEADERS_SIZE, default 4 KiB). */
 const UWS_HEAD_LIMIT = 4 * 1024;
 
@@ -223,11 +226,12 @@ const UWS_METHODS = new Set(['GET', 'POST', 'HEAD', 'PUT', 'DELETE', 'CONNECT', 
 
 /** What answers a request that never reaches the API, on each transport (undefined: the API answers).
  * - node:http: llhttp refuses a method it does not know and a byte outside visible ASCII in
- *   the target (400), a head above 16 KiB (431); the zonal server answers those with its
+ *   the target (400); the zonal server refuses, as nginx's large_client_header_buffers
+ *   does, a request line above 8 KiB (414), a header line above 8 KiB or a head above
+ *   32 KiB (400); it answers those with its
  *   nginx-style HTML page, as it does a target nginx would refuse before choosing a location
  *   (bad percent-encoding, a NUL, `..` above `/`: 400) and one whose `..` segments lead out
- *   of the /api/ location (404, no location there). CONNECT goes to node's 'connect' event,
- *   which an HTTP server without a proxy does not handle: the connection is closed unanswered.
+ *   of the /api/ location (404, no location there), CONNECT (400) and TRACE (405), as nginx.
  * - uWS: a method it does not route is closed unanswered (uWS has no handler to call), and
  *   its parser waits on a method that is not a token (as README says of HTTP/1.0) or on more
  *   headers than it keeps, until the idle timeout: counted as unanswered (closed or timed out);
@@ -238,8 +242,11 @@ const UWS_METHODS = new Set(['GET', 'POST', 'HEAD', 'PUT', 'DELETE', 'CONNECT', 
 function beforeApi(tr: Transport, f: Fuzz): 'page' | 'closed' | 'closed or api' | undefined {
   const head = f.method.length + f.path.length + 12 + f.headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
   if (tr.port === site) {
-    if (f.method === 'CONNECT') return 'closed';
-    if (!LLHTTP_METHODS.has(f.method) || head > NODE_HEAD_LIMIT || /[^\x21-\x7e]/.test(f.path)) return 'page';
+    // nginx answers CONNECT over HTTP/1.x with 400 and TRACE with 405, and so does the
+    // zonal server, before any location.
+    if (f.method === 'CONNECT' || f.method === 'TRACE') return 'page';
+    const longLine = f.method.length + f.path.length + 10 > LINE_LIMIT || f.headers.some(([k, v]) => k.length + v.length + 4 > LINE_LIMIT);
+    if (!LLHTTP_METHODS.has(f.method) || head > NODE_HEAD_LIMIT || longLine || /[^\x21-\x7e]/.test(f.path)) return 'page';
     const uri = normalizeUri(f.path);
     return uri === undefined || !uri.startsWith('/api/') ? 'page' : undefined;
   }
@@ -416,7 +423,7 @@ t.test('10,000+ generated bad requests on both transports: all refused with a JS
         const before = beforeApi(tr, f);
         if (before) {
           parserExpected.push(f);
-          const page = o.status !== undefined && [400, 404, 431].includes(o.status) && o.contentType === 'text/html';
+          const page = o.status !== undefined && [400, 404, 405, 414, 431].includes(o.status) && o.contentType === 'text/html';
           const unanswered = !!(o.closed || (tr.port === admin && o.timeout));
           const ok = before === 'page' ? page : before === 'closed' ? unanswered : unanswered || isApiRefusal(o, false);
           if (ok && !isApiRefusal(o, false)) refusedByParser++;

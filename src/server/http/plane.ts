@@ -260,7 +260,9 @@ export class HttpPlane {
     const conn = socket[CONN];
     // No state: a TLS socket whose handshake failed (node:https passes tlsClientError on
     // here), with nothing to answer in.
-    if (!conn || err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable) {
+    // HPE_INVALID_EOF_STATE: the client ended its side in the middle of a request (its
+    // body cut short): nothing more comes and nobody waits for the answer.
+    if (!conn || err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'HPE_INVALID_EOF_STATE' || !socket.writable) {
       socket.destroy();
       return;
     }
