@@ -1,7 +1,7 @@
 // The process model's directives on a running zonal: events { worker_connections },
 // env, daemon, worker_rlimit_nofile, and a start within a generous bound.
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import { eventually, freePorts, getJson, runZonal } from '../zonal.js';
@@ -53,6 +53,48 @@ http {
   held[0].destroy();
   t.ok(await eventually(async () => (await refusedOrAnswered(port)).startsWith('HTTP/1.1 200'), 10_000), 'room again once one closes');
   held[1].destroy();
+});
+
+t.test('worker_connections counts stream and HTTP connections together', async (t) => {
+  const [port, tcp, admin] = await freePorts(3);
+  // An echo backend: a stream session is open while its client is.
+  const backend = createServer((s) => s.pipe(s));
+  await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+  t.teardown(() => backend.close());
+  const backendPort = (backend.address() as { port: number }).port;
+  const z = await Run.start(
+    {
+      'nginx.conf': `daemon off;
+events { worker_connections 2; }
+http {
+    server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } }
+    server { listen 127.0.0.1:${admin} admin; location /api/ { api /; } }
+}
+stream { server { listen 127.0.0.1:${tcp}; proxy_pass 127.0.0.1:${backendPort}; } }
+`,
+    },
+    harness,
+  );
+  t.teardown(() => z.close());
+  const echoing = (): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      const s = connect(tcp, '127.0.0.1', () => s.write('x'));
+      s.once('data', () => resolve(s));
+      s.once('error', reject);
+    });
+  const held = [await echoing(), await keptAlive(port)];
+  t.equal(await refusedOrAnswered(port), '', 'an HTTP connection past the two is closed');
+  const third = connect(tcp, '127.0.0.1');
+  third.on('error', () => {});
+  const ended = await new Promise<string>((resolve) => {
+    let got = '';
+    third.on('connect', () => third.write('y'));
+    third.on('data', (d) => (got += d));
+    third.on('close', () => resolve(got));
+  });
+  t.equal(ended, '', 'a stream connection past the two is closed without reaching the backend');
+  t.ok(await eventually(async () => (await getJson(`http://127.0.0.1:${admin}/api/status/connections`)).body.dropped === 2), 'both counted dropped');
+  held.forEach((s) => s.destroy());
 });
 
 t.test('env: the workers keep TZ and what env names, nothing else', async (t) => {
