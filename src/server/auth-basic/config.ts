@@ -3,7 +3,8 @@
 //
 //   auth_basic <realm> | off;      http, server, location
 //   auth_basic_user_file <file>;   http, server, location
-import { checkReadable, define, type DirectiveSpec } from '../config/spec.js';
+import { define, type DirectiveSpec } from '../config/spec.js';
+import { confFile } from '../config/files.js';
 
 const inheritable = ['http', 'server', 'location'] as const;
 
@@ -22,8 +23,7 @@ export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     admin: true,
     apply(d, level, c) {
-      level.authUserFile = c.path(d.args[0], 'conf');
-      checkReadable(level.authUserFile, d, c);
+      level.authUserFile = confFile(d, c);
     },
   }),
 };

@@ -28,3 +28,11 @@ export function checkReadable(file: string, d: Directive, c: Checker): void {
     c.error(d.origin, `cannot read "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
 }
+
+/** The file a directive's one argument names (certificates, keys, password and user
+ * files: against the main file's directory, as nginx's conf prefix), checked readable. */
+export function confFile(d: Directive, c: Checker): string {
+  const file = c.path(d.args[0], 'conf');
+  checkReadable(file, d, c);
+  return file;
+}

@@ -26,7 +26,5 @@ export type LevelOf<K extends Context> = Extract<AnyLevel, { kind: K }>;
 export const define = <const K extends Context>(spec: DirectiveSpec<LevelOf<K>> & { contexts: readonly K[] }) =>
   spec as unknown as DirectiveSpec;
 
-// Helpers every module's entries share: paths and files read at run time (files.ts),
-// numbers and times (numbers.ts).
-export { checkReadable, readable } from './files.js';
+// Numbers and times every module's entries share (files read at run time: files.ts).
 export { MAX, milliseconds } from './numbers.js';

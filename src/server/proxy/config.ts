@@ -3,7 +3,7 @@
 // server and location. proxy_cache and its kin are the cache module's (cache/config.ts).
 import type { At, InheritableLevel } from '../config/levels.js';
 import type { NextUpstreamCondition } from '../config/model.js';
-import { checkReadable, readable } from '../config/files.js';
+import { confFile, readable } from '../config/files.js';
 import { milliseconds, whole } from '../config/numbers.js';
 import { compileRegex } from '../config/regex.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
@@ -295,8 +295,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, level, c) {
       if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
-      const file = c.path(d.args[0], 'conf');
-      checkReadable(file, d, c);
+      const file = confFile(d, c);
       level.proxySslCertificate = { value: file, origin: d.origin };
     },
   }),
@@ -305,8 +304,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, level, c) {
       if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
-      const file = c.path(d.args[0], 'conf');
-      checkReadable(file, d, c);
+      const file = confFile(d, c);
       level.proxySslCertificateKey = file;
     },
   }),
@@ -314,8 +312,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const file = c.path(d.args[0], 'conf');
-      checkReadable(file, d, c);
+      const file = confFile(d, c);
       level.proxySslPasswordFile = file;
     },
   }),
@@ -367,8 +364,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const file = c.path(d.args[0], 'conf');
-      checkReadable(file, d, c);
+      const file = confFile(d, c);
       if (c.disk && !readable(file)?.includes('-----BEGIN CERTIFICATE-----'))
         return c.error(d.origin, `cannot load certificate "${file}" of the "${d.name}" directive: no PEM certificate in it`);
       level.proxySslTrustedCertificate = file;

@@ -3,15 +3,15 @@
 //
 //   ssl_certificate <file>; ssl_certificate_key <file>;   server
 //   ssl_handshake_timeout <time>;                           server
-import { checkReadable, define, milliseconds, type DirectiveSpec } from '../config/spec.js';
+import { define, milliseconds, type DirectiveSpec } from '../config/spec.js';
+import { confFile } from '../config/files.js';
 
 export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_certificate: define({
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificate = c.path(d.args[0], 'conf');
-      checkReadable(server.sslCertificate, d, c);
+      server.sslCertificate = confFile(d, c);
     },
   }),
 
@@ -19,8 +19,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: ['server'],
     args: [1, 1],
     apply(d, server, c) {
-      server.sslCertificateKey = c.path(d.args[0], 'conf');
-      checkReadable(server.sslCertificateKey, d, c);
+      server.sslCertificateKey = confFile(d, c);
     },
   }),
 

@@ -20,13 +20,12 @@
 // `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
 // (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
 import { streamLogs } from '../log/config.js';
-import fs from 'node:fs';
 import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
+import { confFile } from '../config/files.js';
 import { checkUpstreamBlock, newUpstreamBlock } from '../upstream/check.js';
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
-import type { Directive } from '../config/syntax.js';
 import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
 import { minZoneSize } from '../limits/config.js';
 import { histogramField } from '../histograms/config.js';
@@ -169,18 +168,6 @@ function milliseconds(arg: string): number | undefined {
   return Math.round(s * 1000);
 }
 
-
-/** A certificate or key is read by the workers at start: a typo fails `zonal -t` now,
- * as the http block's do (workers read the primary's snapshot, not the disk: no check). */
-function checkReadable(file: string, d: Directive, c: Checker): void {
-  if (!c.disk) return;
-  try {
-    if (!fs.statSync(file).isFile()) c.error(d.origin, `"${file}" of the "${d.name}" directive is not a file`);
-    else fs.accessSync(file, fs.constants.R_OK);
-  } catch (e) {
-    c.error(d.origin, `cannot read "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
-}
 
 function timeDirective(set: (level: StreamCommon, ms: number) => void) {
   return define({
@@ -380,16 +367,14 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: both,
     args: [1, 1],
     apply(d, level, c) {
-      level.sslCertificate = c.path(d.args[0], 'conf');
-      checkReadable(level.sslCertificate, d, c);
+      level.sslCertificate = confFile(d, c);
     },
   }),
   ssl_certificate_key: define({
     contexts: both,
     args: [1, 1],
     apply(d, level, c) {
-      level.sslCertificateKey = c.path(d.args[0], 'conf');
-      checkReadable(level.sslCertificateKey, d, c);
+      level.sslCertificateKey = confFile(d, c);
     },
   }),
 };
