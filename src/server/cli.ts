@@ -10,6 +10,7 @@ import path from 'node:path';
 import { formatConfigError, formatConfigWarning, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
 import { stderrLog } from './log.js';
+import { setDefaultAccessLog } from './log/config.js';
 import { setStartupErrorLog } from './log/error-log.js';
 
 const USAGE = `usage: zonal [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]
@@ -115,6 +116,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const file = path.resolve(prefix ?? process.cwd(), line.file);
   const base = prefix ?? path.dirname(file);
+  // nginx's compiled-in `access_log logs/access.log combined`, under the prefix: only
+  // where that folder exists (nginx refuses to start without it; zonal, which has no
+  // compiled-in prefix to fall back on, logs nothing instead).
+  const logs = prefix === undefined ? undefined : path.join(prefix, 'logs');
+  setDefaultAccessLog(logs !== undefined && fs.statSync(logs, { throwIfNoEntry: false })?.isDirectory() ? path.join(logs, 'access.log') : undefined);
   const options: LoadOptions = { ...(prefix !== undefined ? { prefix } : {}), ...(line.globals !== undefined ? { globals: line.globals } : {}) };
 
   // -e: the error log before the configuration is read. Its file is created now, as

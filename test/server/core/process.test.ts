@@ -1,6 +1,6 @@
 // The process model's directives on a running zonal: events { worker_connections },
 // env, daemon, worker_rlimit_nofile, and a start within a generous bound.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
@@ -154,4 +154,21 @@ t.test('start time: a one-server configuration answers well within a generous bo
   t.teardown(() => z.close());
   const up = await eventually(async () => (await getJson(`http://127.0.0.1:${port}/`).catch(() => ({ status: 0 }))).status === 200, 20_000);
   t.ok(up, `answered after ${Date.now() - began} ms (the 0.5 s goal is measured by bench side, not asserted on this shared machine)`);
+});
+
+t.test("-p: nginx's default access_log logs/access.log combined under the prefix, where that folder exists", async (t) => {
+  const [withLogs, without] = await freePorts(2);
+  const conf = (port: number) => `daemon off;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } } }\n`;
+  const z = await Run.start({ 'nginx.conf': conf(withLogs), 'logs/.keep': '' }, harness);
+  t.teardown(() => z.close());
+  t.equal((await getJson(`http://127.0.0.1:${withLogs}/a?b=1`)).status, 200);
+  const accessLog = join(z.dir, 'logs', 'access.log');
+  const line = /^127\.0\.0\.1 - - \[[^\]]+\] "GET \/a\?b=1 HTTP\/1\.1" 200 3 "-" "[^"]*"\n$/;
+  t.ok(await eventually(async () => existsSync(accessLog) && line.test(readFileSync(accessLog, 'utf8')), 10_000), `a combined line in logs/access.log: ${existsSync(accessLog) ? readFileSync(accessLog, 'utf8') : 'none'}`);
+
+  // No logs/ folder: nothing to write to, and the server runs (nginx would refuse to start).
+  const bare = await Run.start({ 'nginx.conf': conf(without) }, harness);
+  t.teardown(() => bare.close());
+  t.equal((await getJson(`http://127.0.0.1:${without}/`)).status, 200);
+  t.notOk(existsSync(join(bare.dir, 'logs')), 'no folder made');
 });

@@ -1,9 +1,9 @@
 // Runs `bin/zonal` with any command line, as nginx's test harness runs nginx: in a folder
 // of its own, started when its pid file appears. Every wait is bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { BIN, eventually } from '../zonal.js';
 
 export class Run {
@@ -27,11 +27,14 @@ export class Run {
     });
   }
 
-  /** Writes `files` into a new folder and runs `zonal <args>` there (`DIR` in an argument
+  /** Writes `files` (names may have folders) into a new folder and runs `zonal <args>` there (`DIR` in an argument
    * is the folder); does not wait. */
   static spawn(files: Record<string, string>, args: (dir: string) => string[], env: NodeJS.ProcessEnv = {}): Run {
     const dir = mkdtempSync(join(tmpdir(), 'zonal-core-'));
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text.replaceAll('%%DIR%%', dir));
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
+      writeFileSync(join(dir, name), text.replaceAll('%%DIR%%', dir));
+    }
     const plain = { ...process.env, ...env };
     delete plain.NODE_OPTIONS;
     const child = spawn(process.execPath, [BIN, ...args(dir)], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: plain });
