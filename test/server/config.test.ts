@@ -775,7 +775,7 @@ const errorCases: ErrorCase[] = [
   { name: 'api ${} variable', text: server('    location /s/ {', '      api /status/${request_uri};', '    }'), line: 5, message: /^unknown "request_uri" variable/ },
   { name: 'api unclosed ${', text: server('    location /s/ {', '      api /status/${host;', '    }'), line: 5, message: /^the closing bracket in "host" variable is missing/ },
   { name: 'api_config_files value', text: server('    location /s/ {', '      api_config_files yes;', '    }'), line: 5, message: /^invalid value "yes" in "api_config_files" directive, it must be "on" or "off"$/ },
-  { name: 'allow unix:', text: server('    allow unix:;'), line: 4, message: /^"unix:" addresses are not supported in "allow" directive$/ },
+  { name: 'allow unix:<path>', text: server('    allow unix:/tmp/a.sock;'), line: 4, message: /^invalid parameter "unix:\/tmp\/a\.sock" in "allow" directive$/ },
   { name: 'allow /33', text: server('    allow 10.0.0.0/33;'), line: 4, message: /^invalid parameter "10\.0\.0\.0\/33" in "allow" directive$/ },
   { name: 'deny a name', text: server('    deny example.com;'), line: 4, message: /^invalid parameter "example\.com" in "deny" directive$/ },
   { name: 'deny IPv6 /129', text: server('    deny ::1/129;'), line: 4, message: /^invalid parameter "::1\/129" in "deny" directive$/ },

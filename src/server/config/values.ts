@@ -54,10 +54,10 @@ function portNumber(port: string | undefined): number {
 export const listenAddress = (l: { host: string; port: number }): string =>
   l.host.startsWith('unix:') ? l.host : `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
 
-/** `allow` / `deny`: `all`, an address, or an address with a prefix length. */
+/** `allow` / `deny`: `all`, `unix:`, an address, or an address with a prefix length. */
 export function checkAccessAddress(arg: string): string | undefined {
-  if (arg === 'all') return undefined;
-  if (arg.startsWith('unix:')) return `"unix:" addresses are not supported`;
+  // `unix:` is every client of a Unix-domain listener (nginx takes no path after it).
+  if (arg === 'all' || arg === 'unix:') return undefined;
   const slash = arg.indexOf('/');
   const address = slash < 0 ? arg : arg.slice(0, slash);
   const family = isIP(address);

@@ -34,9 +34,13 @@ http {
         listen unix:${sock('http.sock')};
         location / { return 200 "over a socket file\\n"; }
         location /p/ { proxy_pass http://u; }
+        location /allow_unix { allow unix:; deny all; return 200 "allowed\\n"; }
+        location /deny_unix { deny unix:; return 200 "not denied\\n"; }
     }
     server {
         listen 127.0.0.1:${api};
+        location /allow_unix { allow unix:; deny all; return 200 "allowed\\n"; }
+        location /deny_unix { deny unix:; return 200 "not denied\\n"; }
         location /status/ { api /status/; }
         location /p/ { proxy_pass http://u; }
     }
@@ -109,4 +113,12 @@ t.test('an upstream peer on a socket file is proxied to, and named unix:<path>',
 t.test('a stream server listens on a socket file, and proxies to one', async (t) => {
   t.equal(await streamRoundTrip('stream.sock', 'hello'), 'hello');
   t.equal(await streamRoundTrip('stream-unix.sock', 'there'), 'unix:there');
+});
+
+t.test('allow unix: and deny unix: match the clients of a socket file, and no TCP client', async (t) => {
+  t.same(await getUnix('/allow_unix'), { status: 200, body: 'allowed\n' }, 'allow unix: lets a socket client in');
+  t.equal((await getUnix('/deny_unix')).status, 403, 'deny unix: refuses it');
+  t.equal((await fetch(`http://127.0.0.1:${api}/allow_unix`)).status, 403, 'a TCP client is not unix: (deny all refuses it)');
+  const tcp = await fetch(`http://127.0.0.1:${api}/deny_unix`);
+  t.same([tcp.status, await tcp.text()], [200, 'not denied\n'], 'deny unix: lets a TCP client through');
 });
