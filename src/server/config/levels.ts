@@ -62,6 +62,7 @@ export interface UpstreamLevel extends Level {
   serverWritten?: boolean;
   method?: BalancingMethod;
   keepalive?: number;
+  reuse?: { requests?: number; time?: number; timeout?: number };
   queue?: { readonly size: number; readonly timeout: number };
   responseTimeFactor?: number;
   /** `state <file>`, absolute. */

@@ -148,6 +148,16 @@ export type BalancingMethod =
   | { readonly kind: 'hash'; readonly key: string; readonly consistent: boolean }
   | { readonly kind: 'ip_hash' };
 
+/** How long an upstream connection is reused: each absent one is nginx's default. */
+export interface KeepaliveReuse {
+  /** Requests a connection carries before it closes (nginx: 1000). */
+  readonly requests?: number;
+  /** Milliseconds from its opening after which it closes once its request ends (1 h). */
+  readonly time?: number;
+  /** Milliseconds it may stay idle (60 s; a peer's shorter Keep-Alive hint wins). */
+  readonly timeout?: number;
+}
+
 export interface UpstreamBlockConfig {
   readonly name: string;
   /** `zone <name> [<size>]` (bytes); without it, a zone named after the upstream. Without
@@ -158,6 +168,9 @@ export interface UpstreamBlockConfig {
   /** `keepalive N`: idle connections each worker keeps to each peer; 0 (`keepalive off`):
    * none, every connection closes after its response. Without the directive: DEFAULT_KEEPALIVE. */
   readonly keepalive: number;
+  /** `keepalive_requests`, `keepalive_time`, `keepalive_timeout` of the upstream block:
+   * when a cached connection stops being reused (absent: nginx's defaults, peer-pool.ts). */
+  readonly reuse?: KeepaliveReuse;
   /** `queue N timeout=T` (timeout in ms, default 60 s). */
   readonly queue?: { readonly size: number; readonly timeout: number };
   /** Percent (default 90). */

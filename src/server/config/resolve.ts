@@ -152,6 +152,7 @@ function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly Prob
     servers: u.servers,
     method: u.method ?? { kind: 'round_robin' },
     keepalive: u.keepalive ?? DEFAULT_KEEPALIVE,
+    ...(u.reuse ? { reuse: u.reuse } : {}),
     ...(u.queue ? { queue: u.queue } : {}),
     responseTimeFactor: u.responseTimeFactor ?? RESPONSE_TIME_FACTOR,
     ...(u.state !== undefined ? { state: u.state } : {}),

@@ -1,17 +1,26 @@
 // A worker's connections to one peer, as nginx's `keepalive N` keeps them: a connection
 // whose response ended cleanly goes back to the cache of idle ones while it holds fewer
-// than N, and is closed otherwise: the cache's size is exactly the `keepalive` the status
-// shows. An idle connection closes after the peer's Keep-Alive hint or 60 s: the pool
+// than N, has carried fewer than keepalive_requests and is younger than keepalive_time,
+// and is closed otherwise: the cache's size is exactly the `keepalive` the status shows.
+// An idle connection closes after keepalive_timeout or the peer's shorter Keep-Alive
+// hint: the pool
 // checks a connection's idle time when it takes one, and one timer closes those left
 // unused (no timer per request, as a socket timeout set and cleared around each
 // response was).
+import type { KeepaliveReuse } from '../config/model.js';
 import { UpstreamConnection, type PeerTls } from './upstream-connection.js';
+
+/** nginx's keepalive_requests and keepalive_time defaults. */
+const REQUESTS = 1000;
+const TIME_MS = 3_600_000;
 
 export interface PeerPoolOptions {
   /** Idle connections kept; 0: every connection closes after its request. */
   readonly keepalive: number;
   /** Milliseconds (read timeouts are the request's: locations may differ). */
   readonly connectTimeout: number;
+  /** How long a connection is reused (absent fields: nginx's defaults). */
+  readonly reuse?: KeepaliveReuse;
   /** The number of idle cached connections changed by `delta`. */
   readonly idleChanged: (delta: number) => void;
   /** `proxy_pass https://`: TLS to the peer, its session kept for the next connection. */
@@ -54,9 +63,18 @@ export class PeerPool {
   /** A request on `conn` ended; `reusable` when its response ended cleanly. `now`:
    * performance.now(). */
   give(conn: UpstreamConnection, reusable: boolean, now: number): void {
-    if (reusable && conn.reusable && !conn.closed && !this.closed && this.idle.length < this.options.keepalive) {
+    const reuse = this.options.reuse;
+    if (
+      reusable &&
+      conn.reusable &&
+      !conn.closed &&
+      !this.closed &&
+      this.idle.length < this.options.keepalive &&
+      conn.requests < (reuse?.requests ?? REQUESTS) &&
+      now - conn.openedAt < (reuse?.time ?? TIME_MS)
+    ) {
       conn.onIdleClose = this.forget;
-      conn.idleUntil = now + conn.idleMs;
+      conn.idleUntil = now + (reuse?.timeout === undefined ? conn.idleMs : Math.min(conn.idleMs, reuse.timeout));
       this.idle.push(conn);
       this.options.idleChanged(1);
       if (this.sweeper === undefined || conn.idleUntil < this.sweepAt) this.sweepFrom(now, conn.idleUntil);

@@ -122,6 +122,10 @@ export class UpstreamConnection implements AfterIo {
   idleMs = IDLE_MS;
   /** Until when (performance.now()) it may be reused, while the pool keeps it idle. */
   idleUntil = 0;
+  /** Requests sent on it, and when it was made (performance.now()): what
+   * keepalive_requests and keepalive_time bound. */
+  requests = 0;
+  readonly openedAt = performance.now();
   /** The current request's head went to the peer (a failure after it may have had
    * effects there: nginx does not pass a non-idempotent request on then). */
   written = false;
@@ -249,6 +253,7 @@ export class UpstreamConnection implements AfterIo {
   dispatch(request: UpstreamRequest, handler: ExchangeHandler): number {
     this.handler = handler;
     this.request = request;
+    this.requests++;
     this.reusable = false;
     this.keepAlive = false;
     this.skipBody = request.method === 'HEAD';

@@ -61,6 +61,7 @@ export class UpstreamRuntime {
     if (!p) {
       p = new PeerPool(chosen.address, chosen.host, chosen.port, {
         keepalive: this.config.keepalive,
+        ...(this.config.reuse ? { reuse: this.config.reuse } : {}),
         connectTimeout,
         idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
         // Each peer keeps its own last session.

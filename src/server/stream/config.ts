@@ -207,7 +207,7 @@ function access(allow: boolean) {
 }
 
 /** Upstream directives of the http module only: nginx's stream upstream has none of them. */
-const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'queue']);
+const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue']);
 
 export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   stream: define({

@@ -6,7 +6,8 @@
 //   server <address> [weight= max_conns= max_fails= fail_timeout= slow_start= sid=
 //          backup down resolve service=];                            upstream
 //   zone <name> [<size>]; least_conn; ip_hash; random [two [least_conn]];
-//   hash <key> [consistent]; keepalive N|off; queue N [timeout=T];
+//   hash <key> [consistent]; keepalive N|off; keepalive_requests N; keepalive_time T;
+//   keepalive_timeout T; queue N [timeout=T];
 //   response_time_factor N; state <file>;                            upstream
 import fs from 'node:fs';
 import path from 'node:path';
@@ -183,6 +184,35 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const n = d.args[0] === 'off' ? 0 : whole(d.args[0], 1);
       if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "keepalive" directive`);
       else upstream.keepalive = n;
+    },
+  }),
+
+  // How long a cached connection is reused (ngx_http_upstream_keepalive_module).
+  keepalive_requests: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const n = whole(d.args[0], 0);
+      if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "keepalive_requests" directive`);
+      else upstream.reuse = { ...upstream.reuse, requests: n };
+    },
+  }),
+  keepalive_time: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const ms = seconds(d.args[0], true);
+      if (ms === undefined) c.error(d.origin, `"keepalive_time" directive invalid value`);
+      else upstream.reuse = { ...upstream.reuse, time: ms };
+    },
+  }),
+  keepalive_timeout: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const ms = seconds(d.args[0], true);
+      if (ms === undefined) c.error(d.origin, `"keepalive_timeout" directive invalid value`);
+      else upstream.reuse = { ...upstream.reuse, timeout: ms };
     },
   }),
 
