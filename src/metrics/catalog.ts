@@ -68,7 +68,8 @@ export interface PeerConfig {
 
 export interface UpstreamConfig {
   name: string;
-  /** The upstream's shared-memory zone: name (the upstream's by default) and bytes. */
+  /** The upstream's shared-memory zone: name (the upstream's by default) and bytes.
+   * Several upstreams of one protocol may name one zone; its size is the one any gives. */
   zone?: string;
   zoneSize?: number;
   peers: PeerConfig[];

@@ -82,6 +82,7 @@ t.test('http: two servers of one address are two peers, both picked', async (t) 
   const peers = await peersAfter('/status/http/upstreams/rr/peers', 30);
   t.same(Object.keys(peers), [A, `${A}~2`, B], 'keyed by address, the second with ~2');
   t.equal(peers[`${A}~2`].server, A, 'the second shows its address as server');
+  t.equal(await api(`/status/http/upstreams/rr/peers/${A}~2/server`), A, 'its key is a path segment as it is');
   t.equal(http[0].paths.get('/rr'), total(peers[A]) + total(peers[`${A}~2`]), "A's backend served what both peers were given");
   t.equal(http[1].paths.get('/rr'), total(peers[B]), "B's backend");
   t.equal(http[0].paths.get('/rr')! + http[1].paths.get('/rr')!, 30);
