@@ -189,6 +189,14 @@ t.test('stream: server X down; server X; with X dead (stream_upstream.t u2)', as
   t.ok(echo[1].connections > 0 && echo[2].connections > 0, 'both live backends took sessions');
 });
 
+t.test('a reload keeps both peers of the address, with their counters', async (t) => {
+  const before = await api('/status/http/upstreams/rr/peers');
+  t.ok(await zonal.reload(), 'reloaded');
+  const after = await api('/status/http/upstreams/rr/peers');
+  t.same(Object.keys(after), [A, `${A}~2`, B]);
+  for (const key of [A, `${A}~2`, B]) t.equal(total(after[key]), total(before[key]), `${key} counts on`);
+});
+
 t.test('state file: the same address twice is two peers; a reload keeps their keys', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'zonal-dup-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

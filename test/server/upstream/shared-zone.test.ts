@@ -118,6 +118,15 @@ t.test('/status/slabs lists a shared zone once', async (t) => {
   t.ok((slabs.shared.pages.used + slabs.shared.pages.free) * 4096 > 128 * 1024, 'not a smaller default');
 });
 
+t.test('a reload keeps the shared zone and each upstream\'s counters', async (t) => {
+  const one = await api('/status/http/upstreams/one/peers');
+  const two = await api('/status/http/upstreams/two/peers');
+  t.ok(await zonal.reload(), 'reloaded');
+  t.equal(total((await api('/status/http/upstreams/one/peers'))[A]), total(one[A]));
+  t.equal(total((await api('/status/http/upstreams/two/peers'))[B]), total(two[B]));
+  t.same(await api('/config/http/upstreams/two/servers'), { [B]: { weight: 2 } }, "the configuration's servers again");
+});
+
 t.test('-t: two sizes for one zone conflict (http and stream), one size given once passes', async (t) => {
   const up = (a: string, b: string) => `upstream a { zone z ${a}; server 127.0.0.1:1; } upstream b { zone z ${b}; server 127.0.0.1:2; }`;
   let r = await testConfig(`http { ${up('1m', '2m')} }`);
