@@ -9,7 +9,7 @@
 // cannot make atomic: those paths are read-only (405).
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
-import { isPeerAddressError, parsePeerAddress, parsePeerName, peerName, type PeerName } from '../metrics/catalog.js';
+import { isPeerAddressError, parsePeerAddress, parsePeerName, peerKeyOf, peerName, splitPeerKey, type PeerName } from '../metrics/catalog.js';
 import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
@@ -439,21 +439,33 @@ function setParam(out: Params, param: Param, value: Json, merge: boolean, u: Ups
 }
 
 /** A new peer from its name and parameters: keyed by its address, `server` as written
- * (`localhost:8080` is the peer 127.0.0.1:8080), as the configuration file makes one. */
+ * (`localhost:8080` is the peer 127.0.0.1:8080), as the configuration file makes one;
+ * `<address>~<n>` is a further server of the address, under that key. */
 function newPeer(name: string, params: Params): PeerConfig {
-  const parsed = parsePeerAddress(name);
+  const further = splitPeerKey(name);
+  if (further && 'error' in further) throw new FormatError(serverNameError(name, further.error));
+  const server = further ? further.server : name;
+  const parsed = parsePeerAddress(server);
   if (isPeerAddressError(parsed)) throw new FormatError(serverNameError(name, parsed.error));
-  return { ...params, server: name, ...(parsed.address !== name ? { name: parsed.address } : {}) };
+  return {
+    ...params,
+    server,
+    ...(parsed.address !== server ? { name: parsed.address } : {}),
+    ...(further ? { key: peerKeyOf(parsed.address, further.ordinal) } : {}),
+  };
 }
 
 /** The description of a refused server name: the configuration file's message, whole. */
 const serverNameError = (name: string, why: string) => `The server name "${name}" is refused: ${why}.`;
 
 /** The key a server name in a path or a body stands for: its address when it is one,
- * so that `localhost:8080`, `127.0.0.1:8080` and `[0::1]:80`, `[::1]` each name one peer. */
+ * so that `localhost:8080`, `127.0.0.1:8080` and `[0::1]:80`, `[::1]` each name one peer
+ * (and `localhost:8080~2`, `127.0.0.1:8080~2` the second of that address). */
 function keyOf(name: string): string {
-  const parsed = parsePeerAddress(name);
-  return isPeerAddressError(parsed) ? name : parsed.address;
+  const further = splitPeerKey(name);
+  if (further && 'error' in further) return name;
+  const parsed = parsePeerAddress(further ? further.server : name);
+  return isPeerAddressError(parsed) ? name : peerKeyOf(parsed.address, further ? further.ordinal : 1);
 }
 
 const stripId = ({ id: _id, ...p }: PeerEntry): PeerConfig => p;
@@ -463,8 +475,8 @@ const paramsOfPeer = (p: PeerConfig): Params => {
   return out;
 };
 const withParams = (p: PeerConfig, params: Params): PeerConfig => {
-  const { server, service, name } = p;
-  return { ...params, server, ...(service !== undefined ? { service } : {}), ...(name !== undefined ? { name } : {}) };
+  const { server, service, name, key } = p;
+  return { ...params, server, ...(service !== undefined ? { service } : {}), ...(name !== undefined ? { name } : {}), ...(key !== undefined ? { key } : {}) };
 };
 
 /** The servers of an upstream after a PUT or PATCH of its `servers` object (`body`),

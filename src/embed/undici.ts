@@ -48,7 +48,7 @@ import type { Duplex } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import type { SeqRecord } from '../engine/index.js';
 import { isPeerAddressError, parsePeerAddress, peerName, type UpstreamConfig } from '../metrics/catalog.js';
-import { peerSet, zoneOf } from '../metrics/peers.js';
+import { peerSet, peerSetRecord } from '../metrics/peers.js';
 import type { Status } from '../metrics/status.js';
 import { peerHandles, type Peer } from '../metrics/upstreams.js';
 import type { BalancingMethod } from '../server/config/model.js';
@@ -585,7 +585,7 @@ class PeerIndex {
     if (catalogGeneration !== this.catalogGeneration) {
       const u = httpUpstream(status, this.name);
       if (u !== this.entry) {
-        this.record = status.record(zoneOf(u), 'peers');
+        this.record = peerSetRecord(status, u);
         this.entry = u;
         this.generation = -1;
         this.byId = new Map();

@@ -48,8 +48,11 @@ export interface LimitZoneConfig {
 export interface PeerConfig {
   /** The server parameter as configured (`backend.local:8080`, `127.0.0.1:8081`). */
   server: string;
-  /** The canonical `<ip>:<port>` the peer is keyed by; the server parameter by default. */
+  /** The canonical `<ip>:<port>` the peer connects to; the server parameter by default. */
   name?: string;
+  /** The key of a further server of an address (`127.0.0.1:8081~2`, see peerKeyOf);
+   * absent for the first, whose key is its address. */
+  key?: string;
   service?: string;
   weight?: number;
   backup?: boolean;
@@ -65,7 +68,8 @@ export interface PeerConfig {
 
 export interface UpstreamConfig {
   name: string;
-  /** The upstream's shared-memory zone: name (the upstream's by default) and bytes. */
+  /** The upstream's shared-memory zone: name (the upstream's by default) and bytes.
+   * Several upstreams of one protocol may name one zone; its size is the one any gives. */
   zone?: string;
   zoneSize?: number;
   peers: PeerConfig[];
@@ -166,12 +170,23 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
     seen.add(name);
     out.push({ name, size: size ?? fallback });
   };
+  const upstreams = (list: readonly UpstreamConfig[] | undefined) => {
+    for (const u of list ?? []) {
+      const zone = u.zone ?? u.name;
+      if (seen.has(zone)) continue;
+      // Several upstreams may share a zone: its size is the one given (once is enough),
+      // else room for all of them.
+      const sharing = list!.filter((x) => (x.zone ?? x.name) === zone);
+      const given = sharing.find((x) => x.zoneSize !== undefined)?.zoneSize;
+      add(zone, given, Math.max(64 * 1024, sharing.reduce((n, x) => n + upstreamBytes(x, workers), 0)));
+    }
+  };
   for (const cache of c.http?.caches ?? []) add(cache.name, cache.zoneSize, 1 << 20);
   for (const limit of c.http?.limitConns ?? []) add(limit.name, limit.zoneSize, 1 << 20);
   for (const limit of c.http?.limitReqs ?? []) add(limit.name, limit.zoneSize, 1 << 20);
-  for (const u of c.http?.upstreams ?? []) add(u.zone ?? u.name, u.zoneSize, upstreamZoneBytes(u, workers));
+  upstreams(c.http?.upstreams);
   for (const limit of c.stream?.limitConns ?? []) add(limit.name, limit.zoneSize, 1 << 20);
-  for (const u of c.stream?.upstreams ?? []) add(u.zone ?? u.name, u.zoneSize, upstreamZoneBytes(u, workers));
+  upstreams(c.stream?.upstreams);
   return out;
 }
 
@@ -180,13 +195,37 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
  * 0.3 KiB each per worker. A name's addresses may change every TTL, and a
  * peer that went keeps its memory for a minute (metrics/peers.ts RETIRE_MS): 32 peers'
  * room for each. */
-function upstreamZoneBytes(u: UpstreamConfig, workers: number): number {
-  return Math.max(64 * 1024, 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 2304 + 1536));
+function upstreamBytes(u: UpstreamConfig, workers: number): number {
+  return 2 * (u.peers.length + 16 * (u.resolve?.length ?? 0)) * (workers * 2304 + 1536);
 }
 
-/** The key a peer is known by: its canonical address. */
+/** The key a peer is known by in /status and /config: its canonical address, or for a
+ * further server of one address, that address and its ordinal (peerKeyOf). */
 export function peerName(p: PeerConfig): string {
+  return p.key ?? p.name ?? p.server;
+}
+
+/** Where a peer connects: its canonical address (the server parameter when it is one). */
+export function peerAddress(p: PeerConfig): string {
   return p.name ?? p.server;
+}
+
+/**
+ * nginx keeps `server A; server A;` as two peers. Both are keyed in URL paths, where the
+ * key must need no escaping: the first by the address, each further one by the address,
+ * `~` (unreserved in URLs, in no address) and an ordinal from 2: `127.0.0.1:8081~2`.
+ */
+export const peerKeyOf = (address: string, ordinal: number): string => (ordinal === 1 ? address : `${address}~${ordinal}`);
+
+/** A key of a further server (`<server>~<n>`, n from 2): the server as written and n;
+ * undefined for a name with no `~`; an error for a `~` not followed by such an n. */
+export function splitPeerKey(text: string): { server: string; ordinal: number } | { error: string } | undefined {
+  const tilde = text.lastIndexOf('~');
+  if (tilde < 0) return undefined;
+  const ordinal = text.slice(tilde + 1);
+  if (!/^[1-9]\d{0,5}$/.test(ordinal) || ordinal === '1')
+    return { error: `"${text}" is no server key: a further server of an address is keyed "<address>~<n>", n a whole number from 2` };
+  return { server: text.slice(0, tilde), ordinal: Number(ordinal) };
 }
 
 /** A peer's address as the upstream `server` directive and /config take it. */

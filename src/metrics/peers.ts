@@ -13,7 +13,7 @@
 // and not while a connection to them is still open (a stream session).
 import { writeFileSync, renameSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { ZoneFullError } from '../engine/index.js';
-import { isPeerAddressError, parsePeerAddress, peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
+import { isPeerAddressError, parsePeerAddress, peerAddress, peerKeyOf, peerName, type PeerConfig, type UpstreamConfig } from './catalog.js';
 import type { StatusStore } from './store.js';
 
 /** A peer of the live set: its configuration (only what was set explicitly) and its id. */
@@ -35,18 +35,26 @@ export const RETIRE_MS = 60_000;
 const ATTEMPTS = 1000;
 
 export const zoneOf = (u: UpstreamConfig): string => u.zone ?? u.name;
-export const peerKey = (id: number): string => `peer/${id}`;
+/** What an upstream keeps in its zone goes under its name: several upstreams may share
+ * one zone (nginx: "several groups may share the same zone"), and an http and a stream
+ * upstream never do (config/load.ts), so the name alone tells them apart. */
+export const upstreamKey = (u: UpstreamConfig, key: string): string => `${u.name}/${key}`;
+export const peerKey = (u: UpstreamConfig, id: number): string => upstreamKey(u, `peer/${id}`);
+/** The record the upstream's live set is published in (a balancer holds it). */
+export const peerSetRecord = (status: StatusStore, u: UpstreamConfig) => status.record(zoneOf(u), upstreamKey(u, RECORD_KEY));
+/** Whether the upstream's set was published (a zone made elsewhere may have none yet). */
+export const hasPeerSet = (status: StatusStore, u: UpstreamConfig): boolean => status.zoneNamed(zoneOf(u)).has(upstreamKey(u, RECORD_KEY));
 
 /** The upstream's live set, decoded again only when it changed. */
 export function peerSet(status: StatusStore, u: UpstreamConfig): PeerSet {
-  const set = status.record(zoneOf(u), RECORD_KEY).readJSON<PeerSet>();
+  const set = peerSetRecord(status, u).readJSON<PeerSet>();
   if (!set) throw new Error(`upstream "${u.name}" has no peer set yet`);
   return set;
 }
 
 /** Changes of the set since `generation`: one atomic load. */
 export function peerGeneration(status: StatusStore, u: UpstreamConfig): number {
-  return status.record(zoneOf(u), RECORD_KEY).generation;
+  return peerSetRecord(status, u).generation;
 }
 
 /** Makes a new peer's memory before it is published; throws ZoneFullError. */
@@ -77,14 +85,15 @@ export function updatePeers<E>(
   memory: { allocate: Allocate; free: Free; busy?: Busy },
   name?: string,
 ): UpdateResult<E> {
-  const record = status.record(zoneOf(u), RECORD_KEY);
+  const record = peerSetRecord(status, u);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     // The generation first: content read after it is at least as new, and a newer one
     // makes the write below fail and this loop run again.
     const generation = record.generation;
     const current = peerSet(status, u);
-    const next = change(current.peers);
-    if (!Array.isArray(next)) return { ok: false, error: next.error };
+    const changed = change(current.peers);
+    if (!Array.isArray(changed)) return { ok: false, error: changed.error };
+    const next = keyPeers(changed);
     const now = Date.now();
     const ids = new Map(current.peers.map((p) => [peerName(p), p.id]));
     let nextId = current.nextId;
@@ -125,10 +134,11 @@ export function updatePeers<E>(
 /** The first set of an upstream, at start or reload: the state file's peers when it has
  * one, else the configured ones. Peers of the same name keep their ids. */
 export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: Allocate, free: Free): void {
-  const record = status.record(zoneOf(u), RECORD_KEY);
-  const configured = (u.state && fromStateFile(u, readStateFile(u.state))) || u.peers;
+  const record = peerSetRecord(status, u);
+  const file = u.state ? fromStateFile(u, readStateFile(u.state)) : undefined;
+  const configured = file ?? u.peers;
   if (!record.readJSON()) {
-    const set: PeerSet = { peers: configured.map((p, id) => ({ ...p, id })), nextId: configured.length, retired: [] };
+    const set: PeerSet = { peers: keyPeers(configured).map((p, id) => ({ ...p, id })), nextId: configured.length, retired: [] };
     for (const p of set.peers) allocate(u, p.id);
     if (!record.writeJSON(set)) throw new Error(`the zone of upstream "${u.name}" has no room for its peers`);
     return;
@@ -137,8 +147,53 @@ export function publishPeers(status: StatusStore, u: UpstreamConfig, allocate: A
   // corrects them on its next answer, and their counters go on.
   const names = [...(u.resolve ?? []), ...readNames(status, u)];
   const resolved = (p: PeerConfig) => p.name !== undefined && names.some((r) => r.server === p.server && r.service === p.service);
-  const result = updatePeers(status, u, (current) => [...configured.map((p) => ({ ...p })), ...current.filter(resolved).map(({ id: _id, ...p }) => p)], { allocate, free });
+  const result = updatePeers(
+    status,
+    u,
+    (current) => [...(file ? keysKept(current, file) : configured.map((p) => ({ ...p }))), ...current.filter(resolved).map(({ id: _id, ...p }) => p)],
+    { allocate, free },
+  );
   if (!result.ok) throw new Error('description' in result ? result.description : `the zone of upstream "${u.name}" has no room for its peers`);
+}
+
+/**
+ * Keys for a new live set: a key a peer has stays (one /config made as
+ * `<address>~<n>`); the others take their address, or when an earlier one has it, the
+ * next `<address>~<n>` free. So `server A; server A;` are two peers, `A` and `A~2`, each
+ * with its own id, counters and parameters, as nginx keeps them.
+ */
+export function keyPeers(peers: readonly PeerConfig[]): PeerConfig[] {
+  const taken = new Set<string>();
+  const kept = peers.map((p) => {
+    const keep = p.key !== undefined && p.key !== peerAddress(p) && !taken.has(p.key);
+    if (keep) taken.add(p.key!);
+    return keep;
+  });
+  return peers.map((p, i) => {
+    if (kept[i]) return p;
+    const { key: _key, ...rest } = p;
+    const address = peerAddress(p);
+    let ordinal = 1;
+    while (taken.has(peerKeyOf(address, ordinal))) ordinal++;
+    taken.add(peerKeyOf(address, ordinal));
+    return ordinal === 1 ? rest : { ...rest, key: peerKeyOf(address, ordinal) };
+  });
+}
+
+/** A state file's peers as a reload reads them: the file keeps addresses, not keys, so
+ * the servers of one address take the keys the live peers of that address have, in
+ * order (counters and /config paths go on as they were). */
+function keysKept(current: readonly PeerConfig[], peers: readonly PeerConfig[]): PeerConfig[] {
+  const keys = new Map<string, string[]>();
+  for (const p of current) {
+    const list = keys.get(peerAddress(p));
+    if (list) list.push(peerName(p));
+    else keys.set(peerAddress(p), [peerName(p)]);
+  }
+  return peers.map((p) => {
+    const key = keys.get(peerAddress(p))?.shift();
+    return key === undefined ? { ...p } : { ...p, key };
+  });
 }
 
 /** The state file's peers, a configured server (`localhost:8081`) under the name it has
@@ -248,7 +303,7 @@ function stageStateFile(path: string, peers: readonly PeerConfig[]): string | { 
  */
 function commitStateFile(status: StatusStore, u: UpstreamConfig, staged: string, published: number): void {
   const path = u.state!;
-  const record = status.record(zoneOf(u), RECORD_KEY);
+  const record = peerSetRecord(status, u);
   let temporary = staged;
   let wrote = published;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -358,17 +413,17 @@ export interface NameEntry {
 const NAMES_KEY = 'names';
 
 export function readNames(status: StatusStore, u: UpstreamConfig): NameEntry[] {
-  return status.record(zoneOf(u), NAMES_KEY).readJSON<NameEntry[]>() ?? [];
+  return status.record(zoneOf(u), upstreamKey(u, NAMES_KEY)).readJSON<NameEntry[]>() ?? [];
 }
 
 /** One atomic load: whether the names changed since `generation`. */
 export function namesGeneration(status: StatusStore, u: UpstreamConfig): number {
-  return status.record(zoneOf(u), NAMES_KEY).generation;
+  return status.record(zoneOf(u), upstreamKey(u, NAMES_KEY)).generation;
 }
 
 /** Replaces the names with what `change` makes of them; false when the zone has no room. */
 export function updateNames(status: StatusStore, u: UpstreamConfig, change: (names: readonly NameEntry[]) => NameEntry[]): boolean {
-  const record = status.record(zoneOf(u), NAMES_KEY);
+  const record = status.record(zoneOf(u), upstreamKey(u, NAMES_KEY));
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const generation = record.generation;
     const written = record.writeIf(Buffer.from(JSON.stringify(change(record.readJSON<NameEntry[]>() ?? []))), generation);

@@ -11,7 +11,7 @@
 import type { AtomicCells, GaugeBlock, Histogram } from '../engine/index.js';
 import { peerName, type UpstreamConfig } from './catalog.js';
 import { boundsOf, histogramIn, histogramKey } from './histograms.js';
-import { peerKey, peerSet, publishPeers, updatePeers, zoneOf, type PeerEntry, type PeerSet, type UpdateResult } from './peers.js';
+import { peerKey, peerSet, publishPeers, updatePeers, upstreamKey, zoneOf, type PeerEntry, type PeerSet, type UpdateResult } from './peers.js';
 import { CLAIMED, RESPONSE_COUNTERS, responseEntries, responseIndex } from './responses.js';
 import { entries, group, leaf, time, Layout, type Counted, type Field, type Group, type RenderContext, type Scalar } from './shape.js';
 import type { StatusStore } from './store.js';
@@ -191,6 +191,7 @@ const queue = {
 const queueFields = group<UpstreamSource>('queue', Object.values(queue), (s) => !!s.upstream.queue);
 
 const UPSTREAM_KEY = 'upstream';
+const upstreamBlock = (status: StatusStore, u: UpstreamConfig): GaugeBlock => status.gauges(zoneOf(u), upstreamKey(u, UPSTREAM_KEY), upstreamLayout.size);
 
 function upstreams(status: StatusStore, protocol: Protocol): UpstreamConfig[] {
   const c = status.catalog();
@@ -360,11 +361,11 @@ function peerStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfig,
   const spec = protocol === 'http' ? http : stream;
   const zone = zoneOf(u);
   return {
-    block: status.gauges(zone, peerKey(id), spec.size),
-    cells: status.cells(zone, `${peerKey(id)}/state`, PEER_CELLS),
-    claims: protocol === 'http' ? status.cells(zone, `${peerKey(id)}/codes`, CLAIMED) : undefined,
+    block: status.gauges(zone, peerKey(u, id), spec.size),
+    cells: status.cells(zone, `${peerKey(u, id)}/state`, PEER_CELLS),
+    claims: protocol === 'http' ? status.cells(zone, `${peerKey(u, id)}/codes`, CLAIMED) : undefined,
     histograms: (histograms ? QUANTITIES[protocol] : []).flatMap((q) => {
-      const h = histogramIn(status, zone, peerKey(id), q, u.histogram);
+      const h = histogramIn(status, zone, peerKey(u, id), q, u.histogram);
       return h ? [[q, h] as const] : [];
     }),
   };
@@ -418,7 +419,7 @@ export function repairSlot(status: StatusStore, slot: number): void {
   // The upstreams' own gauges: idle cached connections went with the worker, and its
   // waiting requests leave the queue's shared count.
   for (const u of c.http?.upstreams ?? []) {
-    const block = status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size);
+    const block = upstreamBlock(status, u);
     const waiting = block.shardValue(slot, queue.waiting.index);
     if (u.queue && waiting > 0) queueCells(status, u).sub(0, waiting);
     for (const g of upstreamLayout.gauges) block.setShard(slot, g, 0);
@@ -427,7 +428,7 @@ export function repairSlot(status: StatusStore, slot: number): void {
 
 /** Cell 0: requests waiting in the upstream's queue in all workers, held to its size. */
 export function queueCells(status: StatusStore, u: UpstreamConfig): AtomicCells {
-  return status.cells(zoneOf(u), 'queue', 1);
+  return status.cells(zoneOf(u), upstreamKey(u, 'queue'), 1);
 }
 
 /** What a peer set's writer needs: making a new peer's memory, freeing a removed one's. */
@@ -440,8 +441,8 @@ function peerMemory(status: StatusStore, protocol: Protocol) {
     },
     free: (u: UpstreamConfig, id: number) => {
       const bounds = boundsOf(u.histogram);
-      const histograms = bounds ? QUANTITIES[protocol].map((q) => histogramKey(peerKey(id), q, bounds)) : [];
-      for (const key of [peerKey(id), `${peerKey(id)}/state`, `${peerKey(id)}/codes`, ...histograms]) status.drop(zoneOf(u), key);
+      const histograms = bounds ? QUANTITIES[protocol].map((q) => histogramKey(peerKey(u, id), q, bounds)) : [];
+      for (const key of [peerKey(u, id), `${peerKey(u, id)}/state`, `${peerKey(u, id)}/codes`, ...histograms]) status.drop(zoneOf(u), key);
     },
     busy: (u: UpstreamConfig, id: number) => peerStorage(status, protocol, u, id).cells.load(PeerCell.conns) > 0,
   };
@@ -504,7 +505,7 @@ function cachedStorage(status: StatusStore, protocol: Protocol, u: UpstreamConfi
   if (!s) {
     // The upstream's own block before the peers' histograms: a zone short of room goes
     // without histograms, never without a block of the spec.
-    const block = status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size);
+    const block = upstreamBlock(status, u);
     s = {
       peers: set.peers.map((p) => peerStorage(status, protocol, u, p.id)),
       block,
@@ -525,7 +526,7 @@ export function peer(status: StatusStore, protocol: Protocol, upstream: string, 
 
 export function upstream(status: StatusStore, protocol: Protocol, name: string): Upstream {
   const u = find(status, protocol, name);
-  return new Upstream(status.gauges(zoneOf(u), UPSTREAM_KEY, upstreamLayout.size));
+  return new Upstream(upstreamBlock(status, u));
 }
 
 // An upstream's node, kept with its peer set and its catalog entry (a change of peers or

@@ -15,7 +15,7 @@ import https from 'node:https';
 import net, { isIPv6 } from 'node:net';
 import tls from 'node:tls';
 import type { UpstreamConfig } from '../../metrics/catalog.js';
-import { parsePeerAddress, isPeerAddressError } from '../../metrics/catalog.js';
+import { parsePeerAddress, isPeerAddressError, peerAddress, peerName } from '../../metrics/catalog.js';
 import { peerSet, type PeerEntry } from '../../metrics/peers.js';
 import type { StatusStore } from '../../metrics/store.js';
 import { PeerCell, PeerState, peerHandles, type PeerHandles, type Protocol } from '../../metrics/upstreams.js';
@@ -132,7 +132,7 @@ export class Prober {
       const state = handles.cells.load(PeerCell.state);
       if (probe.mode === 'onfail' && state === PeerState.up) continue;
       if (probe.mode === 'idle' && state === PeerState.up && now - handles.metrics.lastSelected() < probe.interval) continue;
-      const address = parsePeerAddress(p.name ?? p.server);
+      const address = parsePeerAddress(peerAddress(p));
       if (isPeerAddressError(address)) continue;
       tally.busy = true;
       const t = tally;
@@ -168,7 +168,7 @@ export class Prober {
     }
     const verdicts = u.probes.map((x) => this.tallies.get(`${u.name}\0${p.id}\0${x.name}`)?.healthy);
     const state = cells.load(PeerCell.state);
-    const name = p.name ?? p.server;
+    const name = peerName(p);
     if (verdicts.includes(false)) {
       if (state !== PeerState.unhealthy) {
         cells.store(PeerCell.state, PeerState.unhealthy);

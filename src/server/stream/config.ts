@@ -407,8 +407,9 @@ function upstreamConfig(u: UpstreamLevel, stream: StreamLevel, probes: readonly 
  * The stream block merged into its servers, the upstreams `proxy_pass` names (a
  * configured one, else the implicit one of an address, as nginx makes), and the checks
  * that need the whole configuration: a listen address is one socket (no two stream
- * servers, no http server on it), and an upstream's zone is no HTTP upstream's (a zone
- * holds one upstream's peers). `httpListens` and `httpZones` are the http block's.
+ * servers, no http server on it), and an upstream's zone is no HTTP upstream's (nginx's
+ * http and stream upstream zones are of different modules). `httpListens` and
+ * `httpZones` are the http block's.
  */
 export function resolveStream(
   stream: StreamLevel,

@@ -50,8 +50,8 @@
 //   consistent hash walks the ring past peers it already rejected without counting
 //   them against its 20 tries.
 import type { AtomicCells, SeqRecord } from '../../engine/index.js';
-import { peerName, type UpstreamConfig } from '../../metrics/catalog.js';
-import { peerGeneration, peerSet, zoneOf, type PeerEntry } from '../../metrics/peers.js';
+import { peerAddress, type UpstreamConfig } from '../../metrics/catalog.js';
+import { hasPeerSet, peerGeneration, peerSet, peerSetRecord, type PeerEntry } from '../../metrics/peers.js';
 import type { Status } from '../../metrics/status.js';
 import { PeerCell, PeerState, peerHandles, repairSlot, type Peer, type Protocol } from '../../metrics/upstreams.js';
 import type { BalancingMethod } from '../config/model.js';
@@ -205,7 +205,7 @@ class Member {
     this.slowMs = (entry.slowStart ?? 0) * 1000;
     this.down = !!entry.down;
     this.backup = !!entry.backup;
-    const address = peerName(entry);
+    const address = peerAddress(entry);
     if (address !== this.address) {
       this.address = address;
       [this.host, this.port] = splitAddress(address);
@@ -281,8 +281,7 @@ export class Balancer {
     this.usesEw = method.kind === 'round_robin' || method.kind === 'least_conn';
     // The record peers.ts keeps the set in, held here so that the generation check is
     // one atomic load (peerGeneration() looks the record up by name each time).
-    const zone = zoneOf(upstream);
-    this.record = status.zoneNamed(zone).has('peers') ? status.record(zone, 'peers') : undefined;
+    this.record = hasPeerSet(status, upstream) ? peerSetRecord(status, upstream) : undefined;
     this.refresh();
   }
 

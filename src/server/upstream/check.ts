@@ -22,11 +22,13 @@ export function newUpstreamBlock(d: Directive, others: readonly UpstreamLevel[],
 /** Methods whose balancers pick no backup: nginx refuses `backup` with them. */
 const NO_BACKUP = new Set<BalancingMethod['kind']>(['hash', 'ip_hash', 'random']);
 
-/** A zone is the upstream's own: its peer set is one record keyed by the zone. */
+/** An upstream without `zone` has one of its own name (its peers are shared memory). */
 const zoneOf = (u: UpstreamLevel) => u.zone?.name ?? u.name;
 
-/** What nginx checks once an upstream block is read, and what zonal adds: its zone is no
- * other upstream's (of `others`, the upstreams of its block read before it). */
+/** What nginx checks once an upstream block is read: its zone's size, when it gives one,
+ * is the size any other upstream of the zone gave (`others`, the upstreams of its block
+ * read before it), as "several groups may share the same zone" and giving the size once
+ * is enough. */
 export function checkUpstreamBlock(u: UpstreamLevel, others: readonly UpstreamLevel[], c: Checker): void {
   if (!u.serverWritten) c.error(u.origin, 'no servers are inside upstream');
   // Checked at the end: nginx's order dependence (a method after a backup passes) is an accident.
@@ -37,6 +39,8 @@ export function checkUpstreamBlock(u: UpstreamLevel, others: readonly UpstreamLe
     const refused = slowStartRefused(u.method?.kind, p.slowStart / 1000);
     if (refused) c.error(p.origin, refused);
   }
-  const other = others.find((o) => zoneOf(o) === zoneOf(u));
-  if (other) c.error(u.zone?.origin ?? u.origin, `shared memory zone "${zoneOf(u)}" is already used by upstream "${other.name}"`);
+  const size = u.zone?.size;
+  const declared = size === undefined ? undefined : others.find((o) => zoneOf(o) === zoneOf(u) && o.zone?.size !== undefined)?.zone?.size;
+  if (declared !== undefined && declared !== size)
+    c.error(u.zone!.origin, `the size ${size} of shared memory zone "${zoneOf(u)}" conflicts with already declared size ${declared}`);
 }

@@ -35,14 +35,12 @@ function checkStateFile(file: string, upstream: string, d: Directive, c: Checker
     return cannot(e);
   }
   try {
-    const peers = readStateFile(file);
-    const seen = new Set<string>();
-    for (const p of peers ?? []) {
+    // The same address twice is two peers, as two such `server` lines of the
+    // configuration are (the file keeps no keys: they are given again in order).
+    for (const p of readStateFile(file) ?? []) {
       if (p.service !== undefined) continue;
       const address = parseUpstreamAddress(p.server);
       if (address.error !== undefined) throw new StateFileError(file, lineOf(file, p.server), address.error);
-      if (seen.has(address.value.address)) throw new StateFileError(file, lineOf(file, p.server), `a duplicate server ${address.value.address}`);
-      seen.add(address.value.address);
     }
   } catch (e) {
     if (e instanceof StateFileError) c.error({ file: e.file, line: e.line }, `${e.reason} in the state file of upstream "${upstream}"`);
@@ -134,8 +132,10 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       // An address needs no resolver: `resolve` on one changes nothing.
       if (!named) delete peer.resolve;
       if (peer.service !== undefined && !peer.resolve) return c.error(d.origin, `"service" parameter requires "resolve" and a name in upstream "${upstream.name}"`);
-      // The API keys peers by address: two servers of one address would be one peer.
-      if (upstream.servers.some((s) => s.address === peer.address && s.service === peer.service))
+      // Two servers of one address are two peers, as in nginx (the second keyed
+      // `<address>~2`, metrics/peers.ts keyPeers). A name's resolver makes one peer per
+      // address it finds, keyed by the address: the same name twice would make none.
+      if (named && upstream.servers.some((s) => s.resolve && s.address === peer.address && s.service === peer.service))
         return c.error(d.origin, `a duplicate server ${peer.service ? `${peer.service}@` : ''}${peer.address} in upstream "${upstream.name}"`);
       upstream.servers.push(peer);
     },
