@@ -56,47 +56,27 @@ export function runZonal(args: string[], ms = 20_000): Promise<{ code: number | 
   });
 }
 
-export class Zonal {
-  /** Everything the primary wrote on stderr so far. */
+/** A server process a test started: what it printed (stdout and stderr, where piped) in
+ * `log`, bounded waits on it, its workers, and a stop that removes its folder. */
+export class Watched {
   log = '';
-  private waiters: Array<() => void> = [];
   exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private waiters: Array<() => void> = [];
 
-  private constructor(
+  constructor(
     readonly dir: string,
-    readonly file: string,
     readonly child: ChildProcess,
   ) {
-    child.stderr!.on('data', (d) => {
+    const add = (d: Buffer) => {
       this.log += d;
       this.wake();
-    });
-    child.stdout!.on('data', (d) => {
-      this.log += d;
-      this.wake();
-    });
+    };
+    child.stdout?.on('data', add);
+    child.stderr?.on('data', add);
     child.on('exit', (code, signal) => {
       this.exited = { code, signal };
       this.wake();
     });
-  }
-
-  /** Writes `files` (name -> text; `zonal.conf` is the main one) and starts the server;
-   * resolves once its workers listen. */
-  static async start(files: Record<string, string>, ms = 20_000): Promise<Zonal> {
-    const dir = mkdtempSync(join(tmpdir(), 'zonal-server-'));
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
-    const file = join(dir, 'zonal.conf');
-    const child = spawn(process.execPath, [BIN, '-c', file], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv() });
-    const z = new Zonal(dir, file, child);
-    try {
-      await z.waitLog(/\[notice\] started \d+ worker/, ms);
-    } catch (e) {
-      child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-      throw e;
-    }
-    return z;
   }
 
   private wake(): void {
@@ -120,7 +100,7 @@ export class Zonal {
     });
   }
 
-  waitExit(ms = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  waitExit(ms = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`zonal did not exit within ${ms} ms:\n${this.log}`)), ms);
       const check = () => {
@@ -133,17 +113,8 @@ export class Zonal {
     });
   }
 
-  /** SIGHUP, resolved with whether the reload happened (by the primary's log). */
-  async reload(text?: string, ms = 20_000): Promise<boolean> {
-    if (text !== undefined) writeFileSync(this.file, text);
-    const from = this.log.length;
-    this.child.kill('SIGHUP');
-    await this.waitLog(/reloaded: generation|reload refused|reload failed/, ms, from);
-    return /reloaded: generation/.test(this.log.slice(from));
-  }
-
-  /** The primary's worker processes now (its children, from /proc). */
-  workers(): number[] {
+  /** The worker processes of `pid` (the primary by default) now: its children, from /proc. */
+  workers(pid = this.child.pid): number[] {
     const out: number[] = [];
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
@@ -151,7 +122,7 @@ export class Zonal {
         const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
         // pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
         const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        if (ppid === this.child.pid) out.push(Number(name));
+        if (ppid === pid) out.push(Number(name));
       } catch {
         // gone meanwhile
       }
@@ -159,7 +130,7 @@ export class Zonal {
     return out.sort((a, b) => a - b);
   }
 
-  /** SIGTERM and wait; SIGKILL if it does not stop. Removes the directory. */
+  /** SIGTERM and wait; SIGKILL if it does not stop. Removes the folder. */
   async stop(): Promise<void> {
     if (!this.exited) {
       this.child.kill('SIGTERM');
@@ -171,6 +142,43 @@ export class Zonal {
       }
     }
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export class Zonal extends Watched {
+  private constructor(
+    dir: string,
+    readonly file: string,
+    child: ChildProcess,
+  ) {
+    super(dir, child);
+  }
+
+  /** Writes `files` (name -> text; `zonal.conf` is the main one) and starts the server;
+   * resolves once its workers listen. */
+  static async start(files: Record<string, string>, ms = 20_000): Promise<Zonal> {
+    const dir = mkdtempSync(join(tmpdir(), 'zonal-server-'));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    const file = join(dir, 'zonal.conf');
+    const child = spawn(process.execPath, [BIN, '-c', file], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv() });
+    const z = new Zonal(dir, file, child);
+    try {
+      await z.waitLog(/\[notice\] started \d+ worker/, ms);
+    } catch (e) {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+    return z;
+  }
+
+  /** SIGHUP, resolved with whether the reload happened (by the primary's log). */
+  async reload(text?: string, ms = 20_000): Promise<boolean> {
+    if (text !== undefined) writeFileSync(this.file, text);
+    const from = this.log.length;
+    this.child.kill('SIGHUP');
+    await this.waitLog(/reloaded: generation|reload refused|reload failed/, ms, from);
+    return /reloaded: generation/.test(this.log.slice(from));
   }
 }
 

@@ -44,7 +44,7 @@ http {
     },
     harness,
   );
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const held = [await keptAlive(port), await keptAlive(port)];
   t.equal(await refusedOrAnswered(port), '', 'closed without an answer');
   await z.waitLog(/\[alert\] 2 worker_connections are not enough/);
@@ -75,7 +75,7 @@ stream { server { listen 127.0.0.1:${tcp}; proxy_pass 127.0.0.1:${backendPort}; 
     },
     harness,
   );
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const echoing = (): Promise<Socket> =>
     new Promise((resolve, reject) => {
       const s = connect(tcp, '127.0.0.1', () => s.write('x'));
@@ -105,7 +105,7 @@ t.test('env: the workers keep TZ and what env names, nothing else', async (t) =>
     'zonal.pid',
     { KEPT: 'kept', DROPPED: 'dropped', TZ: 'UTC' },
   );
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const [worker] = z.workers();
   const env = new Map(
     readFileSync(`/proc/${worker}/environ`, 'utf8')
@@ -123,7 +123,7 @@ t.test('env: the workers keep TZ and what env names, nothing else', async (t) =>
 t.test('daemon on: the command returns once the server runs; -s stop ends it', async (t) => {
   const [port] = await freePorts(1);
   const z = Run.spawn({ 'nginx.conf': `daemon on;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "daemon\\n"; } } }\n` }, harness);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   t.same(await z.waitExit(), { code: 0, signal: null }, 'the command exits 0 once the server has started');
   const pid = Number(readFileSync(join(z.dir, 'zonal.pid'), 'utf8'));
   t.not(pid, z.pid, 'the server is another process');
@@ -141,7 +141,7 @@ t.test('worker_rlimit_nofile: said at the start that Node cannot apply it', asyn
     ...harness(dir).slice(0, -1),
     `pid ${dir}/zonal.pid; error_log ${dir}/error.log debug;`,
   ]);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const errorLog = () => readFileSync(join(z.dir, 'error.log'), 'utf8');
   const said = /\[warn\] \d+#\d+: "worker_rlimit_nofile 77" cannot be applied: Node has no setrlimit\(\)/;
   t.ok(await eventually(async () => said.test(errorLog()), 20_000), `error.log says so:\n${errorLog()}`);
@@ -151,7 +151,7 @@ t.test('start time: a one-server configuration answers well within a generous bo
   const [port] = await freePorts(1);
   const began = Date.now();
   const z = Run.spawn({ 'nginx.conf': `daemon off;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } } }\n` }, harness);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const up = await eventually(async () => (await getJson(`http://127.0.0.1:${port}/`).catch(() => ({ status: 0 }))).status === 200, 20_000);
   t.ok(up, `answered after ${Date.now() - began} ms (the 0.5 s goal is measured by bench side, not asserted on this shared machine)`);
 });
@@ -160,7 +160,7 @@ t.test("-p: nginx's default access_log logs/access.log combined under the prefix
   const [withLogs, without] = await freePorts(2);
   const conf = (port: number) => `daemon off;\nevents { }\nhttp { server { listen 127.0.0.1:${port}; location / { return 200 "ok\\n"; } } }\n`;
   const z = await Run.start({ 'nginx.conf': conf(withLogs), 'logs/.keep': '' }, harness);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   t.equal((await getJson(`http://127.0.0.1:${withLogs}/a?b=1`)).status, 200);
   const accessLog = join(z.dir, 'logs', 'access.log');
   const line = /^127\.0\.0\.1 - - \[[^\]]+\] "GET \/a\?b=1 HTTP\/1\.1" 200 3 "-" "[^"]*"\n$/;
@@ -168,7 +168,7 @@ t.test("-p: nginx's default access_log logs/access.log combined under the prefix
 
   // No logs/ folder: nothing to write to, and the server runs (nginx would refuse to start).
   const bare = await Run.start({ 'nginx.conf': conf(without) }, harness);
-  t.teardown(() => bare.close());
+  t.teardown(() => bare.stop());
   t.equal((await getJson(`http://127.0.0.1:${without}/`)).status, 200);
   t.notOk(existsSync(join(bare.dir, 'logs')), 'no folder made');
 });

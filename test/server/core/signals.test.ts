@@ -79,7 +79,7 @@ t.test('QUIT: the listeners close, the request in flight finishes, exit 0, zones
   const backend = await holdingBackend(t);
   const [port] = await freePorts(1);
   const z = await Run.start({ 'nginx.conf': conf(port, backend.port) }, harness);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   t.equal(readFileSync(join(z.dir, 'zonal.pid'), 'utf8'), `${z.pid}\n`, 'the pid file names the primary');
   t.same(await get(port), { status: 200, body: 'up\n' }, 'it answers once the pid file is there');
   t.ok(z.zoneFiles().length > 0, 'zone files in /dev/shm while it runs');
@@ -104,7 +104,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const)
     const backend = await holdingBackend(t);
     const [port] = await freePorts(1);
     const z = await Run.start({ 'nginx.conf': conf(port, backend.port) }, harness);
-    t.teardown(() => z.close());
+    t.teardown(() => z.stop());
     const slow = get(port, '/slow');
     await backend.arrival();
     z.child.kill(signal);
@@ -118,10 +118,10 @@ t.test('-s quit and -s reload through the pid file; USR1 reaches the log hook; H
   const backend = await holdingBackend(t);
   const [port] = await freePorts(1);
   const z = await Run.start({ 'nginx.conf': conf(port, backend.port) }, harness);
-  t.teardown(() => z.close());
+  t.teardown(() => z.stop());
   const control = async (signal: string) => {
     const c = Run.spawn({}, () => [...harness(z.dir), '-s', signal]);
-    t.teardown(() => c.close());
+    t.teardown(() => c.stop());
     return c.waitExit();
   };
 

@@ -231,7 +231,7 @@ t.test('error_log: nginx\'s line format, filtered by each log\'s level, a locati
   t.ok(main.some((l) => /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[notice\] \d+#0: started 2 workers from /.test(l)), 'the primary\'s notice in the main log at info');
   t.notOk(main.some((l) => l.includes('limiting')), "a location's error_log replaces the main one for its requests");
   t.same(lines('crit.log'), [], 'nothing at crit or above');
-  t.notOk(/\[alert\]/.test(zonal.err + main.join('\n')), 'no [alert] in normal operation');
+  t.notOk(/\[alert\]/.test(zonal.log + main.join('\n')), 'no [alert] in normal operation');
 });
 
 t.test('USR1 reopens the log files: logrotate moves them, new lines go to new files', async (t) => {
@@ -240,9 +240,9 @@ t.test('USR1 reopens the log files: logrotate moves them, new lines go to new fi
   await eventually(async () => lines('access.log').some((l) => l.includes('/before-rotation')), 5000);
   renameSync(file('access.log'), file('access.log.1'));
   renameSync(file('error.log'), file('error.log.1'));
-  const from = zonal.err.length;
+  const from = zonal.log.length;
   zonal.child.kill('SIGUSR1');
-  await zonal.wait(/\[notice\] \d+#0: signal 10 \(SIGUSR1\) received, reopening logs/, 5000, from);
+  await zonal.waitLog(/\[notice\] \d+#0: signal 10 \(SIGUSR1\) received, reopening logs/, 5000, from);
   // The workers reopen on the primary's message: a request may still reach the old file
   // until they have; each try is a new marker.
   let marker = '';
