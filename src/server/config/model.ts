@@ -82,9 +82,7 @@ export interface ProxyConfig {
    * the outer list); values may hold variables. An empty value removes the header.
    * The list the runtime applies: nginx's `Host: $proxy_host` and `Connection: close`
    * first, each replaced in place by a configured header of its name (caseless), then
-   * the other configured headers. Variables (checked): host, remote_addr, scheme,
-   * request_uri, uri, args, server_port, proxy_host, proxy_add_x_forwarded_for,
-   * http_<name>, arg_<name>, cookie_<name>. */
+   * the other configured headers. Any http variable (config/variables.ts). */
   readonly setHeaders: ReadonlyArray<{ readonly name: string; readonly value: string }>;
   /** Milliseconds (defaults: 60 s each, as nginx). */
   readonly connectTimeout: number;

@@ -386,7 +386,7 @@ export class HttpPlane {
     const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
+      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, { req, res, uri, ...(captures ? { captures } : {}) });
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }

@@ -17,7 +17,8 @@ import { Readable } from 'node:stream';
 import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRuntime } from './upstream.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
@@ -76,13 +77,13 @@ const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-acce
 const UNSAFE_VALUE = /[\r\n\0]/;
 
 export class Proxy {
-  private readonly setHeaders: Array<{ name: string; value: (c: VariableContext) => string }>;
+  private readonly setHeaders: Array<{ name: string; value: (c: HttpContext) => string }>;
   /** The request headers that do not go to the peer as they came: hop-by-hop ones and
    * those proxy_set_header replaces. */
   private readonly dropped: HeaderNames;
   private readonly prefix?: string;
   /** A URI part with variables. */
-  private readonly uriValue?: (c: VariableContext) => string;
+  private readonly uriValue?: (c: HttpContext) => string;
   readonly next: ReadonlySet<NextUpstreamCondition>;
   /** proxy_read_timeout of this location's requests. */
   readonly readDeadlines: Deadlines;
@@ -95,7 +96,7 @@ export class Proxy {
    * proxy_pass_header). */
   readonly hidden: HeaderNames;
   /** proxy_redirect's rewrites of Location and Refresh. */
-  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: VariableContext) => string }>;
+  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: HttpContext) => string }>;
 
   constructor(
     readonly config: ProxyConfig,
@@ -151,7 +152,7 @@ export class Proxy {
   }
 
   /** The peer's request target. */
-  target(c: VariableContext): string {
+  target(c: HttpContext): string {
     const { req, uri } = c;
     const url = req.url ?? '/';
     if (this.config.uri === undefined) return url;
@@ -165,7 +166,7 @@ export class Proxy {
   /** The peer's request headers: name, value, name, value; undefined when a configured
    * header's value cannot be sent. Read from the raw headers: `req.headers` would build
    * the headers object. */
-  headers(ctx: VariableContext): string[] | undefined {
+  headers(ctx: HttpContext): string[] | undefined {
     const raw = ctx.req.rawHeaders;
     const out: string[] = [];
     const listed = connectionListed(raw);
@@ -184,7 +185,7 @@ export class Proxy {
 }
 
 /** A Location or Refresh value rewritten by the first proxy_redirect that matches. */
-function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+function redirected(proxy: Proxy, value: string, ctx: HttpContext): string {
   for (const r of proxy.redirects) {
     if (typeof r.from === 'string') {
       if (value.startsWith(r.from)) return r.to(ctx) + value.slice(r.from.length);
@@ -193,7 +194,7 @@ function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
     const m = r.from.exec(value);
     if (!m) continue;
     // The regex's captures are the replacement's $1..$9.
-    const withCaptures: VariableContext = Object.create(ctx, { captures: { value: m.slice(1) } });
+    const withCaptures: HttpContext = Object.create(ctx, { captures: { value: m.slice(1) } });
     return value.slice(0, m.index) + r.to(withCaptures) + value.slice(m.index + m[0].length);
   }
   return value;
@@ -215,7 +216,7 @@ function connectionListed(raw: readonly string[]): Set<string> | undefined {
 }
 
 /** The Refresh header's URL (`5; url=http://...`) rewritten as a Location. */
-function refreshRedirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+function refreshRedirected(proxy: Proxy, value: string, ctx: HttpContext): string {
   const m = /url=/i.exec(value);
   if (!m) return value;
   const at = m.index + m[0].length;
@@ -265,7 +266,9 @@ function responseClosed(this: Proxied): void {
 }
 
 /** One request's way through the proxy: its attempts, and the handler of the current one. */
-class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
+class Exchange implements ExchangeHandler, Expiring, AfterIo {
+  /** What the request's values read (proxy_set_header, proxy_redirect, add_header). */
+  private readonly context: HttpContext;
   private chosen: Chosen | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
@@ -319,21 +322,23 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     private readonly tap?: ProxyTap,
   ) {
     this.hasBody = hasBody(req.rawHeaders);
-    this.path = proxy.target(this);
-    const head = proxy.headers(this);
+    this.context = {
+      req,
+      res,
+      uri,
+      ...(captures ? { captures } : {}),
+      get proxyHost() {
+        return proxy.upstream.proxyHost;
+      },
+      get upstreamCacheStatus() {
+        return tap?.cacheStatus ?? '';
+      },
+    };
+    this.path = proxy.target(this.context);
+    const head = proxy.headers(this.context);
     this.head = head && tap ? tap.requestHeaders(head) : head;
     (res as Proxied)[EXCHANGE] = this;
     res.on('close', responseClosed);
-  }
-
-  /** `$proxy_host`. */
-  get proxyHost(): string {
-    return this.proxy.upstream.proxyHost;
-  }
-
-  /** `$upstream_cache_status`. */
-  get upstreamCacheStatus(): string {
-    return this.tap?.cacheStatus ?? '';
   }
 
   start(): void {
@@ -462,8 +467,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.received += name.length + value.length + 4;
       if (HOP.has(name)) continue;
       if (!hides && hidden.has(name)) hides = true;
-      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this);
-      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this);
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this.context);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this.context);
       headers[kept++] = name;
       headers[kept++] = value;
     }
@@ -482,7 +487,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       return true;
     }
     if (hides) dropHidden(headers, hidden);
-    this.proxy.addHeaders?.addTo(headers, statusCode, this);
+    this.proxy.addHeaders?.addTo(headers, statusCode, this.context);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
     return true;

@@ -16,7 +16,8 @@ import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
@@ -41,7 +42,7 @@ export class Site {
   readonly config: VirtualServerConfig;
   readonly zone?: HttpZone;
   /** With `status_zone <key> zone=...` in the server: its requests' zone (see Place). */
-  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
+  readonly zoneOf?: (c: HttpContext) => HttpZone | undefined;
   /** Where a TLS handshake counts when the zone is a request's (zoneOf): the first
    * request's zone, or the group's own for a connection that sends none. */
   readonly groupZone?: HttpZone;
@@ -75,7 +76,7 @@ export class Site {
       // Its zones have the group's histogram: timed when the group's own zone is.
       if (group.recorder(name)?.timed) this.timed = true;
       const value = compileValue(key.key);
-      return (c: VariableContext) => group.recorder(value(c));
+      return (c: HttpContext) => group.recorder(value(c));
     };
     const zoneOf = (kind: 'server' | 'location', block: { readonly statusZone?: string; readonly statusZoneKey?: StatusZoneKey }) => {
       const chooser = keyed(kind, block.statusZone, block.statusZoneKey);

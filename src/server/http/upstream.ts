@@ -9,7 +9,7 @@ import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
 import { PeerPool } from './peer-pool.js';
 import type { TlsProfile } from './proxy-ssl.js';
 import { UpstreamQueue } from './upstream-queue.js';
-import { compileValue } from './variables.js';
+import { compileValue } from '../config/variables.js';
 
 export class UpstreamRuntime {
   readonly queue?: UpstreamQueue;
