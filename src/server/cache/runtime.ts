@@ -366,7 +366,7 @@ class CachedRequest implements ProxyTap {
       uri,
       ...(captures ? { captures } : {}),
       get proxyHost() {
-        return location.proxyTo.upstream.proxyHost;
+        return location.proxyTo.upstream?.proxyHost;
       },
       get upstreamCacheStatus() {
         return request.cacheStatus;

@@ -75,6 +75,10 @@ export interface ProxyConfig {
   /** The upstream's name: a configured `upstream`, or, for `proxy_pass http://<address>`,
    * an implicit one of that address (as nginx makes), named `<host>:<port>`. */
   readonly upstream: string;
+  /** `proxy_pass` with variables in its scheme or host: the whole URL, evaluated for
+   * each request; the host names an upstream when one has its name, else it is an
+   * address. `upstream` is then empty. */
+  readonly url?: string;
   /** The URI part of `proxy_pass` (`http://u/api/` -> `/api/`); absent: the request's
    * URI is passed as it came. */
   readonly uri?: string;

@@ -132,16 +132,24 @@ export const defaultPeer = (server: string, address: UpstreamAddress, origin: Or
 
 /** `proxy_pass http[s]://<host>[:<port>][<uri>]`: the host part (an upstream's name or an
  * address), the URI part as written, and whether the peers speak TLS. */
-export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean }> {
+export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean; url?: string }> {
   const scheme = /^(https?):\/\//i.exec(arg);
+  // Variables in the scheme or the host make the peer a request's choice: the whole URL
+  // is evaluated for each request (ngx_http_proxy_module's "specified using variables").
+  if (!scheme && arg.startsWith('$')) {
+    const error = checkVariables(arg, knownHttpVariable);
+    return error ? fail(error) : ok({ target: '', ssl: true, url: arg });
+  }
   if (!scheme) return fail(`invalid URL prefix in "${arg}"`);
   const ssl = scheme[1].toLowerCase() === 'https';
   const rest = arg.slice(scheme[0].length);
   const slash = rest.indexOf('/');
   const target = slash < 0 ? rest : rest.slice(0, slash);
-  // Variables in the host would make the upstream a request's choice, which zonal does
-  // not resolve; in the URI they make the whole URI sent (captures of an `if`, say).
-  if (target.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
+  if (target.includes('$')) {
+    const error = checkVariables(arg, knownHttpVariable);
+    return error ? fail(error) : ok({ target: '', ssl, url: arg });
+  }
+  // Variables in the URI make the whole URI sent (captures of an `if`, say).
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
   if (target.startsWith('unix:')) return fail(`a unix domain socket in "proxy_pass" is not supported: name it in an upstream ("server unix:<path>;")`);
   if (slash < 0) return ok({ target, ssl });

@@ -24,10 +24,11 @@ import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
-import type { HttpContext } from './variables.js';
+import { SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
+  readonly serverName: string;
   route(uri: string): Route;
   named(name: string): Place | undefined;
 }
@@ -36,7 +37,6 @@ export interface Router {
  * it, a loop is a 500. */
 const MAX_REDIRECTS = 10;
 
-const SITE = Symbol('zonal.site');
 const STATE = Symbol('zonal.content');
 
 /** A request's content state, made at its first internal redirect or error page. */
@@ -294,7 +294,7 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
 /** Checks access at the new place, then answers there. */
 function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   if (place.ifs) {
-    const c = { req, uri, ...(captures ? { captures } : {}) };
+    const c = { req, res, uri, ...(captures ? { captures } : {}) };
     place = runIfs(place, c);
     captures = c.captures;
   }

@@ -326,7 +326,7 @@ export class HttpPlane {
       return;
     }
     // The server's `if` blocks may answer before any location is searched.
-    const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
+    const answered = site.place.ifs ? this.serverIfs(site.place, req, res, uri) : undefined;
     const routed: Route = answered ?? site.route(uri);
     const core = routed.place.core ?? site.place.core ?? listen.core;
     keepAlive(req, res, conn, core, listen);
@@ -356,7 +356,7 @@ export class HttpPlane {
     let captures: readonly string[] | undefined = routed.captures;
     // The location's `if` blocks choose the settings the request goes on with.
     if (place.ifs && !answered) {
-      const c: ConditionContext = { req, uri, ...(captures ? { captures } : {}) };
+      const c: ConditionContext = { req, res, uri, ...(captures ? { captures } : {}) };
       place = runIfs(place, c);
       captures = c.captures;
     }
@@ -393,8 +393,8 @@ export class HttpPlane {
   }
 
   /** The place of the server's `if` block (or `return`) that answers, if one does. */
-  private serverIfs(server: Place, req: IncomingMessage, uri: string): { place: Place; captures?: readonly string[] } | undefined {
-    const c: ConditionContext = { req, uri };
+  private serverIfs(server: Place, req: IncomingMessage, res: ServerResponse, uri: string): { place: Place; captures?: readonly string[] } | undefined {
+    const c: ConditionContext = { req, res, uri };
     const place = runIfs(server, c);
     return place.return ? { place, ...(c.captures ? { captures: c.captures } : {}) } : undefined;
   }

@@ -80,6 +80,12 @@ export function binaryRemoteAddress(req: IncomingMessage): Buffer {
   return (socket[BINARY_REMOTE_ADDR] ??= binaryAddress(clientAddress(req)));
 }
 
+/** Where a response keeps its virtual server (content.ts's enter()): `$server_name`
+ * of the phases that are not given it. */
+export const SERVER = Symbol('zonal.site');
+type Served = ServerResponse & { [SERVER]?: { readonly serverName: string } };
+export const serverNameOf = (res: ServerResponse | undefined): string | undefined => (res as Served | undefined)?.[SERVER]?.serverName;
+
 const START = Symbol('zonal.requestStart');
 type Started = ServerResponse & { [START]?: number };
 

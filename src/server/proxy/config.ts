@@ -124,7 +124,8 @@ export function proxyOptions(
   // `http://u/` becomes `/`). With variables in the URI, or a regex location, there is
   // no such prefix: nginx then makes no default rewrite.
   const byDefault = (): ProxyRedirect[] => {
-    if (pass.uri === undefined) return [{ from: `${pass.url}/`, to: '/' }];
+    // Nor with variables in the host (a URL with variables has no URI part of its own).
+    if (pass.uri === undefined) return pass.url.includes('$') ? [] : [{ from: `${pass.url}/`, to: '/' }];
     return !pass.uri.includes('$') && !pass.regex ? [{ from: pass.url, to: location }] : [];
   };
   const redirects = redirect.kind === 'off' ? [] : redirect.list.flatMap((r) => (r === 'default' ? byDefault() : [r]));

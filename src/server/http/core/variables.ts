@@ -8,7 +8,7 @@ import type { VariableTable } from '../../../api/variables.js';
 import { unmapped } from '../../../api/variables.js';
 import { connectionNumber, requestsOf } from '../../core/connection.js';
 import { clock, msec, seconds } from '../../core/time.js';
-import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, startOf, type HttpContext } from '../variables.js';
+import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, serverNameOf, startOf, type HttpContext } from '../variables.js';
 
 /** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
  * naming it twice, or two logs of one request, show one id). */
@@ -98,9 +98,9 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     remote_port: (c) => String(c.req.socket.remotePort ?? ''),
     server_addr: (c) => unmapped(c.req.socket.localAddress ?? ''),
     server_port: (c) => String(c.req.socket.localPort ?? ''),
-    server_name: (c) => c.serverName ?? '',
+    server_name: (c) => c.serverName ?? serverNameOf(c.res) ?? '',
     server_protocol: (c) => `HTTP/${c.req.httpVersion}`,
-    host: (c) => hostOf(c.req) || c.serverName,
+    host: (c) => hostOf(c.req) || (c.serverName ?? serverNameOf(c.res)),
     hostname: () => HOSTNAME,
     pid: () => String(process.pid),
     scheme: (c) => (encrypted(c) ? 'https' : 'http'),
