@@ -72,7 +72,7 @@ http {
         ssl_certificate_key site.key;
         location / {
             add_header X-Protocol $ssl_protocol;
-            return 200 "$ssl_protocol|$ssl_cipher|$ssl_server_name|$ssl_session_reused|$https|$scheme\\n";
+            return 200 "$ssl_protocol|$ssl_cipher|$ssl_server_name|$ssl_session_reused|$https|$scheme|$ssl_session_id|$ssl_client_verify\\n";
         }
     }
 }
@@ -176,7 +176,7 @@ t.test('ssl variables over a real TLS connection', async (t) => {
     req.end();
   });
   t.equal(r.status, 200);
-  const [protocol, cipher, name, reused, https, scheme] = r.body.trim().split('|');
+  const [protocol, cipher, name, reused, https, scheme, id, verify] = r.body.trim().split('|');
   t.match(protocol, /^TLSv1\.[23]$/);
   t.equal(r.headers['x-protocol'], protocol);
   t.match(cipher, /^[A-Z0-9_-]+$/, `$ssl_cipher ${cipher}`);
@@ -184,6 +184,8 @@ t.test('ssl variables over a real TLS connection', async (t) => {
   t.equal(reused, '.', 'a new session');
   t.equal(https, 'on');
   t.equal(scheme, 'https');
+  t.match(id, protocol === 'TLSv1.3' ? /^[0-9a-f]{64}$/ : /^(?:[0-9a-f]{64})?$/, `$ssl_session_id ${id}: OpenSSL's id of the session, in hex`);
+  t.equal(verify, 'NONE', 'no client certificate is asked for');
 });
 
 t.test('-t: an unknown variable is refused in nginx\'s words, known ones anywhere', async (t) => {

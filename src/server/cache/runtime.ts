@@ -12,7 +12,7 @@ import { cache as cacheRecorder, type Cache, type CacheStatus } from '../../metr
 import type { StatusStore } from '../../metrics/store.js';
 import type { ProxyTap, TappedProxy } from '../http/proxy-tap.js';
 import { compileValue } from '../config/variables.js';
-import type { HttpContext } from '../http/variables.js';
+import { requestContext, type HttpContext } from '../http/variables.js';
 import type { CacheUse, CacheZone, StaleCondition } from './config.js';
 import { encode, fileOf, md5, readCached, TEMP_DIR, type CachedFile, type CachedHead } from './files.js';
 import { headerOf, sameVariant, validFor, validUntil, varyOf } from './policy.js';
@@ -359,19 +359,10 @@ class CachedRequest implements ProxyTap {
     /** `$1`..`$9` of an `if` condition, for the key and the peer's URI. */
     readonly captures: readonly string[] | undefined,
   ) {
-    const request = this;
-    this.context = {
-      req,
-      res,
-      uri,
-      ...(captures ? { captures } : {}),
-      get proxyHost() {
-        return location.proxyTo.upstream?.proxyHost;
-      },
-      get upstreamCacheStatus() {
-        return request.cacheStatus;
-      },
-    };
+    this.context = requestContext(req, res, uri, captures, {
+      proxyHost: { get: () => location.proxyTo.upstream?.proxyHost },
+      upstreamCacheStatus: { get: () => this.cacheStatus },
+    });
   }
 
   private get runtime(): CacheRuntime {

@@ -24,7 +24,7 @@ import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
-import { SERVER as SITE, type HttpContext } from './variables.js';
+import { requestContext, SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
@@ -155,7 +155,7 @@ export function paceResponse(res: ServerResponse, rate: number, after: number): 
   } as ServerResponse['end'];
 }
 
-const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => (captures ? { req, res, uri, captures } : { req, res, uri });
+const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
 
 /** Answers the request at its place. `captures`: its `$1`..`$9`. A `return` with no
  * add_header, server_tokens or variables allocates nothing here. */

@@ -19,7 +19,7 @@ import { parseUpstreamAddress } from '../config/values.js';
 import { errorLogOf, type ErrorLog } from '../log/error-log.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
 import { compileValue } from '../config/variables.js';
-import type { HttpContext } from './variables.js';
+import { requestContext, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
@@ -406,22 +406,11 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     private readonly tap?: ProxyTap,
   ) {
     this.hasBody = hasBody(req.rawHeaders);
-    const exchange = this;
-    this.context = {
-      req,
-      res,
-      uri,
-      ...(captures ? { captures } : {}),
-      get proxyHost() {
-        return exchange.proxyHost;
-      },
-      get proxyPort() {
-        return exchange.upstream && portOf(exchange.proxyHost, exchange.tls !== undefined);
-      },
-      get upstreamCacheStatus() {
-        return tap?.cacheStatus ?? '';
-      },
-    };
+    this.context = requestContext(req, res, uri, captures, {
+      proxyHost: { get: () => this.proxyHost },
+      proxyPort: { get: () => this.upstream && portOf(this.proxyHost, this.tls !== undefined) },
+      upstreamCacheStatus: { get: () => tap?.cacheStatus ?? '' },
+    });
     const reached = proxy.reach(this.context);
     if (typeof reached === 'number') {
       this.unreached = reached;

@@ -39,6 +39,13 @@ export interface HttpContext {
   readonly upstream?: readonly UpstreamAttempt[];
 }
 
+/** The context of a request at its place: what a phase adds it defines on it (getters
+ * of what the phase decides as it goes). */
+export function requestContext(req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined, more?: PropertyDescriptorMap): HttpContext {
+  const c: HttpContext = captures ? { req, res, uri, captures } : { req, res, uri };
+  return more ? Object.defineProperties(c, more) : c;
+}
+
 /** `$remote_addr`. */
 export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => unmapped(req.socket?.remoteAddress ?? '');
 
