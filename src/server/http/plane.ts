@@ -33,6 +33,7 @@ import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
+import { requestContext } from './variables.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -386,7 +387,7 @@ export class HttpPlane {
     const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, { req, res, uri, ...(captures ? { captures } : {}) });
+      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, requestContext(req, res, uri, captures));
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
