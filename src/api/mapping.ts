@@ -11,7 +11,7 @@
 // 4./5. Each mount exposes its own subtree; nothing a request sends can reach above it:
 //    the URI is percent-decoded once, and `..` segments, encoded or not, are refused.
 import type { ApiMount } from './types.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { hostOfHeader, Variables } from './variables.js';
 
 export interface Mapped {
   readonly mount: ApiMount;
@@ -91,13 +91,32 @@ function subtreeOf(api: string): string {
   return fixed.slice(0, fixed.lastIndexOf('/') + 1) || '/';
 }
 
-// Each mount's path compiled once, by the evaluator the server's variables use too.
-const compiled = new Map<string, (c: VariableContext) => string>();
+/** What an `api` path's variables read. */
+interface MappingContext {
+  readonly vars: RequestVars;
+  readonly uri: string;
+  readonly captures: readonly string[];
+}
+
+/** The variables an `api` path may hold: the API's own, as nginx's would give them. */
+export const apiVariables = new Variables<MappingContext>([
+  {
+    names: {
+      uri: (c) => c.uri,
+      host: (c) => (c.vars.host ? hostOfHeader(c.vars.host) : ''),
+      ...Object.fromEntries(Array.from({ length: 9 }, (_, i) => [String(i + 1), (c: MappingContext) => c.captures[i]])),
+    },
+    prefixes: [['arg_', (name) => (c) => c.vars.query.get(name) ?? undefined]],
+  },
+]);
+
+// Each mount's path compiled once.
+const compiled = new Map<string, (c: MappingContext) => string>();
 
 function substitute(api: string, captures: readonly string[], vars: RequestVars, uri: string): string {
   let value = compiled.get(api);
-  if (!value) compiled.set(api, (value = compileValue(api)));
-  return value({ req: { url: vars.path, headers: { host: vars.host } }, uri, captures, args: vars.query });
+  if (!value) compiled.set(api, (value = apiVariables.compile(api)));
+  return value({ vars, uri, captures });
 }
 
 /** The API element a request names, or why it names none. undefined: no mount. */

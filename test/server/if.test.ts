@@ -186,7 +186,7 @@ t.test('each error names its file and line', async (t) => {
     { name: 'two returns', lines: ['    location / {', '      if ($arg_a) {', '        return 200;', '        return 201;', '      }', '    }'], line: 8, message: /^"return" directive is duplicate$/ },
     { name: 'unknown variable in return', lines: ['    location / {', '      if ($arg_a) { return 200 $nope; }', '    }'], line: 6, message: /^unknown "nope" variable$/ },
     { name: 'unknown variable in a proxy_pass URI', lines: ['    location / {', '      if ($arg_a) { proxy_pass http://u/$nope; }', '    }'], line: 6, message: /^unknown "nope" variable$/ },
-    { name: 'a variable in the proxy_pass host', lines: ['    location / {', '      if ($arg_a) { proxy_pass http://$host; }', '    }'], line: 6, message: /^variables in "proxy_pass" are not supported$/ },
+    { name: 'an unknown variable in the proxy_pass host', lines: ['    location / {', '      if ($arg_a) { proxy_pass http://$hostx; }', '    }'], line: 6, message: /^unknown "hostx" variable$/ },
     { name: 'bad zone', lines: ['    location / {', '      if ($arg_a) { status_zone a/b; }', '    }'], line: 6, message: /^invalid zone name "a\/b" in "status_zone" directive/ },
   ];
   for (const c of cases) {

@@ -5,6 +5,8 @@
 //   auth_basic_user_file <file>;   http, server, location
 import { define, type DirectiveSpec } from '../config/spec.js';
 import { confFile } from '../config/files.js';
+import { checkVariables } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 const inheritable = ['http', 'server', 'location'] as const;
 
@@ -23,7 +25,16 @@ export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     admin: true,
     apply(d, level, c) {
-      level.authUserFile = confFile(d, c);
+      const [file] = d.args;
+      if (!file.includes('$')) {
+        level.authUserFile = confFile(d, c);
+        return;
+      }
+      // A file a request's variables name is read when a request names it; as nginx's, a
+      // value that does not begin with a variable is against the main file's directory.
+      const error = checkVariables(file, knownHttpVariable);
+      if (error) return c.error(d.origin, error);
+      level.authUserFile = file.startsWith('$') ? file : c.path(file, 'conf');
     },
   }),
 };

@@ -43,7 +43,7 @@ export class BasicAuth {
     this.userFile = config.userFile;
     this.statInterval = options.statInterval ?? 1000;
     this.now = options.now ?? (() => performance.now());
-    this.header = `Basic realm="${quoteRealm(config.realm)}"`;
+    this.header = basicChallenge(config.realm);
   }
 
   /** Whether the Authorization header names a user of the file with the right password.
@@ -125,6 +125,9 @@ export class BasicAuth {
     this.verified.set(key, true);
   }
 }
+
+/** The WWW-Authenticate value of a 401 for `realm`. */
+export const basicChallenge = (realm: string): string => `Basic realm="${quoteRealm(realm)}"`;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 

@@ -19,7 +19,8 @@ import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, InheritableLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
-import { checkVariables, isZoneName, requestVariable } from '../config/values.js';
+import { checkVariables, isZoneName } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 import type { ValidRule } from './policy.js';
 
 export type StaleCondition = 'error' | 'timeout' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_404';
@@ -122,9 +123,6 @@ const DEFAULTS = {
 
 const levelOf = (level: InheritableLevel): CacheLevel => (level.cache ??= { zones: [] });
 
-/** Cache keys and conditions may use the request's variables and $proxy_host. */
-export const cacheVariable = (name: string): boolean => name === 'proxy_host' || requestVariable(name) || /^[1-9]$/.test(name);
-
 const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
   spec as unknown as DirectiveSpec;
 const inheritable = ['http', 'server', 'location'] as const;
@@ -152,7 +150,7 @@ function time(d: Directive, arg: string, c: Checker): number | undefined {
 
 function values(d: Directive, c: Checker): string[] | undefined {
   for (const a of d.args) {
-    const e = checkVariables(a, cacheVariable);
+    const e = checkVariables(a, knownHttpVariable);
     if (e) return void c.error(d.origin, e);
   }
   return [...d.args];
@@ -249,7 +247,7 @@ export const cacheDirectives: Record<string, DirectiveSpec> = {
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const e = checkVariables(d.args[0], cacheVariable);
+      const e = checkVariables(d.args[0], knownHttpVariable);
       if (e) return c.error(d.origin, e);
       levelOf(level).key = d.args[0];
     },

@@ -11,7 +11,8 @@ import { CacheLookupState as S, type CacheEvicted, type CacheKeys } from '../../
 import { cache as cacheRecorder, type Cache, type CacheStatus } from '../../metrics/caches.js';
 import type { StatusStore } from '../../metrics/store.js';
 import type { ProxyTap, TappedProxy } from '../http/proxy-tap.js';
-import { compileValue, type VariableContext } from '../http/variables.js';
+import { compileValue } from '../config/variables.js';
+import { requestContext, type HttpContext } from '../http/variables.js';
 import type { CacheUse, CacheZone, StaleCondition } from './config.js';
 import { encode, fileOf, md5, readCached, TEMP_DIR, type CachedFile, type CachedHead } from './files.js';
 import { headerOf, sameVariant, validFor, validUntil, varyOf } from './policy.js';
@@ -262,9 +263,9 @@ function sink(): ServerResponse {
 
 /** proxy_cache in a location. */
 export class LocationCache {
-  private readonly key: (c: VariableContext) => string;
-  private readonly bypass: Array<(c: VariableContext) => string>;
-  private readonly noCache: Array<(c: VariableContext) => string>;
+  private readonly key: (c: HttpContext) => string;
+  private readonly bypass: Array<(c: HttpContext) => string>;
+  private readonly noCache: Array<(c: HttpContext) => string>;
   private readonly methods: ReadonlySet<string>;
   private readonly stale: ReadonlySet<StaleCondition>;
   readonly runtime: CacheRuntime;
@@ -295,22 +296,22 @@ export class LocationCache {
   }
 
   /** Whether any of `values` is set: not empty and not "0" (proxy_cache_bypass, proxy_no_cache). */
-  static any(values: ReadonlyArray<(c: VariableContext) => string>, c: VariableContext): boolean {
+  static any(values: ReadonlyArray<(c: HttpContext) => string>, c: HttpContext): boolean {
     return values.some((v) => {
       const s = v(c);
       return s !== '' && s !== '0';
     });
   }
 
-  keyOf(c: VariableContext): string {
+  keyOf(c: HttpContext): string {
     return this.key(c);
   }
 
-  bypassed(c: VariableContext): boolean {
+  bypassed(c: HttpContext): boolean {
     return LocationCache.any(this.bypass, c);
   }
 
-  notCached(c: VariableContext): boolean {
+  notCached(c: HttpContext): boolean {
     return LocationCache.any(this.noCache, c);
   }
 
@@ -320,7 +321,9 @@ export class LocationCache {
 }
 
 /** One request of a cached location. */
-class CachedRequest implements VariableContext, ProxyTap {
+class CachedRequest implements ProxyTap {
+  /** What the cache key, its conditions and add_header read. */
+  readonly context: HttpContext;
   cacheStatus = '';
   private status: CacheStatus = 'miss';
   private cacheKey = '';
@@ -355,14 +358,11 @@ class CachedRequest implements VariableContext, ProxyTap {
     readonly uri: string,
     /** `$1`..`$9` of an `if` condition, for the key and the peer's URI. */
     readonly captures: readonly string[] | undefined,
-  ) {}
-
-  get proxyHost(): string {
-    return this.location.proxyTo.upstream.proxyHost;
-  }
-
-  get upstreamCacheStatus(): string {
-    return this.cacheStatus;
+  ) {
+    this.context = requestContext(req, res, uri, captures, {
+      proxyHost: { get: () => location.proxyTo.upstream?.proxyHost },
+      upstreamCacheStatus: { get: () => this.cacheStatus },
+    });
   }
 
   private get runtime(): CacheRuntime {
@@ -371,12 +371,12 @@ class CachedRequest implements VariableContext, ProxyTap {
 
   start(): void {
     const use = this.location.use;
-    this.cacheKey = this.location.keyOf(this);
+    this.cacheKey = this.location.keyOf(this.context);
     const hash = this.runtime.hashes.of(this.cacheKey);
     this.md5 = hash.md5;
     this.id = hash.id;
-    this.store = !this.location.notCached(this);
-    if (this.location.bypassed(this)) {
+    this.store = !this.location.notCached(this.context);
+    if (this.location.bypassed(this.context)) {
       this.as('bypass');
       return this.fetch();
     }
@@ -506,7 +506,7 @@ class CachedRequest implements VariableContext, ProxyTap {
       if (prebuilt !== undefined && prebuilt.fits(res, now)) return prebuilt.send(res, head);
     }
     const headers = add ? [...file.head.headers] : (file.head.headers as string[]);
-    add?.addTo(headers, file.head.status, this);
+    add?.addTo(headers, file.head.status, this.context);
     res.writeHead(file.head.status, file.head.statusText, headers);
     if (reuse && bytes <= PREBUILT_BODY && reusableHeaders(headers)) {
       const prebuilt = PrebuiltAnswer.capture(res, file.body, now);

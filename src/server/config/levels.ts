@@ -75,8 +75,11 @@ export interface ProxyPass {
   /** `backend`, `127.0.0.1:8081`, `[::1]:8081`, `localhost`. */
   readonly target: string;
   readonly uri?: string;
-  /** `https://`: TLS to the peers. */
+  /** `https://`: TLS to the peers (or perhaps, with a variable scheme). */
   readonly ssl: boolean;
+  /** Variables in the scheme or the host: the whole URL, evaluated for each request
+   * (`target` is then empty). */
+  readonly url?: string;
   readonly origin: Origin;
 }
 

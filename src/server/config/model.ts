@@ -75,6 +75,10 @@ export interface ProxyConfig {
   /** The upstream's name: a configured `upstream`, or, for `proxy_pass http://<address>`,
    * an implicit one of that address (as nginx makes), named `<host>:<port>`. */
   readonly upstream: string;
+  /** `proxy_pass` with variables in its scheme or host: the whole URL, evaluated for
+   * each request; the host names an upstream when one has its name, else it is an
+   * address. `upstream` is then empty. */
+  readonly url?: string;
   /** The URI part of `proxy_pass` (`http://u/api/` -> `/api/`); absent: the request's
    * URI is passed as it came. */
   readonly uri?: string;
@@ -82,9 +86,7 @@ export interface ProxyConfig {
    * the outer list); values may hold variables. An empty value removes the header.
    * The list the runtime applies: nginx's `Host: $proxy_host` and `Connection: close`
    * first, each replaced in place by a configured header of its name (caseless), then
-   * the other configured headers. Variables (checked): host, remote_addr, scheme,
-   * request_uri, uri, args, server_port, proxy_host, proxy_add_x_forwarded_for,
-   * http_<name>, arg_<name>, cookie_<name>. */
+   * the other configured headers. Any http variable (config/variables.ts). */
   readonly setHeaders: ReadonlyArray<{ readonly name: string; readonly value: string }>;
   /** Milliseconds (defaults: 60 s each, as nginx). */
   readonly connectTimeout: number;

@@ -222,9 +222,10 @@ class Resolver {
   private readonly proxyReported = new Set<string>();
 
   private proxy(p: ProxyPass, merged: Merged, location: Pick<LocationLevel, 'modifier' | 'path'>): ProxyConfig | undefined {
-    const upstream = this.upstreamOf(p);
+    // With variables in the host, a request's URL names the upstream (or an address).
+    const upstream = p.url === undefined ? this.upstreamOf(p) : '';
     if (upstream === undefined) return undefined;
-    const url = `${p.ssl ? 'https' : 'http'}://${p.target}${p.uri ?? ''}`;
+    const url = p.url ?? `${p.ssl ? 'https' : 'http'}://${p.target}${p.uri ?? ''}`;
     const regex = location.modifier === '~' || location.modifier === '~*';
     const options = proxyOptions(merged.proxyOptions, { url, ...(p.uri !== undefined ? { uri: p.uri } : {}), regex }, location.path, (at, message) => {
       const key = `${at.file}:${at.line}:${message}`;
@@ -236,6 +237,7 @@ class Resolver {
     const cache = resolveCache(merged.cache, this.caches, this.c, this.unknownCaches);
     return {
       upstream,
+      ...(p.url !== undefined ? { url: p.url } : {}),
       ...(p.uri !== undefined ? { uri: p.uri } : {}),
       ...merged.proxy,
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),
@@ -365,7 +367,8 @@ class Resolver {
     const configFiles = l.apiConfigFiles ?? apiConfigFiles;
     const proxy = l.proxyPass && this.proxy(l.proxyPass, merged, l);
     if (l.probes && !l.proxyPass) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" in its location: it probes that upstream`);
-    if (l.probes && proxy) this.addProbes(l.probes, proxy);
+    if (l.probes && proxy?.url !== undefined) this.c.error(l.probes[0].origin, `"upstream_probe" needs a "proxy_pass" without variables in its host: it probes that upstream`);
+    else if (l.probes && proxy) this.addProbes(l.probes, proxy);
     // A location has one content handler: the page is not an API, nor proxied.
     if (l.dashboard && (l.api || l.proxyPass)) this.c.error(l.dashboard.origin, `"dashboard" and "${l.api ? 'api' : 'proxy_pass'}" in one location: the dashboard is a location of its own`);
     const ifs = l.ifs.map((i) => this.ifBlock(i, merged, statusZone, configFiles, l.proxyPass)).filter((i) => i !== undefined);

@@ -4,6 +4,8 @@ import { isIP } from 'node:net';
 import { isPeerAddressError, parsePeerAddress, type PeerAddress } from '../../metrics/catalog.js';
 import type { LocationConfig, Origin, PeerParams, ReturnConfig } from './model.js';
 import { compileRegex } from './regex.js';
+import { knownHttpVariable } from './variables.js';
+import { apiVariables } from '../../api/mapping.js';
 
 export type Checked<T> = { readonly value: T; readonly error?: undefined } | { readonly error: string };
 
@@ -76,17 +78,9 @@ export function parseReturn(args: readonly string[]): Checked<ReturnConfig> {
   return ok(args.length > 1 ? { code, text: args[1] } : { code });
 }
 
-/** The variables an `api` path may hold: those src/api/mapping.ts substitutes. */
-const apiVariable = (name: string) => name === 'uri' || name === 'host' || /^arg_\w+$/.test(name) || /^[1-9]$/.test(name);
-
-/** The request's variables src/server/http/variables.ts computes, for `hash` keys and
- * `proxy_set_header` values alike. */
-export const requestVariable = (name: string): boolean =>
-  ['host', 'remote_addr', 'scheme', 'request_uri', 'uri', 'args', 'server_port'].includes(name) || /^(http|arg|cookie)_\w+$/.test(name);
-
-/** `proxy_set_header` values also know the proxied request's own. */
-export const proxyHeaderVariable = (name: string): boolean =>
-  name === 'proxy_host' || name === 'proxy_add_x_forwarded_for' || requestVariable(name);
+/** The http variables (config/variables.ts): every place that takes variables knows
+ * them all, as nginx's do. (The name `hash` keys check against.) */
+export const requestVariable = knownHttpVariable;
 
 /** The variables of a value (`$name`, `${name}`, `$1`) are all `known`; else nginx's error. */
 export function checkVariables(arg: string, known: (name: string) => boolean): string | undefined {
@@ -109,7 +103,7 @@ export function checkVariables(arg: string, known: (name: string) => boolean): s
 /** `api <path>`: an absolute API path, or one that begins with a variable (`$uri`). */
 export function checkApiPath(arg: string): string | undefined {
   if (!arg.startsWith('/') && !arg.startsWith('$')) return `invalid API path "${arg}" in "api" directive: it must start with "/" or a variable`;
-  return checkVariables(arg, apiVariable);
+  return checkVariables(arg, apiVariables.known);
 }
 
 /** A peer's address: what an upstream `server` and `proxy_pass http://<address>` name. */
@@ -138,21 +132,29 @@ export const defaultPeer = (server: string, address: UpstreamAddress, origin: Or
 
 /** `proxy_pass http[s]://<host>[:<port>][<uri>]`: the host part (an upstream's name or an
  * address), the URI part as written, and whether the peers speak TLS. */
-export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean }> {
+export function parseProxyPass(arg: string): Checked<{ target: string; uri?: string; ssl: boolean; url?: string }> {
   const scheme = /^(https?):\/\//i.exec(arg);
+  // Variables in the scheme or the host make the peer a request's choice: the whole URL
+  // is evaluated for each request (ngx_http_proxy_module's "specified using variables").
+  if (!scheme && arg.startsWith('$')) {
+    const error = checkVariables(arg, knownHttpVariable);
+    return error ? fail(error) : ok({ target: '', ssl: true, url: arg });
+  }
   if (!scheme) return fail(`invalid URL prefix in "${arg}"`);
   const ssl = scheme[1].toLowerCase() === 'https';
   const rest = arg.slice(scheme[0].length);
   const slash = rest.indexOf('/');
   const target = slash < 0 ? rest : rest.slice(0, slash);
-  // Variables in the host would make the upstream a request's choice, which zonal does
-  // not resolve; in the URI they make the whole URI sent (captures of an `if`, say).
-  if (target.includes('$')) return fail(`variables in "proxy_pass" are not supported`);
+  if (target.includes('$')) {
+    const error = checkVariables(arg, knownHttpVariable);
+    return error ? fail(error) : ok({ target: '', ssl, url: arg });
+  }
+  // Variables in the URI make the whole URI sent (captures of an `if`, say).
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
   if (target.startsWith('unix:')) return fail(`a unix domain socket in "proxy_pass" is not supported: name it in an upstream ("server unix:<path>;")`);
   if (slash < 0) return ok({ target, ssl });
   const uri = rest.slice(slash);
-  const error = checkVariables(uri, (name) => /^[1-9]$/.test(name) || requestVariable(name));
+  const error = checkVariables(uri, knownHttpVariable);
   return error ? fail(error) : ok({ target, uri, ssl });
 }
 
@@ -168,7 +170,7 @@ export function parseSize(arg: string): number | undefined {
 export function checkHeader(name: string, value: string): string | undefined {
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return `invalid header name "${name}"`;
   if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) return `invalid header value "${value}" of "${name}"`;
-  return checkVariables(value, proxyHeaderVariable);
+  return checkVariables(value, knownHttpVariable);
 }
 
 /** A server name, lowercased unless it is a regex (which must compile). */

@@ -5,7 +5,7 @@ import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Context, InheritableLevel } from '../config/levels.js';
 import type { Directive } from '../config/syntax.js';
 import { checkHeader, checkVariables } from '../config/values.js';
-import { cacheVariable } from '../cache/config.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 export interface AddHeader {
   readonly name: string;
@@ -33,9 +33,6 @@ declare module '../config/model.js' {
   }
 }
 
-/** add_header values know the request's variables and the proxied response's. */
-export const headerVariable = (name: string): boolean => name === 'upstream_cache_status' || cacheVariable(name);
-
 const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
   spec as unknown as DirectiveSpec;
 
@@ -50,7 +47,7 @@ export const headerDirectives: Record<string, DirectiveSpec> = {
       // The literal text is checked as a header; variables by add_header's own list.
       const literal = checkHeader(name, value.replace(/\$/g, ''));
       if (literal) return c.error(d.origin, literal);
-      const vars = checkVariables(value, headerVariable);
+      const vars = checkVariables(value, knownHttpVariable);
       if (vars) return c.error(d.origin, vars);
       ((level as InheritableLevel).headers ??= { add: [] }).add.push({ name, value, always: always === 'always' });
     },

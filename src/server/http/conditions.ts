@@ -3,10 +3,11 @@
 // is negated; one that does not match leaves the captures as they were.
 import { constants, accessSync, statSync, type Stats } from 'node:fs';
 import type { IfCondition } from '../config/model.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
 
 /** What a condition reads, and where a matching regex puts its groups. */
-export interface ConditionContext extends VariableContext {
+export interface ConditionContext extends HttpContext {
   captures?: readonly string[];
 }
 

@@ -11,7 +11,8 @@
 import type { Checker, IfLevel, LocationLevel, ServerLevel } from '../config/levels.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import { eachDirective, type Directive } from '../config/syntax.js';
-import { checkServerName, checkVariables, isZoneName, parseListenAddress, parseLocation, requestVariable } from '../config/values.js';
+import { checkServerName, checkVariables, isZoneName, parseListenAddress, parseLocation } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 import { compileRegex } from '../config/regex.js';
 import { MAX_GROUP_COUNT } from '../../metrics/zone-groups.js';
 import { checkResolvers } from '../resolver/config.js';
@@ -169,8 +170,7 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const count = countArg === undefined ? 0 : /^\d{1,6}$/.test(countArg) ? Number(countArg) : NaN;
       if (!(count >= (countArg === undefined ? 0 : 1) && count <= MAX_GROUP_COUNT))
         return c.error(d.origin, `invalid zone count "${countArg}" in "status_zone" directive: a whole number from 1 to ${MAX_GROUP_COUNT}`);
-      // The request's variables, and in a location a regex location's captures.
-      const error = checkVariables(name, (v) => requestVariable(v) || v === 'server_name' || (level.kind !== 'server' && /^[1-9]$/.test(v)));
+      const error = checkVariables(name, knownHttpVariable);
       if (error) return c.error(d.origin, error);
       level.statusZone = zone;
       level.statusZoneKey = { key: name, count };

@@ -11,7 +11,8 @@
 //   limit_rate <rate>; limit_rate_after <size>;    http, server, location, if
 import type { At, InheritableLevel, LocationLevel } from '../config/levels.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
-import { checkVariables, parseSize, requestVariable } from '../config/values.js';
+import { checkVariables, parseSize } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 import type { AddHeader } from '../headers/config.js';
 
 /** `try_files`: the files tried in order, then the last argument. */
@@ -116,9 +117,6 @@ export const defaultContent = (c: ContentConfig): boolean =>
 
 const levelOf = (level: InheritableLevel): ContentLevel => (level.content ??= {});
 
-/** Variables a path may hold: the request's, and a regex location's captures. */
-const pathVariable = (name: string) => /^[1-9]$/.test(name) || requestVariable(name);
-
 function size(name: string, set: (l: ContentLevel, n: number) => void) {
   return define({
     contexts: ['http', 'server', 'location', 'if'],
@@ -142,7 +140,8 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
     apply(d, level, c) {
       for (const [i, name] of d.args.entries()) {
         if (name === '') return c.error(d.origin, `index "${name}" in "index" directive is invalid`);
-        if (name.includes('$')) return c.error(d.origin, `variables in "index" are not supported`);
+        const error = checkVariables(name, knownHttpVariable);
+        if (error) return c.error(d.origin, error);
         if (name.startsWith('/') && i !== d.args.length - 1) return c.error(d.origin, `only the last index in "index" directive should be absolute`);
       }
       (levelOf(level).index ??= []).push(...d.args);
@@ -155,7 +154,7 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
     apply(d, location: LocationLevel, c) {
       if (location.modifier === '@') return c.error(d.origin, `"alias" directive cannot be used inside the named location`);
       if (location.seen.has('root')) return c.error(d.origin, `"alias" directive is duplicate, "root" directive was specified earlier`);
-      const error = checkVariables(d.args[0], pathVariable);
+      const error = checkVariables(d.args[0], knownHttpVariable);
       if (error) return c.error(d.origin, error);
       // Relative to the prefix, as root, its final '/' kept (the URI's part is appended
       // to it); a path that begins with a variable is the variable's.
@@ -172,7 +171,7 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const files = d.args.slice(0, -1);
       const last = d.args[d.args.length - 1];
       for (const arg of d.args) {
-        const error = checkVariables(arg, pathVariable);
+        const error = checkVariables(arg, knownHttpVariable);
         if (error) return c.error(d.origin, error);
       }
       if (last.startsWith('=')) {
@@ -199,7 +198,7 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
         codes = codes.slice(0, -1);
       }
       if (uri === '') return c.error(d.origin, `invalid URI "${uri}" in "error_page" directive`);
-      const error = checkVariables(uri, pathVariable);
+      const error = checkVariables(uri, knownHttpVariable);
       if (error) return c.error(d.origin, error);
       const list = (levelOf(level).errorPages ??= []);
       for (const arg of codes) {

@@ -23,10 +23,12 @@ import { setErrorPages } from './error-pages.js';
 import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import { requestContext, SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
+  readonly serverName: string;
   route(uri: string): Route;
   named(name: string): Place | undefined;
 }
@@ -35,7 +37,6 @@ export interface Router {
  * it, a loop is a 500. */
 const MAX_REDIRECTS = 10;
 
-const SITE = Symbol('zonal.site');
 const STATE = Symbol('zonal.content');
 
 /** A request's content state, made at its first internal redirect or error page. */
@@ -61,10 +62,10 @@ export function enter(res: ServerResponse, site: Router): void {
 const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { redirects: 0, internal: false, erring: false, get: false });
 
 const apis = new WeakMap<ApiHandler, ApiListener>();
-const compiled = new Map<string, (c: VariableContext) => string>();
+const compiled = new Map<string, (c: HttpContext) => string>();
 const addHeadersOf = new WeakMap<ContentConfig, AddHeaders | null>();
 
-function expand(text: string, c: VariableContext): string {
+function expand(text: string, c: HttpContext): string {
   if (!text.includes('$')) return text;
   let f = compiled.get(text);
   if (!f) compiled.set(text, (f = compileValue(text)));
@@ -80,7 +81,7 @@ const serverHeader = (c: ContentConfig): string | undefined => (c.serverTokens =
 const footer = (c: ContentConfig): string => (c.serverTokens === 'on' || c.serverTokens === 'build' ? VERSIONED : 'zonal');
 
 /** Sets the headers nginx's filters add to an answer of `status`: `Server`, `add_header`. */
-function addHeaders(res: ServerResponse, content: ContentConfig, status: number, c: VariableContext): void {
+function addHeaders(res: ServerResponse, content: ContentConfig, status: number, c: HttpContext): void {
   const server = serverHeader(content);
   if (server !== undefined) res.setHeader('Server', server);
   if (content.addHeaders.length === 0) return;
@@ -154,19 +155,19 @@ export function paceResponse(res: ServerResponse, rate: number, after: number): 
   } as ServerResponse['end'];
 }
 
-const contextOf = (req: IncomingMessage, uri: string, captures: readonly string[] | undefined): VariableContext => (captures ? { req, uri, captures } : { req, uri });
+const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
 
 /** Answers the request at its place. `captures`: its `$1`..`$9`. A `return` with no
  * add_header, server_tokens or variables allocates nothing here. */
 export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   const content = contentOf(place);
-  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, uri, captures));
+  if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, res, uri, captures));
   const ret = place.return;
   if (ret) {
     // `return <code>` without text for an error is nginx's special response: error_page applies.
-    if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, uri, captures));
-    const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, uri, captures) : undefined;
-    if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, uri });
+    if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, res, uri, captures));
+    const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, res, uri, captures) : undefined;
+    if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, res, uri });
     return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined);
   }
   if (place.api) {
@@ -192,11 +193,11 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
       if (status === 0) proxy.handle(req, res, uri, captures);
       else if (!res.headersSent) {
         res.shouldKeepAlive = false;
-        answerError(req, res, status, content, contextOf(req, uri, captures));
+        answerError(req, res, status, content, contextOf(req, res, uri, captures));
       }
     });
   }
-  const c = contextOf(req, uri, captures);
+  const c = contextOf(req, res, uri, captures);
   if (content.tryFiles || place.root !== undefined || content.alias !== undefined) {
     const served = content.tryFiles ? tryFiles(req, res, place, c) : files(req, res, uri, place, c);
     served.catch(() => {
@@ -211,7 +212,7 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
 /** The file a URI names at a place: under `root`, or `alias` in the location's part;
  * undefined when the part the request gave climbs out of the alias (`location /i` with
  * `alias /data/` and `/i../etc/passwd`, which nginx serves: zonal answers 404). */
-function pathOf(uri: string, place: Place, c: VariableContext): string | undefined {
+function pathOf(uri: string, place: Place, c: HttpContext): string | undefined {
   const alias = contentOf(place).alias;
   if (alias === undefined) return join(place.root ?? '', uri);
   // A regex location's alias is the whole path (its captures say which); a prefix
@@ -235,12 +236,16 @@ const refused = (f: Found) => 'error' in f && (f.error === 'EACCES' || f.error =
 
 /** Static files: a URI ending with '/' by its index (an internal redirect to the first
  * index file that exists), any other by the file. */
-async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: VariableContext): Promise<void> {
+async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: HttpContext): Promise<void> {
   const content = contentOf(place);
   const path = pathOf(uri, place, c);
   if (path === undefined) return answerError(req, res, 404, contentOf(place), c);
   if (uri.endsWith('/')) {
-    for (const name of content.index) {
+    for (const written of content.index) {
+      // nginx evaluates an index with variables for each request (it may name anything).
+      const name = expand(written, c);
+      // A value a client's variable made cannot climb out of the directory.
+      if (name === '' || /(^|\/)\.\.(\/|$)/.test(name)) continue;
       // An absolute last index is redirected to without looking (nginx's fallback).
       if (name.startsWith('/')) return internalRedirect(req, res, name);
       const found = await look(join(path, name));
@@ -269,7 +274,7 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
 
 /** `try_files`: the first file (or `dir/`, a directory) that exists is served here as its
  * URI; else the last argument: a URI, a named location, or `=code`. */
-async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place, c: VariableContext): Promise<void> {
+async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place, c: HttpContext): Promise<void> {
   const { files: list, last } = contentOf(place).tryFiles!;
   for (const file of list) {
     const uri = expand(file, c);
@@ -289,7 +294,7 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
 /** Checks access at the new place, then answers there. */
 function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   if (place.ifs) {
-    const c = { req, uri, ...(captures ? { captures } : {}) };
+    const c = { req, res, uri, ...(captures ? { captures } : {}) };
     place = runIfs(place, c);
     captures = c.captures;
   }
@@ -297,9 +302,9 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, plac
   const answer = (verdict: number) => {
     if (res.destroyed) return;
     if (verdict === 0) serveContent(req, res, uri, place, captures);
-    else answerError(req, res, verdict, contentOf(place), { req, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
+    else answerError(req, res, verdict, contentOf(place), { req, res, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
   };
-  const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization);
+  const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization, contextOf(req, res, uri, captures));
   if (typeof verdict === 'number') answer(verdict);
   else verdict.then(answer, () => answer(403));
 }
@@ -324,7 +329,7 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   enterPlace(req, res, uri, route.place, route.captures);
 }
 
-function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: VariableContext): void {
+function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: HttpContext): void {
   const site = (res as Carried)[SITE];
   const place = site?.named(name);
   // nginx logs "could not find named location" and answers 500.
@@ -333,10 +338,10 @@ function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, 
 }
 
 /** The page nginx writes for `status` itself, with the place's headers. */
-function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, given: ContentConfig | undefined, extra?: Record<string, string>, c?: VariableContext): void {
+function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, given: ContentConfig | undefined, extra?: Record<string, string>, c?: HttpContext): void {
   if (cannotAnswer(res)) return;
   const content = given ?? TOP_CONTENT;
-  if (given) addHeaders(res, given, status, c ?? { req, uri: '' });
+  if (given) addHeaders(res, given, status, c ?? { req, res, uri: '' });
   // Statuses below 400 (a `=code` of try_files) answer with no page, as nginx's.
   const body = status >= 400 || (status >= 300 && status !== 304) ? errorPage(status, footer(content)) : '';
   res.writeHead(status, { ...(body ? { 'Content-Type': 'text/html' } : {}), 'Content-Length': Buffer.byteLength(body), ...extra });
@@ -363,7 +368,7 @@ function cannotAnswer(res: ServerResponse): boolean {
   return true;
 }
 
-function answerError(req: IncomingMessage, res: ServerResponse, status: number, content: ContentConfig, c: VariableContext, extra?: Record<string, string>): void {
+function answerError(req: IncomingMessage, res: ServerResponse, status: number, content: ContentConfig, c: HttpContext, extra?: Record<string, string>): void {
   if (cannotAnswer(res)) return;
   const state = (res as Carried)[STATE];
   const page = state?.erring ? undefined : content.errorPages.find((p) => p.status === status);
@@ -391,7 +396,7 @@ function answerError(req: IncomingMessage, res: ServerResponse, status: number, 
  * before anything of the upstream's response is written. */
 export function answerWithErrorPage(req: IncomingMessage, res: ServerResponse, status: number, uri: string): void {
   const place = (res as Carried)[PLACE];
-  answerError(req, res, status, place ? contentOf(place) : TOP_CONTENT, { req, uri });
+  answerError(req, res, status, place ? contentOf(place) : TOP_CONTENT, { req, res, uri });
 }
 
 /** Whether the place `res` was served at has an `error_page` for `status`: nginx's
@@ -404,12 +409,12 @@ export function hasErrorPage(res: ServerResponse, status: number): boolean {
 /** An access check's refusal (401, 403) at `place`, as its `error_page` says. */
 export function refuse(req: IncomingMessage, res: ServerResponse, status: number, uri: string, place: Place, extra?: Record<string, string>): void {
   (res as Carried)[PLACE] = place;
-  answerError(req, res, status, contentOf(place), { req, uri }, extra);
+  answerError(req, res, status, contentOf(place), { req, res, uri }, extra);
 }
 
 /** How a place's limit_req and limit_conn refusals are answered: by its `error_page`
  * for the status, else the default page. */
 export function refuser(content: ContentConfig | undefined): (req: IncomingMessage, res: ServerResponse, status: number) => void {
   const settings = content ?? TOP_CONTENT;
-  return (req, res, status) => answerError(req, res, status, settings, { req, uri: normalizeUri(req.url ?? '/') ?? '/' });
+  return (req, res, status) => answerError(req, res, status, settings, { req, res, uri: normalizeUri(req.url ?? '/') ?? '/' });
 }

@@ -4,33 +4,60 @@ import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
 import { accessChecker } from '../access/runtime.js';
-import { BasicAuth } from '../auth-basic/runtime.js';
+import { basicChallenge, BasicAuth } from '../auth-basic/runtime.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
+
+/** The user files a guard with a variable `auth_basic_user_file` keeps read, each with
+ * its own cache: enough for the files of a site, bounded whatever requests name. */
+const FILES_KEPT = 64;
 
 export type Verdict = 0 | 401 | 403;
 
 export class Guard {
   private readonly allowed?: (remoteAddress: string) => boolean;
   private readonly auth?: BasicAuth;
+  /** `auth_basic_user_file` with variables: the file a request names, and those read. */
+  private readonly userFile?: (c: HttpContext) => string;
+  private readonly files = new Map<string, BasicAuth>();
 
-  constructor(settings: Inherited) {
+  constructor(private readonly settings: Inherited) {
     if (settings.access.length > 0) this.allowed = accessChecker(settings.access);
-    if (settings.authBasic) this.auth = new BasicAuth(settings.authBasic);
+    const basic = settings.authBasic;
+    if (basic && basic.userFile.includes('$')) this.userFile = compileValue(basic.userFile);
+    else if (basic) this.auth = new BasicAuth(basic);
   }
 
   /** Whether anything is checked: a request in an open location skips the guard. */
   get open(): boolean {
-    return !this.allowed && !this.auth;
+    return !this.allowed && !this.auth && !this.userFile;
   }
 
-  check(remoteAddress: string, authorization: string | undefined): Verdict | Promise<Verdict> {
+  /** `c`: the request, for a user file its variables name (the admin listener has none:
+   * no file, so no user). */
+  check(remoteAddress: string, authorization: string | undefined, c?: HttpContext): Verdict | Promise<Verdict> {
     if (this.allowed && !this.allowed(remoteAddress)) return 403;
-    if (!this.auth) return 0;
-    return this.auth.check(authorization).then((ok) => (ok ? 0 : 401));
+    if (!this.auth && !this.userFile) return 0;
+    const auth = this.userFile ? this.authOf(c ? this.userFile(c) : '') : this.auth;
+    if (!auth) return 401;
+    return auth.check(authorization).then((ok) => (ok ? 0 : 401));
+  }
+
+  /** The checker of the user file a request named; none for an empty name. */
+  private authOf(file: string): BasicAuth | undefined {
+    if (file === '') return undefined;
+    let auth = this.files.get(file);
+    if (!auth) {
+      if (this.files.size >= FILES_KEPT) this.files.delete(this.files.keys().next().value!);
+      this.files.set(file, (auth = new BasicAuth({ ...this.settings.authBasic!, userFile: file })));
+    }
+    return auth;
   }
 
   /** The WWW-Authenticate value of a 401. */
   challenge(): string {
-    return this.auth?.challenge() ?? 'Basic';
+    if (this.auth) return this.auth.challenge();
+    return this.settings.authBasic ? basicChallenge(this.settings.authBasic.realm) : 'Basic';
   }
 
   /** A refusal as the API words its errors: what API locations and admin listeners answer. */

@@ -5,7 +5,8 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { TLSSocket } from 'node:tls';
 import type { ApiResponse } from '../../api/types.js';
 import type { ReturnConfig } from '../config/model.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
 
 /** Codes whose `return` argument is a URL. */
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -112,7 +113,7 @@ export class Return {
   private readonly headers: Record<string, string | number>;
   private readonly body: Buffer;
   /** The text or URL, when it holds variables. */
-  private readonly value?: (c: VariableContext) => string;
+  private readonly value?: (c: HttpContext) => string;
   /** send() needs the request's variables. */
   readonly variables: boolean;
   /** Closing the connection after it: nginx does for 444, which answers nothing. */
@@ -155,7 +156,7 @@ export class Return {
   }
 
   /** `c`: the request's variables, for a text or URL that holds some. */
-  send(res: ServerResponse, head: boolean, c?: VariableContext): void {
+  send(res: ServerResponse, head: boolean, c?: HttpContext): void {
     if (this.close) {
       res.socket?.destroy();
       return;

@@ -12,7 +12,7 @@ import type { ContentConfig } from './content-config.js';
 import type { Guard } from './guard.js';
 import type { Return } from './pages.js';
 import type { Proxy } from './proxy.js';
-import type { VariableContext } from './variables.js';
+import type { HttpContext } from './variables.js';
 
 export interface Place {
   /** The location zone (absent: `status_zone off`, none set, or not recording). */
@@ -20,7 +20,7 @@ export interface Place {
   /** With `status_zone <key> zone=...`: the zone of a request, the one its key names
    * (made at its first use), or the group's own once the group is full; undefined for a
    * key that names none (empty, or over 256 bytes), as Angie does not count it. */
-  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
+  readonly zoneOf?: (c: HttpContext) => HttpZone | undefined;
   readonly guard: Guard;
   readonly return?: Return;
   readonly api?: ApiHandler;

@@ -33,6 +33,7 @@ import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
+import { requestContext } from './variables.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -326,7 +327,7 @@ export class HttpPlane {
       return;
     }
     // The server's `if` blocks may answer before any location is searched.
-    const answered = site.place.ifs ? this.serverIfs(site.place, req, uri) : undefined;
+    const answered = site.place.ifs ? this.serverIfs(site.place, req, res, uri) : undefined;
     const routed: Route = answered ?? site.route(uri);
     const core = routed.place.core ?? site.place.core ?? listen.core;
     keepAlive(req, res, conn, core, listen);
@@ -356,7 +357,7 @@ export class HttpPlane {
     let captures: readonly string[] | undefined = routed.captures;
     // The location's `if` blocks choose the settings the request goes on with.
     if (place.ifs && !answered) {
-      const c: ConditionContext = { req, uri, ...(captures ? { captures } : {}) };
+      const c: ConditionContext = { req, res, uri, ...(captures ? { captures } : {}) };
       place = runIfs(place, c);
       captures = c.captures;
     }
@@ -386,15 +387,15 @@ export class HttpPlane {
     const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization);
+      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, requestContext(req, res, uri, captures));
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
   }
 
   /** The place of the server's `if` block (or `return`) that answers, if one does. */
-  private serverIfs(server: Place, req: IncomingMessage, uri: string): { place: Place; captures?: readonly string[] } | undefined {
-    const c: ConditionContext = { req, uri };
+  private serverIfs(server: Place, req: IncomingMessage, res: ServerResponse, uri: string): { place: Place; captures?: readonly string[] } | undefined {
+    const c: ConditionContext = { req, res, uri };
     const place = runIfs(server, c);
     return place.return ? { place, ...(c.captures ? { captures: c.captures } : {}) } : undefined;
   }

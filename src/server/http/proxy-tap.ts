@@ -30,6 +30,7 @@ export interface ProxyTap {
 /** A location's proxy, as the cache drives it: a request passed through with a tap. */
 export interface TappedProxy {
   pass(req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined, tap?: ProxyTap): void;
-  readonly upstream: { readonly proxyHost: string };
+  /** Absent for a `proxy_pass` with variables in its host (`$proxy_host` is then the request's). */
+  readonly upstream: { readonly proxyHost: string } | undefined;
   readonly addHeaders: AddHeaders | undefined;
 }

@@ -7,7 +7,6 @@
 // has no body (a streamed body cannot be sent twice).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
-import type { Chosen } from '../upstream/balancer.js';
 import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
@@ -15,9 +14,12 @@ import { errorPagesOf } from './error-pages.js';
 import type { PeerPool } from './peer-pool.js';
 import { Readable } from 'node:stream';
 import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
-import type { UpstreamRuntime } from './upstream.js';
+import { AddressUpstream, type PeerChoice, type ProxyUpstream, type UpstreamRuntime } from './upstream.js';
+import { parseUpstreamAddress } from '../config/values.js';
+import { errorLogOf, type ErrorLog } from '../log/error-log.js';
 import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import { requestContext, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
@@ -76,33 +78,43 @@ const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-acce
 const UNSAFE_VALUE = /[\r\n\0]/;
 
 export class Proxy {
-  private readonly setHeaders: Array<{ name: string; value: (c: VariableContext) => string }>;
+  private readonly setHeaders: Array<{ name: string; value: (c: HttpContext) => string }>;
   /** The request headers that do not go to the peer as they came: hop-by-hop ones and
    * those proxy_set_header replaces. */
   private readonly dropped: HeaderNames;
   private readonly prefix?: string;
   /** A URI part with variables. */
-  private readonly uriValue?: (c: VariableContext) => string;
+  private readonly uriValue?: (c: HttpContext) => string;
   readonly next: ReadonlySet<NextUpstreamCondition>;
   /** proxy_read_timeout of this location's requests. */
   readonly readDeadlines: Deadlines;
   /** The worker's connections to each peer, by what the balancer chose (looked up by
    * address and connect timeout only the first time, and when the address changed). */
-  private readonly pools = new WeakMap<Chosen, PeerPool>();
+  private readonly pools = new WeakMap<PeerChoice, PeerPool>();
+  /** `proxy_pass` with variables in its host: the URL of a request. */
+  private readonly url?: (c: HttpContext) => string;
+  /** The addresses such URLs named that no upstream has, as few as requests name. */
+  private readonly addresses = new Map<string, AddressUpstream>();
+  private readonly errorLog: ErrorLog;
   /** `proxy_pass https://`: how this location's connections talk TLS. */
   private readonly tls?: TlsProfile;
   /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
    * proxy_pass_header). */
   readonly hidden: HeaderNames;
   /** proxy_redirect's rewrites of Location and Refresh. */
-  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: VariableContext) => string }>;
+  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: HttpContext) => string }>;
 
   constructor(
     readonly config: ProxyConfig,
     location: LocationConfig,
-    readonly upstream: UpstreamRuntime,
+    /** The upstream of a `proxy_pass` without variables in its host. */
+    readonly upstream: UpstreamRuntime | undefined,
     status?: StatusStore,
+    /** The process's upstreams by name, for a URL with variables. */
+    private readonly upstreams: ReadonlyMap<string, UpstreamRuntime> = new Map(),
   ) {
+    if (config.url !== undefined) this.url = compileValue(config.url);
+    this.errorLog = errorLogOf(location.errorLogs);
     // Connection is zonal's own: keep-alive when the upstream caches connections.
     this.setHeaders = config.setHeaders
       .filter((h) => h.name.toLowerCase() !== 'connection')
@@ -140,23 +152,67 @@ export class Proxy {
     new Exchange(this, req, res, uri, captures, tap).start();
   }
 
-  /** The worker's connections to the chosen peer. */
-  pool(chosen: Chosen): PeerPool {
+  /** The worker's connections to the chosen peer of `upstream`, with `tls`. */
+  pool(chosen: PeerChoice, upstream: ProxyUpstream, tls: TlsProfile | undefined): PeerPool {
+    if (upstream !== this.upstream || tls !== this.tls) return upstream.pool(chosen, this.config.connectTimeout, tls);
     let pool = this.pools.get(chosen);
     if (pool === undefined || pool.address !== chosen.address) {
-      pool = this.upstream.pool(chosen, this.config.connectTimeout, this.tls);
+      pool = upstream.pool(chosen, this.config.connectTimeout, tls);
       this.pools.set(chosen, pool);
     }
     return pool;
   }
 
+  /** Where a request goes: the location's upstream, or what its URL with variables names
+   * (an upstream of that name, else an address), with the URI that URL gives; a status to
+   * answer when it names nothing to reach. */
+  reach(c: HttpContext): Reached | number {
+    if (!this.url) return { upstream: this.upstream!, tls: this.tls, path: this.target(c), proxyHost: this.upstream!.proxyHost };
+    const url = this.url(c);
+    const m = /^(https?):\/\/([^/]+)(\/.*)?$/i.exec(url);
+    if (!m) {
+      this.errorLog.log('error', `invalid URL prefix in "${url}"`);
+      return 500;
+    }
+    const ssl = m[1].toLowerCase() === 'https';
+    const [, , host, uri] = m;
+    // The URI part replaces the request's, as given; without one the request's goes.
+    const path = uri === undefined ? (c.req.url ?? '/') : encodeUnsafe(uri);
+    const tls = ssl ? this.tls : undefined;
+    const named = /:\d*$/.test(host) || host.endsWith(']') ? undefined : this.upstreamNamed(host);
+    if (named) return { upstream: named, tls, path, proxyHost: host };
+    const address = parseUpstreamAddress(ssl && !/:\d+$/.test(host) ? `${host}:443` : host);
+    if (address.error !== undefined) {
+      // nginx resolves such a name with a `resolver`, which zonal does not do here.
+      this.errorLog.log('error', address.resolver ? `no resolver defined to resolve ${host.replace(/:\d*$/, '')}` : `${address.error} in "${url}"`);
+      return 502;
+    }
+    const a = address.value;
+    const implicit = this.upstreams.get(a.address);
+    if (implicit) return { upstream: implicit, tls, path, proxyHost: host };
+    let upstream = this.addresses.get(a.address);
+    if (!upstream) {
+      if (this.addresses.size >= ADDRESSES_KEPT) this.addresses.delete(this.addresses.keys().next().value!);
+      this.addresses.set(a.address, (upstream = new AddressUpstream(host, a.host, a.port, a.address)));
+    }
+    return { upstream, tls, path, proxyHost: host };
+  }
+
+  /** An upstream block by its name, caseless as host names are. */
+  private upstreamNamed(host: string): UpstreamRuntime | undefined {
+    const exact = this.upstreams.get(host);
+    if (exact) return exact;
+    const lower = host.toLowerCase();
+    for (const [name, u] of this.upstreams) if (name.toLowerCase() === lower) return u;
+    return undefined;
+  }
+
   /** The peer's request target. */
-  target(c: VariableContext): string {
+  target(c: HttpContext): string {
     const { req, uri } = c;
     const url = req.url ?? '/';
     if (this.config.uri === undefined) return url;
-    // What a variable holds was decoded: what a request line cannot carry is encoded again.
-    if (this.uriValue) return this.uriValue(c).replace(/[^\x21-\x7e]/g, (ch) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+    if (this.uriValue) return encodeUnsafe(this.uriValue(c));
     const q = url.indexOf('?');
     const rest = this.prefix === '' ? '' : uri.slice(this.prefix!.length);
     return this.config.uri + escapeUri(rest) + (q < 0 ? '' : url.slice(q));
@@ -165,7 +221,7 @@ export class Proxy {
   /** The peer's request headers: name, value, name, value; undefined when a configured
    * header's value cannot be sent. Read from the raw headers: `req.headers` would build
    * the headers object. */
-  headers(ctx: VariableContext): string[] | undefined {
+  headers(ctx: HttpContext): string[] | undefined {
     const raw = ctx.req.rawHeaders;
     const out: string[] = [];
     const listed = connectionListed(raw);
@@ -183,8 +239,31 @@ export class Proxy {
   }
 }
 
+/** How many addresses no upstream has a location's URLs with variables keep (their
+ * connections are not kept: only the lookup is saved). */
+const ADDRESSES_KEPT = 64;
+
+/** Where a request goes (Proxy.reach). */
+interface Reached {
+  readonly upstream: ProxyUpstream;
+  readonly tls: TlsProfile | undefined;
+  /** The peer's request target. */
+  readonly path: string;
+  /** `$proxy_host`: the upstream's name, or the host and port of the URL. */
+  readonly proxyHost: string;
+}
+
+/** The upstream of an exchange answered at once (its URL named nothing to reach). */
+const UNREACHED = new AddressUpstream('', '', 0, '');
+
+/** `$proxy_port`: the port of `$proxy_host`, or the scheme's. */
+const portOf = (proxyHost: string, ssl: boolean): string => /:(\d+)$/.exec(proxyHost)?.[1] ?? (ssl ? '443' : '80');
+
+/** What a variable holds was decoded: what a request line cannot carry is encoded again. */
+const encodeUnsafe = (uri: string): string => uri.replace(/[^\x21-\x7e]/g, (ch) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+
 /** A Location or Refresh value rewritten by the first proxy_redirect that matches. */
-function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+function redirected(proxy: Proxy, value: string, ctx: HttpContext): string {
   for (const r of proxy.redirects) {
     if (typeof r.from === 'string') {
       if (value.startsWith(r.from)) return r.to(ctx) + value.slice(r.from.length);
@@ -193,7 +272,7 @@ function redirected(proxy: Proxy, value: string, ctx: VariableContext): string {
     const m = r.from.exec(value);
     if (!m) continue;
     // The regex's captures are the replacement's $1..$9.
-    const withCaptures: VariableContext = Object.create(ctx, { captures: { value: m.slice(1) } });
+    const withCaptures: HttpContext = Object.create(ctx, { captures: { value: m.slice(1) } });
     return value.slice(0, m.index) + r.to(withCaptures) + value.slice(m.index + m[0].length);
   }
   return value;
@@ -215,7 +294,7 @@ function connectionListed(raw: readonly string[]): Set<string> | undefined {
 }
 
 /** The Refresh header's URL (`5; url=http://...`) rewritten as a Location. */
-function refreshRedirected(proxy: Proxy, value: string, ctx: VariableContext): string {
+function refreshRedirected(proxy: Proxy, value: string, ctx: HttpContext): string {
   const m = /url=/i.exec(value);
   if (!m) return value;
   const at = m.index + m[0].length;
@@ -265,8 +344,16 @@ function responseClosed(this: Proxied): void {
 }
 
 /** One request's way through the proxy: its attempts, and the handler of the current one. */
-class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
-  private chosen: Chosen | undefined;
+class Exchange implements ExchangeHandler, Expiring, AfterIo {
+  /** What the request's values read (proxy_set_header, proxy_redirect, add_header). */
+  private readonly context: HttpContext;
+  /** Where the request goes (the location's upstream, or what its URL named), and how. */
+  private readonly upstream: ProxyUpstream;
+  private readonly tls: TlsProfile | undefined;
+  /** What to answer when the URL named nothing to reach; 0 otherwise. */
+  private readonly unreached: number = 0;
+  private readonly proxyHost: string = '';
+  private chosen: PeerChoice | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
   private abort: ((err: Error) => void) | undefined;
@@ -319,30 +406,34 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     private readonly tap?: ProxyTap,
   ) {
     this.hasBody = hasBody(req.rawHeaders);
-    this.path = proxy.target(this);
-    const head = proxy.headers(this);
+    this.context = requestContext(req, res, uri, captures, {
+      proxyHost: { get: () => this.proxyHost },
+      proxyPort: { get: () => this.upstream && portOf(this.proxyHost, this.tls !== undefined) },
+      upstreamCacheStatus: { get: () => tap?.cacheStatus ?? '' },
+    });
+    const reached = proxy.reach(this.context);
+    if (typeof reached === 'number') {
+      this.unreached = reached;
+      this.upstream = UNREACHED;
+      this.tls = undefined;
+      this.path = '';
+    } else {
+      ({ upstream: this.upstream, tls: this.tls, path: this.path, proxyHost: this.proxyHost } = reached);
+    }
+    const head = proxy.headers(this.context);
     this.head = head && tap ? tap.requestHeaders(head) : head;
     (res as Proxied)[EXCHANGE] = this;
     res.on('close', responseClosed);
   }
 
-  /** `$proxy_host`. */
-  get proxyHost(): string {
-    return this.proxy.upstream.proxyHost;
-  }
-
-  /** `$upstream_cache_status`. */
-  get upstreamCacheStatus(): string {
-    return this.tap?.cacheStatus ?? '';
-  }
-
   start(): void {
+    if (this.unreached) return this.fail(this.unreached);
     // A configured header the request's variables made unsendable: nginx answers 400 too.
     if (!this.head) return this.fail(400);
     // HTTP/1.0 has no chunked bodies: a body without a length is read whole first, as
     // nginx's buffering gives it one.
     if (this.proxy.config.options.httpVersion === '1.0' && this.hasBody && this.body === undefined && !hasLength(this.req.rawHeaders)) return this.readBody();
-    const upstream = this.proxy.upstream;
+    const upstream = this.upstream;
     const chosen = upstream.pick(this.req, this.uri, this.tried);
     if (typeof chosen !== 'string') {
       this.send(chosen);
@@ -381,16 +472,16 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
 
   private retryFromQueue(): boolean {
     if (this.finished) return true;
-    const chosen = this.proxy.upstream.pick(this.req, this.uri, this.tried);
+    const chosen = this.upstream.pick(this.req, this.uri, this.tried);
     if (typeof chosen === 'string') return false;
     this.leaveQueue = undefined;
     this.send(chosen);
     return true;
   }
 
-  private send(chosen: Chosen): void {
+  private send(chosen: PeerChoice): void {
     if (this.finished) {
-      this.proxy.upstream.release(chosen, false);
+      this.upstream.release(chosen, false);
       return;
     }
     this.chosen = chosen;
@@ -401,7 +492,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     this.started = now;
     this.status = 0;
     this.received = 0;
-    const pool = (this.pool = this.proxy.pool(chosen));
+    const pool = (this.pool = this.proxy.pool(chosen, this.upstream, this.tls));
     const client = (this.client = pool.take(now));
     this.attempt = attemptStarted(this.res, chosen.address, (client as unknown as { connected: boolean }).connected);
     this.proxy.readDeadlines.start(this, now);
@@ -415,7 +506,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
         headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
         body: buffered ? Readable.from([buffered]) : this.hasBody ? requestBody(this.req) : null,
         // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
-        reset: http10 || this.proxy.upstream.config.keepalive === 0,
+        reset: http10 || this.upstream.config.keepalive === 0,
         http10,
       },
       this,
@@ -462,8 +553,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       this.received += name.length + value.length + 4;
       if (HOP.has(name)) continue;
       if (!hides && hidden.has(name)) hides = true;
-      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this);
-      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this);
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this.context);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this.context);
       headers[kept++] = name;
       headers[kept++] = value;
     }
@@ -482,7 +573,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
       return true;
     }
     if (hides) dropHidden(headers, hidden);
-    this.proxy.addHeaders?.addTo(headers, statusCode, this);
+    this.proxy.addHeaders?.addTo(headers, statusCode, this.context);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
     return true;
@@ -519,8 +610,8 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     const now = performance.now();
     this.proxy.readDeadlines.stop(this);
     const chosen = this.chosen!;
-    const upstream = this.proxy.upstream;
-    chosen.metrics.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
+    const upstream = this.upstream;
+    chosen.metrics?.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
     attemptEnded(this.attempt, now - this.started, this.received, this.sent);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try (but
@@ -551,7 +642,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
   onError(err: Error): void {
     this.proxy.readDeadlines.stop(this);
     const chosen = this.chosen!;
-    const upstream = this.proxy.upstream;
+    const upstream = this.upstream;
     this.chosen = undefined;
     this.held = undefined;
     this.pool!.give(this.client!, false, performance.now());
@@ -593,7 +684,7 @@ class Exchange implements ExchangeHandler, Expiring, VariableContext, AfterIo {
     if (timeout !== 0 && performance.now() - this.firstStarted >= timeout) return false;
     if (written && NON_IDEMPOTENT.has(this.req.method ?? 'GET') && !this.proxy.next.has('non_idempotent')) return false;
     // nginx tries each peer once at most: the last one's answer is passed on as it is.
-    return this.tries < this.proxy.upstream.peerCount;
+    return this.tries < this.upstream.peerCount;
   }
 
   private fail(code: number): void {

@@ -6,7 +6,7 @@ import type { ApiMount, ApiRequest } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
-import type { IfConfig, Inherited, LocationConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
+import type { IfConfig, Inherited, LocationConfig, ProxyConfig, StatusZoneKey, VirtualServerConfig } from '../config/model.js';
 import { refuser } from './content.js';
 import { apiHostRule } from './api-hosts.js';
 import { parseAuthorization } from '../auth-basic/runtime.js';
@@ -16,7 +16,8 @@ import { LocationIndex } from './locations.js';
 import { Return } from './pages.js';
 import { Proxy } from './proxy.js';
 import type { UpstreamRuntime } from './upstream.js';
-import { compileValue, type VariableContext } from './variables.js';
+import { compileValue } from '../config/variables.js';
+import type { HttpContext } from './variables.js';
 import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
@@ -41,7 +42,7 @@ export class Site {
   readonly config: VirtualServerConfig;
   readonly zone?: HttpZone;
   /** With `status_zone <key> zone=...` in the server: its requests' zone (see Place). */
-  readonly zoneOf?: (c: VariableContext) => HttpZone | undefined;
+  readonly zoneOf?: (c: HttpContext) => HttpZone | undefined;
   /** Where a TLS handshake counts when the zone is a request's (zoneOf): the first
    * request's zone, or the group's own for a connection that sends none. */
   readonly groupZone?: HttpZone;
@@ -50,6 +51,11 @@ export class Site {
   /** Some zone of the server (its own, a location's) has a response time histogram: the
    * data plane reads the clock when a request arrives. */
   timed = false;
+
+  /** `$server_name`: the server's first name. */
+  get serverName(): string {
+    return this.config.names[0] ?? '';
+  }
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
   /** `location @name` by its name, `@` included. */
@@ -75,7 +81,7 @@ export class Site {
       // Its zones have the group's histogram: timed when the group's own zone is.
       if (group.recorder(name)?.timed) this.timed = true;
       const value = compileValue(key.key);
-      return (c: VariableContext) => group.recorder(value(c));
+      return (c: HttpContext) => group.recorder(value(c));
     };
     const zoneOf = (kind: 'server' | 'location', block: { readonly statusZone?: string; readonly statusZoneKey?: StatusZoneKey }) => {
       const chooser = keyed(kind, block.statusZone, block.statusZoneKey);
@@ -128,7 +134,7 @@ export class Site {
           ...(l.return ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
-          ...(l.proxy ? { proxy: new Proxy(l.proxy, l, upstreamOf(options, l.proxy.upstream), options.record ? options.status : undefined) } : {}),
+          ...(l.proxy ? { proxy: proxyOf(options, l.proxy, l) } : {}),
           ...files(l, l),
           ...limits(l),
           ...logs(l),
@@ -144,7 +150,7 @@ export class Site {
             ...(i.return ? { return: new Return(i.return) } : {}),
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
-            ...(i.proxy ? { proxy: new Proxy(i.proxy, l, upstreamOf(options, i.proxy.upstream), options.record ? options.status : undefined) } : !own && place.proxy ? { proxy: place.proxy } : {}),
+            ...(i.proxy ? { proxy: proxyOf(options, i.proxy, l) } : !own && place.proxy ? { proxy: place.proxy } : {}),
             ...files(i, l),
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
@@ -183,10 +189,14 @@ export class Site {
   }
 }
 
-function upstreamOf(options: SiteOptions, name: string): UpstreamRuntime {
-  const u = options.upstreams?.get(name);
-  if (!u) throw new Error(`proxy_pass names upstream "${name}", which this process does not run`);
-  return u;
+/** The proxy of a location (or its `if` block): its upstream, or with variables in its
+ * host, the process's upstreams its URLs may name. */
+function proxyOf(options: SiteOptions, config: ProxyConfig, l: LocationConfig): Proxy {
+  const status = options.record ? options.status : undefined;
+  if (config.url !== undefined) return new Proxy(config, l, undefined, status, options.upstreams);
+  const u = options.upstreams?.get(config.upstream);
+  if (!u) throw new Error(`proxy_pass names upstream "${config.upstream}", which this process does not run`);
+  return new Proxy(config, l, u, status);
 }
 
 /** The API mount of an `api` location: the location itself, so that the API maps the

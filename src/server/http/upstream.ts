@@ -6,12 +6,81 @@ import { queueCells, upstream as upstreamRecorder, type Upstream } from '../../m
 import type { Status } from '../../metrics/status.js';
 import type { UpstreamBlockConfig } from '../config/model.js';
 import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
-import { PeerPool } from './peer-pool.js';
+import { PeerPool, type PeerPoolOptions } from './peer-pool.js';
 import type { TlsProfile } from './proxy-ssl.js';
 import { UpstreamQueue } from './upstream-queue.js';
-import { compileValue } from './variables.js';
+import { compileValue } from '../config/variables.js';
 
-export class UpstreamRuntime {
+/** A peer a request was given: the balancer's choice, or the one address a `proxy_pass`
+ * with variables named (no upstream's peer: no metrics). */
+export interface PeerChoice {
+  readonly id: number;
+  readonly host: string;
+  readonly port: number;
+  /** The canonical `ip:port` name. */
+  readonly address: string;
+  readonly metrics?: { responded(status: number, received: number, sent: number, headerMs: number, responseMs: number): void };
+}
+
+/** What the proxy asks of where a request goes. */
+export interface ProxyUpstream {
+  /** `$proxy_host`: what `Host` is by default. */
+  readonly proxyHost: string;
+  readonly queue?: UpstreamQueue;
+  readonly config: { readonly keepalive: number };
+  /** How many peers a request may try. */
+  readonly peerCount: number;
+  pick(req: IncomingMessage, uri: string, tried?: ReadonlySet<number>): PeerChoice | NoPeer;
+  release(chosen: PeerChoice, failed: boolean): void;
+  pool(chosen: PeerChoice, connectTimeout: number, tls?: TlsProfile): PeerPool;
+}
+
+/** The worker's connections to a peer, by address, connect timeout and TLS settings
+ * (locations may set their own: a connection made for one is not handed to another). */
+function pooled(pools: Map<string, PeerPool>, chosen: PeerChoice, connectTimeout: number, tls: TlsProfile | undefined, options: Omit<PeerPoolOptions, 'connectTimeout' | 'tls'>): PeerPool {
+  const key = tls ? `${chosen.address} ${connectTimeout} ${tls.key}` : `${chosen.address} ${connectTimeout}`;
+  let p = pools.get(key);
+  if (!p) {
+    // Each peer keeps its own last session.
+    p = new PeerPool(chosen.address, chosen.host, chosen.port, { ...options, connectTimeout, ...(tls ? { tls: { options: tls.options, reuse: tls.reuse } } : {}) });
+    pools.set(key, p);
+  }
+  return p;
+}
+
+/** The address a `proxy_pass` with variables named when it is no upstream's: one peer,
+ * tried once, its connections not kept (nginx's upstream made for the request). */
+export class AddressUpstream implements ProxyUpstream {
+  readonly config = { keepalive: 0 };
+  readonly peerCount = 1;
+  private readonly peer: PeerChoice;
+  private readonly pools = new Map<string, PeerPool>();
+
+  constructor(
+    readonly proxyHost: string,
+    host: string,
+    port: number,
+    address: string,
+  ) {
+    this.peer = { id: 0, host, port, address };
+  }
+
+  pick(): PeerChoice {
+    return this.peer;
+  }
+
+  release(): void {}
+
+  pool(chosen: PeerChoice, connectTimeout: number, tls?: TlsProfile): PeerPool {
+    return pooled(this.pools, chosen, connectTimeout, tls, { keepalive: 0, idleChanged: () => {} });
+  }
+
+  close(): void {
+    for (const p of this.pools.values()) p.close();
+  }
+}
+
+export class UpstreamRuntime implements ProxyUpstream {
   readonly queue?: UpstreamQueue;
   /** `$proxy_host`: what `Host` is by default. */
   readonly proxyHost: string;
@@ -56,20 +125,11 @@ export class UpstreamRuntime {
    * finds its connections), connect timeout and TLS settings (locations may set their
    * own: a connection made for one is not handed to another). */
   pool(chosen: Chosen, connectTimeout: number, tls?: TlsProfile): PeerPool {
-    const key = tls ? `${chosen.address} ${connectTimeout} ${tls.key}` : `${chosen.address} ${connectTimeout}`;
-    let p = this.pools.get(key);
-    if (!p) {
-      p = new PeerPool(chosen.address, chosen.host, chosen.port, {
-        keepalive: this.config.keepalive,
-        ...(this.config.reuse ? { reuse: this.config.reuse } : {}),
-        connectTimeout,
-        idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
-        // Each peer keeps its own last session.
-        ...(tls ? { tls: { options: tls.options, reuse: tls.reuse } } : {}),
-      });
-      this.pools.set(key, p);
-    }
-    return p;
+    return pooled(this.pools, chosen, connectTimeout, tls, {
+      keepalive: this.config.keepalive,
+      ...(this.config.reuse ? { reuse: this.config.reuse } : {}),
+      idleChanged: (delta) => (delta > 0 ? this.recorder.keepaliveCached() : this.recorder.keepaliveUsed()),
+    });
   }
 
   close(): void {

@@ -1,22 +1,81 @@
-// The server's variables: the one evaluator (src/api/variables.ts) over node:http's
-// request, for `proxy_set_header` values, `hash` keys and limit keys.
-import type { IncomingMessage } from 'node:http';
+// The one context every HTTP variable reads, whatever phase evaluates it: the request,
+// its response, and what the phases before have decided. A phase gives what it knows; a
+// variable whose part is not known yet is not found (empty), as in nginx. The access log
+// gives it all once the request is over. The variables themselves are declared by the
+// modules that own them and assembled in config/variables.ts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import * as shared from '../../api/variables.js';
+import { binaryAddress, hostOfHeader, unmapped } from '../../api/variables.js';
+import type { UpstreamAttempt } from '../log/upstream-trace.js';
 
-export { binaryAddress, clientAddress, hostOf } from '../../api/variables.js';
-
-/** What a variable may read: the request, its URI, and what the place it is in knows. */
-export interface VariableContext extends shared.VariableContext {
+export interface HttpContext {
   readonly req: IncomingMessage;
+  /** The response, once the content phase has one. */
+  readonly res?: ServerResponse;
+  /** $uri: the normalised URI. */
+  readonly uri: string;
+  /** `$server_name`: the first name of the virtual server. */
+  readonly serverName?: string;
+  /** $1..$9: the captures of a regex location or an `if`. */
+  captures?: readonly string[];
+  /** The status being answered, where the response's head is being made (add_header). */
+  readonly status?: number;
+  /** `$proxy_host`, `$proxy_port`: the upstream's name, or the address of `proxy_pass`. */
+  readonly proxyHost?: string;
+  readonly proxyPort?: string;
+  /** `$upstream_cache_status`: HIT, MISS, ... once the proxy cache decided. */
+  readonly upstreamCacheStatus?: string;
+  // What the log phase knows once the request is over.
+  /** performance.now() when the request's headers were in. */
+  readonly start?: number;
+  /** Bytes read for the request (line, headers, body) and written for its response. */
+  readonly received?: number;
+  readonly written?: number;
+  readonly connection?: number;
+  readonly connectionRequests?: number;
+  /** The request came in the same read as the one before it on its connection. */
+  readonly pipelined?: boolean;
+  /** Every peer tried, in order ($upstream_addr, $upstream_status...). */
+  readonly upstream?: readonly UpstreamAttempt[];
 }
 
-/** Compiles `text`; the configuration reader has already refused unknown variables. */
-export const compileValue: (text: string) => (c: VariableContext) => string = shared.compileValue;
+/** The context of a request at its place: what a phase adds it defines on it (getters
+ * of what the phase decides as it goes). */
+export function requestContext(req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined, more?: PropertyDescriptorMap): HttpContext {
+  const c: HttpContext = captures ? { req, res, uri, captures } : { req, res, uri };
+  return more ? Object.defineProperties(c, more) : c;
+}
+
+/** `$remote_addr`. */
+export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => unmapped(req.socket?.remoteAddress ?? '');
+
+/** `$host`: the Host header without its port, lowercase; the local address without one. */
+export function hostOf(req: IncomingMessage): string {
+  const host = req.headers.host;
+  return typeof host === 'string' && host ? hostOfHeader(host) : (req.socket?.localAddress ?? '');
+}
+
+/** A request header (`$http_<name>`, name lowercase), read from the raw headers
+ * (`req.headers` would build node's headers object): the first of its name, as nginx 1.22
+ * takes it, but Cookie's joined with "; " and X-Forwarded-For's with ", " as nginx joins them. */
+export function header(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders;
+  const joiner = name === 'cookie' ? '; ' : name === 'x-forwarded-for' ? ', ' : undefined;
+  let out: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i];
+    if (n.length !== name.length || n.toLowerCase() !== name) continue;
+    if (joiner === undefined) return raw[i + 1];
+    out = out === undefined ? raw[i + 1] : out + joiner + raw[i + 1];
+  }
+  return out;
+}
+
+/** `$http_x_forwarded_for` made a header name: `x-forwarded-for`. */
+export const headerName = (variable: string): string => variable.replace(/_/g, '-').toLowerCase();
 
 const BINARY_REMOTE_ADDR = Symbol('zonal.binary_remote_addr');
-const REMOTE_ADDR = Symbol('zonal.remote_addr');
-type KeyedSocket = Socket & { [BINARY_REMOTE_ADDR]?: Buffer; [REMOTE_ADDR]?: Buffer };
+type KeyedSocket = Socket & { [BINARY_REMOTE_ADDR]?: Buffer };
 
 /** `$binary_remote_addr` of the request's connection, made on its first request and kept
  * on the socket: a connection's peer does not change, and the bytes (4 or 16) would
@@ -25,27 +84,22 @@ type KeyedSocket = Socket & { [BINARY_REMOTE_ADDR]?: Buffer; [REMOTE_ADDR]?: Buf
  * them all. */
 export function binaryRemoteAddress(req: IncomingMessage): Buffer {
   const socket = req.socket as KeyedSocket;
-  return (socket[BINARY_REMOTE_ADDR] ??= shared.binaryAddress(shared.clientAddress(req)));
+  return (socket[BINARY_REMOTE_ADDR] ??= binaryAddress(clientAddress(req)));
 }
 
-/** `$remote_addr` as a limit key: its UTF-8 bytes, the key its text would be, kept on the
- * socket as `$binary_remote_addr` is. */
-function remoteAddressKey(req: IncomingMessage): Buffer {
-  const socket = req.socket as KeyedSocket;
-  return (socket[REMOTE_ADDR] ??= Buffer.from(shared.clientAddress(req)));
+/** Where a response keeps its virtual server (content.ts's enter()): `$server_name`
+ * of the phases that are not given it. */
+export const SERVER = Symbol('zonal.site');
+type Served = ServerResponse & { [SERVER]?: { readonly serverName: string } };
+export const serverNameOf = (res: ServerResponse | undefined): string | undefined => (res as Served | undefined)?.[SERVER]?.serverName;
+
+const START = Symbol('zonal.requestStart');
+type Started = ServerResponse & { [START]?: number };
+
+/** The request's headers are in (performance.now()): what `$request_time` counts from. */
+export function markStart(res: ServerResponse, now: number): void {
+  (res as Started)[START] = now;
 }
 
-/** A key that is the connection's alone (`$binary_remote_addr` or `$remote_addr` written
- * alone, nginx's usual keys): a function of the request, with nothing else to evaluate;
- * undefined for every other key. */
-export function connectionKey(text: string): ((req: IncomingMessage) => Buffer) | undefined {
-  const name = /^\$(?:\{(\w+)\}|(\w+))$/.exec(text);
-  const variable = name?.[1] ?? name?.[2];
-  return variable === 'binary_remote_addr' ? binaryRemoteAddress : variable === 'remote_addr' ? remoteAddressKey : undefined;
-}
-
-/** A limit key: text, or bytes when it holds `$binary_remote_addr`. */
-export function compileKey(text: string): (c: VariableContext) => string | Buffer {
-  const own = connectionKey(text);
-  return own ? (c) => own(c.req) : shared.compileKey(text);
-}
+/** When the request began, for a phase before the log's (which has it in its record). */
+export const startOf = (res: ServerResponse | undefined): number | undefined => (res as Started | undefined)?.[START];

@@ -13,7 +13,8 @@ import { define as defineDirective, type DirectiveSpec } from '../config/spec.js
 import type { Checker, InheritableLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
-import { checkVariables, isZoneName, parseSize, requestVariable } from '../config/values.js';
+import { checkVariables, isZoneName, parseSize } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 export type LogLevel = 'info' | 'notice' | 'warn' | 'error';
 const LOG_LEVELS: readonly LogLevel[] = ['info', 'notice', 'warn', 'error'];
@@ -101,10 +102,6 @@ declare module '../config/model.js' {
   }
 }
 
-/** A limit key may use the request's variables, the client's address as bytes and the
- * server's name. */
-const keyVariable = (name: string) => name === 'binary_remote_addr' || name === 'server_name' || requestVariable(name);
-
 const levelOf = (level: InheritableLevel): LimitLevel => (level.limits ??= { zones: [], reqs: [], conns: [] });
 
 /** nginx refuses zones smaller than 8 pages. */
@@ -155,7 +152,7 @@ function zoneDirective(kind: 'req' | 'conn') {
       if (!zone) return c.error(d.origin, `"${d.name}" must have "zone" parameter`);
       if (kind === 'req' && rate === undefined) return c.error(d.origin, `"${d.name}" must have "rate" parameter`);
       if (key === '') return c.error(d.origin, `empty key in "${d.name}" directive`);
-      const error = checkVariables(key, keyVariable);
+      const error = checkVariables(key, knownHttpVariable);
       if (error) return c.error(d.origin, error);
       const zones = levelOf(http).zones;
       const other = zones.find((z) => z.name === zone!.name);

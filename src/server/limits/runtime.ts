@@ -5,14 +5,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConnectionLimiter, HOLD_REFUSED, HOLD_TAKEN, limitRequest, RequestLimiter, type LimitReqDecision, type RequestLimit } from '../../metrics/limits.js';
 import type { LimitKey } from '../../engine/index.js';
 import type { Status } from '../../metrics/status.js';
-import { clientAddress } from '../../api/variables.js';
 import { sendPage } from '../http/pages.js';
-import { compileKey, connectionKey, type VariableContext } from '../http/variables.js';
+import { clientAddress, type HttpContext } from '../http/variables.js';
+import { compileKey, connectionKey } from './key.js';
 import type { LimitsConfig, LogLevel } from './config.js';
 import { errorLogOf, type ErrorLogTarget } from '../log/error-log.js';
-import { connectionNumber } from '../log/access-log.js';
+import { connectionNumber } from '../core/connection.js';
 
-type Key = (c: VariableContext) => string | Buffer;
+type Key = (c: HttpContext) => string | Buffer;
 
 /** admit(): the request goes on now. */
 export const ADMITTED = 0;
@@ -77,7 +77,7 @@ export class PlaceLimits {
       return decision.result === 'passed' || decision.result === 'skipped' ? ADMITTED : this.refusedOrDelayed(decision, req, res);
     }
     if (this.reqs.length > 0) {
-      const ctx: VariableContext = { req, uri, serverName: this.serverName };
+      const ctx: HttpContext = { req, uri, serverName: this.serverName };
       const limits: RequestLimit[] = this.reqs.map((r) => ({ limiter: r.limiter, key: r.key(ctx) }));
       const decision = limitRequest(limits);
       if (decision.result !== 'passed' && decision.result !== 'skipped') return this.refusedOrDelayed(decision, req, res);
@@ -111,7 +111,7 @@ export class PlaceLimits {
   private connections(req: IncomingMessage, res: ServerResponse, uri: string): boolean {
     const conns = this.conns;
     if (conns.length === 0) return true;
-    let ctx: VariableContext | undefined;
+    let ctx: HttpContext | undefined;
     let holding: Holding | undefined;
     for (let i = 0; i < conns.length; i++) {
       const c = conns[i];

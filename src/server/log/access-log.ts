@@ -4,13 +4,15 @@
 // the request's place is known and logRequest where it counts the response.
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { addon, WORKER_SLOT_ENV } from '../../engine/index.js';
+import { connectionNumber, countRequest } from '../core/connection.js';
+import { streamVariables } from '../config/variables.js';
+import { markStart } from '../http/variables.js';
 import type { Inherited } from '../config/model.js';
 import type { AccessLogSpec, Escape, LogFormat } from './config.js';
 import { LineBuffer, logFile } from './files.js';
 import { attemptsOf, traceUpstreams } from './upstream-trace.js';
 import { isUpstreamVariable, logVariable, type LogRecord } from './variables.js';
-import { streamLogVariable, type StreamRecord } from './stream-variables.js';
+import type { StreamRecord } from '../stream/variables.js';
 
 // `$name` or `${name}`, as the configuration's check reads them.
 const VARIABLE = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
@@ -95,7 +97,7 @@ function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: (name: string) => 
 
 /** A stream server's access logs, compiled; undefined when it logs nothing. */
 export function streamLog(specs: readonly AccessLogSpec[] | undefined): ReadonlyArray<Writer<StreamRecord>> | undefined {
-  return specs?.length ? specs.map((s) => writerOf<StreamRecord>(s, streamLogVariable, 'stream')) : undefined;
+  return specs?.length ? specs.map((s) => writerOf<StreamRecord>(s, (name) => streamVariables.get(name), 'stream')) : undefined;
 }
 
 /** A stream session is over: its line in each of its server's logs. */
@@ -115,8 +117,6 @@ export function placeLog(config: Inherited, serverName: string): { log?: PlaceLo
 }
 
 const NOTE = Symbol('zonal.accessLog');
-const CONNECTION = Symbol('zonal.connectionNumber');
-const REQUESTS = Symbol('zonal.connectionRequests');
 const READ = Symbol('zonal.bytesReadAtRequest');
 interface Note {
   readonly log: PlaceLog;
@@ -126,33 +126,25 @@ interface Note {
   readonly pipelined: boolean;
 }
 type Noted = ServerResponse & { [NOTE]?: Note };
-type Numbered = Socket & { [CONNECTION]?: number; [REQUESTS]?: number; [READ]?: number };
+type Numbered = Socket & { [READ]?: number };
 
-/** Connections of this process, counted as they are first numbered. */
-let connections = 0;
-/** nginx numbers connections with one counter of all workers; a worker here numbers its
- * own, interleaved with the others' by its worker slot: unique across the workers and
- * increasing, spaced by the number of slots there can be. */
-const SLOTS = addon.maxWorkerSlots;
-const SLOT = Number(process.env[WORKER_SLOT_ENV] ?? 0) || 0;
-
-/** `$connection` of a request's connection (and `*N` of its error log lines). */
-export function connectionNumber(socket: Socket): number {
-  return ((socket as Numbered)[CONNECTION] ??= connections++ * SLOTS + SLOT + 1);
-}
+export { connectionNumber };
 
 /** A request reached its place (`log` is the place's): its line is written when its
  * response is over. Every request counts in its connection's `$connection_requests`. */
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
   const socket = res.req.socket as Numbered;
-  const requests = (socket[REQUESTS] = (socket[REQUESTS] ?? 0) + 1);
+  const requests = countRequest(socket);
+  // $request_time in the phases before the log's counts from here.
+  const start = performance.now();
+  markStart(res, start);
   const log = place.log;
   if (!log) return;
   // A request that came with no read since the last one logged was pipelined ($pipe).
   const read = socket.bytesRead;
   const pipelined = requests > 1 && socket[READ] === read;
   socket[READ] = read;
-  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start: performance.now(), requests, pipelined };
+  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start, requests, pipelined };
 }
 
 /** The response is over: `received` and `written` are its bytes on the connection. */

@@ -21,7 +21,7 @@ import { checkVariables, parseSize } from '../config/values.js';
 import { parseTime } from '../../metrics/peers.js';
 import { isLevel, LEVELS, type ErrorLogTarget, type Level } from './error-log.js';
 import { knownLogVariable } from './variables.js';
-import { knownStreamLogVariable } from './stream-variables.js';
+import { streamVariables } from '../config/variables.js';
 
 export type Escape = 'default' | 'json' | 'none';
 
@@ -117,7 +117,7 @@ function formatsOf(c: Checker, module: Module): Map<string, LogFormat> {
   return m[module];
 }
 
-const knownIn = (module: Module) => (module === 'stream' ? knownStreamLogVariable : knownLogVariable);
+const knownIn = (module: Module) => (module === 'stream' ? streamVariables.known : knownLogVariable);
 
 /** A log's path: `stderr`, else absolute; its folder must exist when the disk is read
  * (nginx opens it at `-t`; zonal creates nothing then). */

@@ -1,15 +1,29 @@
 // The peers a proxied request tried, for $upstream_addr, $upstream_status and the
-// $upstream_*_time lists: kept on the response, and only when some access log of the
-// process names one of them (a request pays nothing otherwise).
+// $upstream_*_time lists: kept on the response, and only when some value of the
+// configuration (a log format, add_header...) names one of them (a request pays nothing
+// otherwise).
 import type { ServerResponse } from 'node:http';
-import type { UpstreamAttempt } from './variables.js';
+
+/** What one upstream attempt left: nginx's $upstream_* lists, one per peer tried. */
+export interface UpstreamAttempt {
+  readonly address: string;
+  /** 0 until the peer answered; 502 or 504 for an attempt that failed without one. */
+  status: number;
+  /** Milliseconds; -1 when the attempt did not get so far. */
+  connectMs: number;
+  /** Bytes read from the peer and sent to it. */
+  received: number;
+  sent: number;
+  headerMs: number;
+  responseMs: number;
+}
 
 const TRACE = Symbol('zonal.upstreamTrace');
 type Traced = ServerResponse & { [TRACE]?: UpstreamAttempt[] };
 
 let tracing = false;
 
-/** Set when the access logs are built: whether any names an $upstream_* variable. */
+/** Set when the values are compiled: some names an $upstream_* variable. */
 export function traceUpstreams(on: boolean): void {
   tracing = on;
 }

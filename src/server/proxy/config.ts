@@ -8,7 +8,8 @@ import { milliseconds, whole } from '../config/numbers.js';
 import { compileRegex } from '../config/regex.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
-import { checkHeader, checkVariables, parseProxyPass, parseSize, requestVariable } from '../config/values.js';
+import { checkHeader, checkVariables, parseProxyPass, parseSize } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 /** `proxy_redirect <redirect> <replacement>`: `from` a text prefix (caseless, as nginx
  * compares it) or a regex (`~`, `~*`), `to` a text with variables ($1..$9 for a regex's
@@ -123,7 +124,8 @@ export function proxyOptions(
   // `http://u/` becomes `/`). With variables in the URI, or a regex location, there is
   // no such prefix: nginx then makes no default rewrite.
   const byDefault = (): ProxyRedirect[] => {
-    if (pass.uri === undefined) return [{ from: `${pass.url}/`, to: '/' }];
+    // Nor with variables in the host (a URL with variables has no URI part of its own).
+    if (pass.uri === undefined) return pass.url.includes('$') ? [] : [{ from: `${pass.url}/`, to: '/' }];
     return !pass.uri.includes('$') && !pass.regex ? [{ from: pass.url, to: location }] : [];
   };
   const redirects = redirect.kind === 'off' ? [] : redirect.list.flatMap((r) => (r === 'default' ? byDefault() : [r]));
@@ -225,7 +227,7 @@ function redirectOf(d: Directive, from: string, to: string, error: (message: str
       return void error(`invalid regular expression "${source}" in "proxy_redirect" directive: ${(e as Error).message}`);
     }
   } else if (from.includes('$')) return void error(`variables in the redirect of "proxy_redirect" are not supported`);
-  const bad = checkVariables(to, (name) => requestVariable(name) || name === 'server_name' || (typeof pattern !== 'string' && /^[1-9]$/.test(name)));
+  const bad = checkVariables(to, knownHttpVariable);
   if (bad) return void error(bad);
   void d;
   return { from: pattern, to };

@@ -4,10 +4,8 @@
 // regex (quoted when it holds spaces, `;` or braces).
 import type { IfCondition } from '../config/model.js';
 import { compileRegex } from '../config/regex.js';
-import { checkVariables, requestVariable, type Checked } from '../config/values.js';
-
-/** What a condition may read: the request's variables and the captures of the last regex. */
-export const conditionVariable = (name: string): boolean => /^[1-9]$/.test(name) || requestVariable(name);
+import { checkVariables, type Checked } from '../config/values.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 const REGEX_OPERATORS: Readonly<Record<string, { caseless: boolean; negate: boolean }>> = {
   '~': { caseless: false, negate: false },
@@ -33,11 +31,11 @@ export function parseIfCondition(args: readonly string[]): Checked<IfCondition> 
   if (left.length > 1 && left.startsWith('$')) {
     if (words.length !== 1 && words.length !== 3) return fail(`invalid condition "${left}"`);
     if (!/^\$(\w+|\{\w+\})$/.test(left)) return fail(`invalid variable name in condition "${left}"`);
-    const unknown = checkVariables(left, conditionVariable);
+    const unknown = checkVariables(left, knownHttpVariable);
     if (unknown) return fail(unknown);
     if (words.length === 1) return { value: { kind: 'variable', variable: left } };
     if (operator === '=' || operator === '!=') {
-      const error = checkVariables(right, conditionVariable);
+      const error = checkVariables(right, knownHttpVariable);
       if (error) return fail(error);
       return { value: { kind: 'equal', variable: left, value: right, negate: operator === '!=' } };
     }
@@ -54,7 +52,7 @@ export function parseIfCondition(args: readonly string[]): Checked<IfCondition> 
     if (words.length !== 2) return fail(`invalid condition "${left}"`);
     const test = file[2];
     if (test !== 'f' && test !== 'd' && test !== 'e' && test !== 'x') return fail(`unexpected "${left}" in condition`);
-    const error = checkVariables(operator, conditionVariable);
+    const error = checkVariables(operator, knownHttpVariable);
     if (error) return fail(error);
     return { value: { kind: 'file', test, path: operator, negate: file[1] === '!' } };
   }

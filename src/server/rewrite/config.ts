@@ -9,7 +9,8 @@ import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
 import { checkVariables, parseReturn } from '../config/values.js';
 import { checkContent } from '../http/config.js';
-import { conditionVariable, parseIfCondition } from './condition.js';
+import { parseIfCondition } from './condition.js';
+import { knownHttpVariable } from '../config/variables.js';
 
 /** The condition of an `if` directive, or undefined after its error. */
 function ifCondition(d: Directive, c: Checker): IfCondition | undefined {
@@ -32,7 +33,7 @@ export const rewriteDirectives: Readonly<Record<string, DirectiveSpec | readonly
       const parsed = parseReturn(d.args);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
       const text = parsed.value.text;
-      const error = text === undefined ? undefined : checkVariables(text, conditionVariable);
+      const error = text === undefined ? undefined : checkVariables(text, knownHttpVariable);
       if (error) return c.error(d.origin, error);
       level.return = { value: parsed.value, origin: d.origin };
       // nginx runs a location's `return` and `if` blocks in the order written.

@@ -20,7 +20,7 @@ const refused: Array<[string, string, RegExp]> = [
   ['try_files =code not a code', 'location / { try_files $uri =4044; }', /^invalid code "=4044"$/],
   ['try_files one argument', 'location / { try_files $uri; }', /^invalid number of arguments in "try_files" directive$/],
   ['index absolute not last', 'index /a.html b.html;', /^only the last index in "index" directive should be absolute$/],
-  ['index with variables', 'index $uri.html;', /^variables in "index" are not supported$/],
+  ['index with an unknown variable', 'index $nonesuch.html;', /^unknown "nonesuch" variable$/],
   ['internal in a server', 'internal;', /^"internal" directive is not allowed here$/],
   ['internal with an argument', 'location / { internal on; }', /^invalid number of arguments in "internal" directive$/],
   ['server_tokens', 'server_tokens maybe;', /^invalid value "maybe" in "server_tokens" directive, it must be "on", "off" or "build"$/],

@@ -1,0 +1,28 @@
+// The variable tables: one for http, one for stream, assembled from the declarations of
+// the modules that own the variables, as directives.ts assembles their directives. Every
+// place that takes variables checks its values against these at `-t` and compiles them
+// from these once at load; the access log evaluates the same functions.
+import { namesIn, Variables } from '../../api/variables.js';
+import { traceUpstreams } from '../log/upstream-trace.js';
+import type { HttpContext } from '../http/variables.js';
+import { httpCoreVariables } from '../http/core/variables.js';
+import { isAttemptVariable, upstreamVariables } from '../upstream/variables.js';
+import { proxyVariables } from '../proxy/variables.js';
+import { sslVariables } from '../ssl/variables.js';
+import { cacheVariables } from '../cache/variables.js';
+import { authBasicVariables } from '../auth-basic/variables.js';
+import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
+
+export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables]);
+
+export const streamVariables = new Variables<StreamRecord>([streamCoreVariables]);
+
+/** An http value compiled once at load; one that names an upstream attempt's variable
+ * has the proxy record its attempts. */
+export function compileValue(text: string): (c: HttpContext) => string {
+  if (namesIn(text).some(isAttemptVariable)) traceUpstreams(true);
+  return httpVariables.compile(text);
+}
+
+/** Whether `-t` lets an http value name it. */
+export const knownHttpVariable = httpVariables.known;
