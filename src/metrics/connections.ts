@@ -1,7 +1,7 @@
 // /status/connections. As in Angie: `active` counts open client connections that are not
 // idle, `idle` those waiting for a keep-alive request, `dropped` those the server closed
 // without handling them.
-import type { GaugeBlock } from '../engine/index.js';
+import type { AtomicCells, GaugeBlock } from '../engine/index.js';
 import { group, Layout, type Counted } from './shape.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
 import { LiveNode, type StatusNode } from './tree.js';
@@ -19,11 +19,19 @@ const KEY = 'connections';
 
 /** What a worker calls as its client connections come and go. */
 export class Connections {
-  constructor(private readonly block: GaugeBlock) {}
+  constructor(
+    private readonly block: GaugeBlock,
+    /** One cell all the workers count connections in: their serial numbers. */
+    private readonly serial: AtomicCells,
+  ) {}
 
-  accepted(): void {
+  /** A new client connection; returns its serial number, unique across the workers and
+   * increasing as they accept (nginx's $connection, one atomic counter as nginx's
+   * ngx_connection_counter; it wraps after 2^32). */
+  accepted(): number {
     this.block.add(fields.accepted.index);
     this.block.add(fields.active.index);
+    return (this.serial.add(0) + 1) >>> 0;
   }
 
   /** Closed by the server before a request was handled (a limit, a shutdown). */
@@ -50,7 +58,7 @@ export class Connections {
 }
 
 export function connections(status: StatusStore): Connections {
-  return new Connections(status.gauges(STATUS_ZONE, KEY, layout.size, layout.gauges));
+  return new Connections(status.gauges(STATUS_ZONE, KEY, layout.size, layout.gauges), status.cells(STATUS_ZONE, `${KEY}/serial`, 1));
 }
 
 export function connectionsNode(status: StatusStore): StatusNode {

@@ -6,17 +6,21 @@ import { addon, WORKER_SLOT_ENV } from '../../engine/index.js';
 const CONNECTION = Symbol('zonal.connectionNumber');
 type Numbered = Socket & { [CONNECTION]?: number };
 
-/** Connections of this process, counted as they are first numbered. */
-let connections = 0;
-/** nginx numbers connections with one counter of all workers; a worker here numbers its
- * own, interleaved with the others' by its worker slot: unique across the workers and
- * increasing, spaced by the number of slots there can be. */
+/** Connections no plane numbered (none should be), numbered by this process alone,
+ * interleaved with the other workers' by its worker slot so they stay unique. */
+let unnumbered = 0;
 const SLOTS = addon.maxWorkerSlots;
 const SLOT = Number(process.env[WORKER_SLOT_ENV] ?? 0) || 0;
 
+/** The planes number each connection they accept with the serial number Connections'
+ * accepted() gives: one counter of all the workers, as nginx's. */
+export function numberConnection(socket: Socket, n: number): void {
+  (socket as Numbered)[CONNECTION] = n;
+}
+
 /** `$connection` of a request's or a session's connection. */
 export function connectionNumber(socket: Socket): number {
-  return ((socket as Numbered)[CONNECTION] ??= connections++ * SLOTS + SLOT + 1);
+  return ((socket as Numbered)[CONNECTION] ??= unnumbered++ * SLOTS + SLOT + 1);
 }
 
 const REQUESTS = Symbol('zonal.connectionRequests');

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
+import { connectionNumber, numberConnection } from '../core/connection.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
@@ -222,6 +223,7 @@ export class HttpPlane {
     server.on('secureConnection', (socket: TLSSocket) => {
       const conn = raw(socket)[CONN];
       (socket as Counted)[CONN] = conn;
+      numberConnection(socket, connectionNumber(raw(socket)));
       const site = siteOf(socket);
       if (site.zoneOf && conn) conn.handshake = { zone: site.groupZone, reused: socket.isSessionReused() };
       else site.zone?.sslHandshaked(socket.isSessionReused());
@@ -240,7 +242,7 @@ export class HttpPlane {
     const conn: Conn = { requests: 0, inflight: 0, idle: false, closedByServer: false, read: 0, written: 0, since: Date.now() };
     socket[CONN] = conn;
     const entry = this.live.add(conn);
-    this.conns.accepted();
+    numberConnection(socket, this.conns.accepted());
     const budget = this.options.budget;
     const counted = budget ? budget.take() : true;
     socket.once('close', () => {

@@ -128,8 +128,6 @@ interface Note {
 type Noted = ServerResponse & { [NOTE]?: Note };
 type Numbered = Socket & { [READ]?: number };
 
-export { connectionNumber };
-
 /** A request reached its place (`log` is the place's): its line is written when its
  * response is over. Every request counts in its connection's `$connection_requests`. */
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {

@@ -18,7 +18,8 @@
 // and handshakes; the peer's selections, bytes, failures and its connect, first byte and
 // last byte times, measured from the start of the connect to the peer as nginx's are.
 import { errorLogOf } from '../log/error-log.js';
-import { connectionNumber, logSession, streamLog } from '../log/access-log.js';
+import { logSession, streamLog } from '../log/access-log.js';
+import { connectionNumber, numberConnection } from '../core/connection.js';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
 import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
@@ -216,7 +217,7 @@ export class StreamPlane {
   }
 
   private accept(site: StreamSite, listen: StreamListen, raw: Socket): void {
-    this.conns.accepted();
+    numberConnection(raw, this.conns.accepted());
     site.zone?.connectionStarted();
     if (this.draining || (this.budget && !this.budget.take())) {
       raw.destroy();

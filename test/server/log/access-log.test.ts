@@ -161,6 +161,9 @@ t.test('$connection numbers connections, $connection_requests counts their reque
   t.not(byUri['/conn/a'].c, byUri['/conn/c'].c, 'another connection, another number');
   t.same([byUri['/conn/a'].n, byUri['/conn/b'].n, byUri['/conn/c'].n], ['1', '2', '1']);
   t.match(byUri['/conn/c'].c, /^\d+$/);
+  // One counter of all the workers, as nginx's: the next connection, whichever worker took it.
+  t.equal(Number(byUri['/conn/c'].c), Number(byUri['/conn/a'].c) + 1, 'the next connection has the next number');
+  t.equal(Number(byUri['/conn/d'].c), Number(byUri['/conn/c'].c) + 1, 'and the one after it the one after');
   t.same([byUri['/conn/a'].p, byUri['/conn/b'].p, byUri['/conn/d'].p, byUri['/conn/e'].p], ['.', '.', '.', 'p'], '$pipe: p for a request that came with the one before it');
 });
 
