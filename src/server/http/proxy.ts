@@ -513,6 +513,13 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     );
   }
 
+  /** $upstream_connect_time of the attempt: 0 on a connection open before it, -1 while
+   * its new one is not up. */
+  private connectMs(): number {
+    const at = this.client!.connectedAt;
+    return at === 0 ? -1 : Math.max(0, at - this.started);
+  }
+
   /** proxy_read_timeout passed: the attempt is aborted as a timeout. */
   expired(): void {
     if (this.chosen) this.abort?.(new ReadTimeout('proxy_read_timeout'));
@@ -533,7 +540,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     if (statusCode < 200) return true;
     this.headerMs = now - this.started;
     this.status = statusCode;
-    attemptHeaders(this.attempt, statusCode, this.headerMs);
+    attemptHeaders(this.attempt, statusCode, this.headerMs, this.connectMs());
     this.resume = resume;
     this.received += 17 + statusText.length;
     // A listed status is a failed attempt: another peer gets the request when allowed.
@@ -612,7 +619,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const chosen = this.chosen!;
     const upstream = this.upstream;
     chosen.metrics?.responded(this.status, this.received, this.sent, this.headerMs, now - this.started);
-    attemptEnded(this.attempt, now - this.started, this.received, this.sent);
+    attemptEnded(this.attempt, now - this.started, this.connectMs(), this.received, this.sent);
     this.pool!.give(this.client!, upstream.config.keepalive > 0, now);
     // A listed status is a failed attempt even when no other peer is left to try (but
     // 403 and 404, never the peer's failure).
@@ -649,7 +656,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const clientGone = this.finished;
     const retryStatus = err instanceof RetryStatus;
     const failure: Failure | undefined = retryStatus ? undefined : failureOf(err);
-    attemptEnded(this.attempt, performance.now() - this.started, this.received, this.sent, failure === 'timeout' ? 504 : 502);
+    attemptEnded(this.attempt, performance.now() - this.started, this.connectMs(), this.received, this.sent, failure === 'timeout' ? 504 : 502);
     const written = this.client!.written;
     // The client leaving is not the peer's failure, nor a 403 or 404 passed on.
     upstream.release(chosen, !clientGone && (!retryStatus || FAILING_STATUSES.has(this.status)));

@@ -126,6 +126,8 @@ export class UpstreamConnection implements AfterIo {
    * keepalive_requests and keepalive_time bound. */
   requests = 0;
   readonly openedAt = performance.now();
+  /** When it was up (TLS: its handshake done), performance.now(); 0 before. */
+  connectedAt = 0;
   /** The current request's head went to the peer (a failure after it may have had
    * effects there: nginx does not pass a non-idempotent request on then). */
   written = false;
@@ -165,6 +167,7 @@ export class UpstreamConnection implements AfterIo {
     socket.once(tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(this.connectTimer);
       this.connected = true;
+      this.connectedAt = performance.now();
       if (this.request) this.writeHead();
     });
     // What the parser made of a read (with `consume`, it reports after each read).

@@ -37,21 +37,23 @@ export function attemptStarted(res: ServerResponse, address: string, reused: boo
   return attempt;
 }
 
-/** The peer's response head came, `ms` after the attempt started. */
-export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, ms: number): void {
+/** The peer's response head came, `ms` after the attempt started; `connectMs`: when its
+ * connection was up (-1: not yet known). */
+export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, ms: number, connectMs: number): void {
   if (!a) return;
   a.status = status;
   a.headerMs = ms;
-  // The head cannot come before the connection was up: its time bounds connecting's.
-  if (a.connectMs < 0) a.connectMs = ms;
+  if (a.connectMs < 0) a.connectMs = connectMs;
 }
 
-/** The attempt ended, `ms` after it started, with `received` and `sent` bytes; `failed`
+/** The attempt ended, `ms` after it started (its connection up after `connectMs`, -1 for
+ * one that never was), with `received` and `sent` bytes; `failed`
  * is the status nginx records for an attempt that got no response (502, or 504 after a
  * timeout). */
-export function attemptEnded(a: UpstreamAttempt | undefined, ms: number, received: number, sent: number, failed?: number): void {
+export function attemptEnded(a: UpstreamAttempt | undefined, ms: number, connectMs: number, received: number, sent: number, failed?: number): void {
   if (!a) return;
   a.responseMs = ms;
+  if (a.connectMs < 0) a.connectMs = connectMs;
   a.received = received;
   a.sent = sent;
   if (a.status === 0 && failed) a.status = failed;

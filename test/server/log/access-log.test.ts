@@ -16,7 +16,9 @@ const [port, backendPort, deadPort] = await freePorts(3);
 
 const backend: Server = createServer((req, res) => {
   res.setHeader('X-Sent', 'from backend');
-  res.end('up\n');
+  // /slow: the head comes 600 ms after the request, on a connection made at once.
+  if (req.url?.startsWith('/slow')) setTimeout(() => res.end('up\n'), 600);
+  else res.end('up\n');
 });
 await new Promise<void>((resolve) => backend.listen(backendPort, '127.0.0.1', resolve));
 t.teardown(() => new Promise<void>((resolve) => backend.close(() => resolve())));
@@ -47,6 +49,7 @@ http {
     location /cond { access_log cond.log esc if=$arg_log; return 200; }
     location /buf { access_log buf.log esc buffer=4k flush=1s; return 200; }
     location /up { access_log up.log up; proxy_pass http://u; }
+    location /slow { access_log slow.log up; proxy_pass http://127.0.0.1:${backendPort}; }
     location /conn { access_log conn.log conn; return 200; }
     location /limited { error_log loc.log info; limit_req zone=one; proxy_pass http://127.0.0.1:${backendPort}; }
   }
@@ -213,6 +216,14 @@ t.test('the peers a proxied request tried: $upstream_addr, $upstream_status and 
   t.equal(second[1], '200');
   const plain = await linesOf('access.log', 1);
   t.ok(plain.every((l) => !l.includes('/up')), "a location's own access_log replaces the inherited one");
+});
+
+t.test('$upstream_connect_time is the connection\'s own time, apart from the head\'s', async (t) => {
+  t.equal((await get('/slow')).body, 'up\n');
+  const [line] = await linesOf('slow.log', 1);
+  const [, , response, connect, header] = line.split('|');
+  t.ok(Number(header) >= 0.6 && Number(response) >= 0.6, `the head came after 0.6 s: ${line}`);
+  t.ok(Number(connect) < 0.3, `connecting took far less: ${connect}`);
 });
 
 t.test('two workers append whole lines to one file', async (t) => {
