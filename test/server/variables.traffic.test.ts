@@ -8,6 +8,7 @@ import { request as tlsRequest } from 'node:https';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { selfSigned } from '../helpers.js';
 import { eventually, freePorts, getJson, testConfig, Zonal } from './zonal.js';
@@ -48,6 +49,7 @@ http {
             add_header X-Remote-User $remote_user;
             return 200 "$request_method $uri $arg_a $http_x_a $host $server_name $scheme [$https] $connection_requests $cookie_c $is_args$args\\n";
         }
+        location /ctime { return 200 "$connection_time $connection_requests\\n"; }
         location /proxied {
             proxy_pass http://u;
             proxy_set_header X-Sent "$remote_addr $request_time $ssl_protocol|$proxy_host";
@@ -107,6 +109,28 @@ t.test('http core variables in return and add_header', async (t) => {
   t.ok(/^\d+\.\d{3}$/.test(String(r.headers['x-request-time'])) && time >= 0 && time < 5, `$request_time ${time} is the time so far`);
   t.equal(r.headers['x-status'], '200', "$status in add_header is the response's");
   t.equal(r.headers['x-remote-user'], 'ann', '$remote_user of auth_basic');
+});
+
+t.test('$connection_time: the seconds since the connection was accepted, as its requests see it', async (t) => {
+  const socket = connect(port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  let got = '';
+  socket.setEncoding('utf8').on('data', (d: string) => (got += d));
+  const answer = async () => {
+    const from = got.length;
+    const body = () => /\r\n\r\n(\S+ \d+)\n/.exec(got.slice(from))?.[1];
+    for (let i = 0; i < 300 && body() === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    return body()?.split(' ') ?? [];
+  };
+  socket.write('GET /ctime HTTP/1.1\r\nHost: a\r\n\r\n');
+  const [first, n1] = await answer();
+  await new Promise((r) => setTimeout(r, 400));
+  socket.write('GET /ctime HTTP/1.1\r\nHost: a\r\n\r\n');
+  const [second, n2] = await answer();
+  t.same([n1, n2], ['1', '2'], 'one connection');
+  t.match(first, /^\d+\.\d{3}$/);
+  t.ok(Number(first) < 0.4, `the first request comes at once: ${first}`);
+  t.ok(Number(second) >= 0.4 && Number(second) - Number(first) >= 0.39, `the second 0.4 s later: ${second}`);
 });
 
 t.test('upstream and proxy variables in add_header and proxy_set_header', async (t) => {

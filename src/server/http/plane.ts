@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
-import { connectionNumber, numberConnection } from '../core/connection.js';
+import { numberConnection, sameConnection } from '../core/connection.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { Status } from '../../metrics/status.js';
@@ -223,7 +223,7 @@ export class HttpPlane {
     server.on('secureConnection', (socket: TLSSocket) => {
       const conn = raw(socket)[CONN];
       (socket as Counted)[CONN] = conn;
-      numberConnection(socket, connectionNumber(raw(socket)));
+      sameConnection(socket, raw(socket));
       const site = siteOf(socket);
       if (site.zoneOf && conn) conn.handshake = { zone: site.groupZone, reused: socket.isSessionReused() };
       else site.zone?.sslHandshaked(socket.isSessionReused());

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { VariableTable } from '../../../api/variables.js';
 import { unmapped } from '../../../api/variables.js';
-import { connectionNumber, requestsOf } from '../../core/connection.js';
+import { connectionNumber, connectionTime, requestsOf } from '../../core/connection.js';
 import { clock, msec, seconds } from '../../core/time.js';
 import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, serverNameOf, startOf, type HttpContext } from '../variables.js';
 
@@ -128,6 +128,7 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     request_completion: (c) => (c.res?.writableFinished ? 'OK' : ''),
     connection: (c) => String(c.connection ?? connectionNumber(c.req.socket)),
     connection_requests: (c) => String(c.connectionRequests ?? requestsOf(c.req.socket)),
+    connection_time: (c) => seconds(connectionTime(c.req.socket)),
     pipe: (c) => (c.pipelined === undefined ? undefined : c.pipelined ? 'p' : '.'),
     msec,
     time_local: () => clock().local,
