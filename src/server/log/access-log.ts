@@ -26,31 +26,55 @@ const ESCAPES: Record<Escape, (s: string) => string> = {
 };
 
 type Line<R = LogRecord> = (r: R) => string;
+type Lookup<R> = (name: string) => ((r: R) => string | undefined) | undefined;
 
-/** A format as one function: text and variables in order; a variable nginx does not find
- * is `-` (nothing under `escape=json`), a found one is escaped. */
-function compileFormat<R = LogRecord>(format: LogFormat, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never): Line<R> {
-  const escape = ESCAPES[format.escape];
-  const missing = format.escape === 'json' ? '' : '-';
-  const parts: Array<string | ((r: R) => string | undefined)> = [];
+/** A format's text cut at its variables: `texts` has one more item than `names`. */
+function pieces(text: string): { texts: string[]; names: string[] } {
+  const texts: string[] = [];
+  const names: string[] = [];
   let last = 0;
-  for (const m of format.text.matchAll(VARIABLE)) {
-    if (m.index > last) parts.push(format.text.slice(last, m.index));
-    parts.push(lookup(m[1] ?? m[2]) ?? (() => undefined));
+  for (const m of text.matchAll(VARIABLE)) {
+    texts.push(text.slice(last, m.index));
+    names.push(m[1] ?? m[2]);
     last = m.index + m[0].length;
   }
-  if (last < format.text.length) parts.push(format.text.slice(last));
-  return (r) => {
-    let out = '';
-    for (const p of parts) {
-      if (typeof p === 'string') out += p;
-      else {
-        const v = p(r);
-        out += v === undefined ? missing : v === '' ? '' : escape(v);
-      }
+  texts.push(text.slice(last));
+  return { texts, names };
+}
+
+/**
+ * A format as one function: text and variables in order; a variable nginx does not find
+ * is `-` (nothing under `escape=json`), a found one is escaped. The function is written
+ * once per format (no array walked, no piece tested, no intermediate list per line), and
+ * each variable keeps its last value and that value escaped: a variable's value is often
+ * the one of the line before (the time, the client's address, the status, the user
+ * agent), and testing it for escapes is what a line costs most.
+ */
+function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = logVariable as never): Line<R> {
+  const { texts, names } = pieces(format.text);
+  const none = format.escape === 'none';
+  // Outside the line's function: each variable's function, and (escaping) its last value
+  // and that value escaped. `l` starts as null, which no variable returns.
+  let outer = '';
+  let body = '';
+  let line = JSON.stringify(texts[0]);
+  for (let i = 0; i < names.length; i++) {
+    outer += `const f${i} = a[${i}];\n`;
+    body += `const v${i} = f${i}(r);\n`;
+    if (none) line += ` + (v${i} === undefined ? m : v${i})`;
+    else {
+      outer += `let l${i} = null, e${i} = '';\n`;
+      body += `if (v${i} !== l${i}) { l${i} = v${i}; e${i} = v${i} === undefined ? m : v${i} === '' ? '' : x(v${i}); }\n`;
+      line += ` + e${i}`;
     }
-    return out + '\n';
-  };
+    line += ` + ${JSON.stringify(texts[i + 1])}`;
+  }
+  const make = new Function('a', 'x', 'm', `${outer}return function line(r) {\n${body}return ${line} + '\\n';\n};`);
+  return make(
+    names.map((n) => lookup(n) ?? (() => undefined)),
+    ESCAPES[format.escape],
+    format.escape === 'json' ? '' : '-',
+  ) as Line<R>;
 }
 
 /** `if=`: its text evaluated; a line is written unless it is empty or "0". */
@@ -72,6 +96,8 @@ interface Writer<R = LogRecord> {
 export interface PlaceLog {
   readonly writers: readonly Writer[];
   readonly serverName: string;
+  /** Some format of the place names $request_time: its requests' start is taken. */
+  readonly timed: boolean;
 }
 
 const compiled = new Map<string, Line<never>>();
@@ -106,26 +132,28 @@ export function logSession(writers: ReadonlyArray<Writer<StreamRecord>>, record:
   }
 }
 
+/** Some log of the process names $pipe: each logged request's connection keeps how far
+ * it had read (kept process-wide, as the connection's requests may log in other places). */
+let piping = false;
+
 /** The log of a place (a location, an `if` block, a server), undefined when it logs nothing. */
 export function placeLog(config: Inherited, serverName: string): { log?: PlaceLog } {
   const specs = config.accessLogs;
   if (!specs?.length) return {};
-  if (specs.some((s) => [...(s.format.text + (s.condition ?? '')).matchAll(VARIABLE)].some((m) => isUpstreamVariable(m[1] ?? m[2])))) traceUpstreams(true);
-  return { log: { writers: specs.map((s) => writerOf(s)), serverName } };
+  const names = new Set(specs.flatMap((s) => [...pieces(s.format.text).names, ...pieces(s.condition ?? '').names]));
+  if ([...names].some(isUpstreamVariable)) traceUpstreams(true);
+  if (names.has('pipe')) piping = true;
+  return { log: { writers: specs.map((s) => writerOf(s)), serverName, timed: names.has('request_time') } };
 }
 
 const NOTE = Symbol('zonal.accessLog');
 const CONNECTION = Symbol('zonal.connectionNumber');
 const REQUESTS = Symbol('zonal.connectionRequests');
 const READ = Symbol('zonal.bytesReadAtRequest');
-interface Note {
-  readonly log: PlaceLog;
-  readonly uri: string;
-  readonly start: number;
-  readonly requests: number;
-  readonly pipelined: boolean;
-}
-type Noted = ServerResponse & { [NOTE]?: Note };
+/** A request's record, made when it reaches its place and completed when it is over;
+ * every field is set from the start, so that all records have one shape. */
+type Pending = { -readonly [K in keyof LogRecord]: LogRecord[K] } & { readonly writers: readonly Writer[] };
+type Noted = ServerResponse & { [NOTE]?: Pending };
 type Numbered = Socket & { [CONNECTION]?: number; [REQUESTS]?: number; [READ]?: number };
 
 /** Connections of this process, counted as they are first numbered. */
@@ -142,41 +170,47 @@ export function connectionNumber(socket: Socket): number {
 }
 
 /** A request reached its place (`log` is the place's): its line is written when its
- * response is over. Every request counts in its connection's `$connection_requests`. */
+ * response is over. Every request counts in its connection's `$connection_requests`.
+ * What only some variable reads (the start, the connection's reads) is taken only when a
+ * format names it. */
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
-  const socket = res.req.socket as Numbered;
+  const req = res.req;
+  const socket = req.socket as Numbered;
   const requests = (socket[REQUESTS] = (socket[REQUESTS] ?? 0) + 1);
   const log = place.log;
   if (!log) return;
-  // A request that came with no read since the last one logged was pipelined ($pipe).
-  const read = socket.bytesRead;
-  const pipelined = requests > 1 && socket[READ] === read;
-  socket[READ] = read;
-  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start: performance.now(), requests, pipelined };
+  let pipelined = false;
+  if (piping) {
+    // A request that came with no read since the last one logged was pipelined ($pipe).
+    const read = socket.bytesRead;
+    pipelined = requests > 1 && socket[READ] === read;
+    socket[READ] = read;
+  }
+  (res as Noted)[NOTE] = {
+    req,
+    res,
+    uri: uri ?? req.url ?? '',
+    serverName: log.serverName,
+    start: log.timed ? performance.now() : 0,
+    received: 0,
+    written: 0,
+    connection: connectionNumber(socket),
+    connectionRequests: requests,
+    pipelined,
+    upstream: undefined,
+    writers: log.writers,
+  };
 }
 
 /** The response is over: `received` and `written` are its bytes on the connection. */
 export function logRequest(res: ServerResponse, received: number, written: number): void {
-  const note = (res as Noted)[NOTE];
-  if (!note) return;
+  const record = (res as Noted)[NOTE];
+  if (!record) return;
   (res as Noted)[NOTE] = undefined;
-  const req = res.req;
-  const socket = req.socket as Numbered;
-  const upstream = attemptsOf(res);
-  const record: LogRecord = {
-    req,
-    res,
-    uri: note.uri,
-    serverName: note.log.serverName,
-    start: note.start,
-    received,
-    written,
-    connection: connectionNumber(socket),
-    connectionRequests: note.requests,
-    pipelined: note.pipelined,
-    ...(upstream ? { upstream } : {}),
-  };
-  for (const w of note.log.writers) {
+  record.received = received;
+  record.written = written;
+  record.upstream = attemptsOf(res);
+  for (const w of record.writers) {
     if (w.condition && !w.condition(record)) continue;
     w.out.write(w.line(record));
   }

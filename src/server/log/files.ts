@@ -87,12 +87,15 @@ export class LineBuffer {
   }
 
   write(line: string): void {
-    const n = Buffer.byteLength(line);
-    if (this.used + n > this.size && this.used > 0) this.flush();
-    // A line larger than the whole buffer goes as it is.
-    if (n > this.size) return this.file.write(line);
-    this.bytes.write(line, this.used);
-    this.used += n;
+    // A line of n UTF-16 units takes at most 3n bytes: one that fits however it encodes
+    // is copied without being measured first (a pass over it, and a call, saved).
+    if (line.length * 3 > this.size - this.used) {
+      const n = Buffer.byteLength(line);
+      if (this.used + n > this.size && this.used > 0) this.flush();
+      // A line larger than the whole buffer goes as it is.
+      if (n > this.size) return this.file.write(line);
+    }
+    this.used += this.bytes.write(line, this.used);
     if (this.flushMs > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
