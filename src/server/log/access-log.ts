@@ -28,6 +28,13 @@ const ESCAPES: Record<Escape, (s: string) => string> = {
 type Line<R = LogRecord> = (r: R) => string;
 type Lookup<R> = (name: string) => ((r: R) => string | undefined) | undefined;
 
+/** A format compiled: its line as a string, and the same line written straight into a
+ * `buffer=`'s bytes. */
+interface Compiled<R> {
+  readonly line: Line<R>;
+  readonly put: (r: R, out: LineBuffer) => void;
+}
+
 /** A format's text cut at its variables: `texts` has one more item than `names`. */
 function pieces(text: string): { texts: string[]; names: string[] } {
   const texts: string[] = [];
@@ -38,48 +45,88 @@ function pieces(text: string): { texts: string[]; names: string[] } {
     names.push(m[1] ?? m[2]);
     last = m.index + m[0].length;
   }
-  texts.push(text.slice(last));
+  texts.push(text.slice(last) + '\n');
   return { texts, names };
 }
 
+/** Writes `s` at `p` of `b`, which has room for it however it encodes; returns its end.
+ * Byte by byte while it is ASCII, as log values nearly always are: a call into the
+ * encoder costs more than a line's worth of bytes. */
+function putString(b: Buffer, p: number, s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7f) return p + b.write(s, p);
+    b[p + i] = c;
+  }
+  return p + s.length;
+}
+
 /**
- * A format as one function: text and variables in order; a variable nginx does not find
- * is `-` (nothing under `escape=json`), a found one is escaped. The function is written
- * once per format (no array walked, no piece tested, no intermediate list per line), and
- * each variable keeps its last value and that value escaped: a variable's value is often
- * the one of the line before (the time, the client's address, the status, the user
- * agent), and testing it for escapes is what a line costs most.
+ * A format as functions of the record: text and variables in order; a variable nginx does
+ * not find is `-` (nothing under `escape=json`), a found one is escaped. They are written
+ * once per format (no array walked, no piece tested per line), and each variable keeps
+ * its last value and that value escaped: a variable's value is often the one of the line
+ * before (the time, the client's address, the status, the user agent), and testing it for
+ * escapes is what a line cost most. `put` writes the line into a buffer's bytes as it
+ * goes, the format's text as constant bytes: building the string and encoding it cost
+ * more than the rest of the line.
  */
-function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = logVariable as never): Line<R> {
+function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = logVariable as never): Compiled<R> {
   const { texts, names } = pieces(format.text);
   const none = format.escape === 'none';
-  // Outside the line's function: each variable's function, and (escaping) its last value
-  // and that value escaped. `l` starts as null, which no variable returns.
+  const bytes = texts.map((t) => Buffer.from(t));
+  // Outside the functions: each variable's function, and (escaping) its last value and
+  // that value escaped. `l` starts as null, which no variable returns.
   let outer = '';
-  let body = '';
-  let line = JSON.stringify(texts[0]);
+  // The variables' values as the line shows them, `e0`, `e1`...
+  let values = '';
+  bytes.forEach((t, i) => {
+    if (t.length > 32) outer += `const t${i} = t[${i}];\n`;
+  });
   for (let i = 0; i < names.length; i++) {
     outer += `const f${i} = a[${i}];\n`;
-    body += `const v${i} = f${i}(r);\n`;
-    if (none) line += ` + (v${i} === undefined ? m : v${i})`;
+    if (none) values += `const v${i} = f${i}(r), e${i} = v${i} === undefined ? m : v${i};\n`;
     else {
       outer += `let l${i} = null, e${i} = '';\n`;
-      body += `if (v${i} !== l${i}) { l${i} = v${i}; e${i} = v${i} === undefined ? m : v${i} === '' ? '' : x(v${i}); }\n`;
-      line += ` + e${i}`;
+      values += `const v${i} = f${i}(r);\nif (v${i} !== l${i}) { l${i} = v${i}; e${i} = v${i} === undefined ? m : v${i} === '' ? '' : x(v${i}); }\n`;
     }
-    line += ` + ${JSON.stringify(texts[i + 1])}`;
   }
-  const make = new Function('a', 'x', 'm', `${outer}return function line(r) {\n${body}return ${line} + '\\n';\n};`);
+  const e = names.map((_, i) => `e${i}`);
+  const line = texts.map((t, i) => JSON.stringify(t) + (i < e.length ? ` + ${e[i]}` : '')).join(' + ');
+  // At most 3 bytes a UTF-16 unit: the room a line may take.
+  const room = [String(bytes.reduce((n, t) => n + t.length, 0)), ...e.map((v) => `3 * ${v}.length`)].join(' + ');
+  let put = '';
+  bytes.forEach((t, i) => {
+    // Short text as stores of constants, longer as a loop (a call to copy costs more).
+    if (t.length <= 32) for (const c of t) put += `b[p++] = ${c};\n`;
+    else put += `for (let i = 0; i < ${t.length}; i++) b[p + i] = t${i}[i];\np += ${t.length};\n`;
+    if (i < e.length) put += `p = s(b, p, ${e[i]});\n`;
+  });
+  const make = new Function(
+    'a',
+    'x',
+    'm',
+    't',
+    's',
+    `${outer}return {
+line(r) {\n${values}return ${line};\n},
+put(r, o) {\n${values}const b = o.room(${room});
+if (b === undefined) return o.write(${line});
+let p = o.used;\n${put}o.wrote(p);\n},
+};`,
+  );
   return make(
     names.map((n) => lookup(n) ?? (() => undefined)),
     ESCAPES[format.escape],
     format.escape === 'json' ? '' : '-',
-  ) as Line<R>;
+    bytes,
+    putString,
+  ) as Compiled<R>;
 }
 
 /** `if=`: its text evaluated; a line is written unless it is empty or "0". */
-function compileCondition<R>(text: string, lookup: (name: string) => ((r: R) => string | undefined) | undefined): (r: R) => boolean {
-  const line = compileFormat<R>({ name: '', escape: 'none', text }, lookup);
+function compileCondition<R>(text: string, lookup: Lookup<R>): (r: R) => boolean {
+  const { line } = compileFormat<R>({ name: '', escape: 'none', text }, lookup);
   return (r) => {
     const v = line(r);
     return v !== '\n' && v !== '0\n' && v !== '-\n';
@@ -87,8 +134,8 @@ function compileCondition<R>(text: string, lookup: (name: string) => ((r: R) => 
 }
 
 interface Writer<R = LogRecord> {
-  readonly line: Line<R>;
-  readonly out: { write(text: string): void };
+  /** The request's line into its log. */
+  readonly write: (r: R) => void;
   readonly condition?: (r: R) => boolean;
 }
 
@@ -100,23 +147,28 @@ export interface PlaceLog {
   readonly timed: boolean;
 }
 
-const compiled = new Map<string, Line<never>>();
+const compiled = new Map<string, Compiled<never>>();
 const buffered = new Map<string, LineBuffer>();
 
-function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never, module = 'http'): Writer<R> {
+function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: Lookup<R> = logVariable as never, module = 'http'): Writer<R> {
   const key = `${module}\0${spec.format.escape}\0${spec.format.text}`;
-  let line = compiled.get(key) as Line<R> | undefined;
-  if (!line) compiled.set(key, (line = compileFormat<R>(spec.format, lookup)) as Line<never>);
-  let out: Writer['out'];
+  let format = compiled.get(key) as Compiled<R> | undefined;
+  if (!format) compiled.set(key, (format = compileFormat<R>(spec.format, lookup)) as Compiled<never>);
+  let write: Writer<R>['write'];
   if (spec.buffer > 0) {
     // Logs of one path with one buffer= and flush= share the buffer, as one file's lines.
     const b = `${spec.path}\0${spec.buffer}\0${spec.flush}`;
     let buffer = buffered.get(b);
     if (!buffer) buffered.set(b, (buffer = new LineBuffer(logFile(spec.path), spec.buffer, spec.flush)));
-    out = buffer;
-  } else out = logFile(spec.path);
-  if (spec.condition === undefined) return { line, out };
-  return { line, out, condition: compileCondition<R>(spec.condition, lookup) };
+    const { put } = format;
+    write = (r) => put(r, buffer);
+  } else {
+    const { line } = format;
+    const file = logFile(spec.path);
+    write = (r) => file.write(line(r));
+  }
+  if (spec.condition === undefined) return { write };
+  return { write, condition: compileCondition<R>(spec.condition, lookup) };
 }
 
 /** A stream server's access logs, compiled; undefined when it logs nothing. */
@@ -128,7 +180,7 @@ export function streamLog(specs: readonly AccessLogSpec[] | undefined): Readonly
 export function logSession(writers: ReadonlyArray<Writer<StreamRecord>>, record: StreamRecord): void {
   for (const w of writers) {
     if (w.condition && !w.condition(record)) continue;
-    w.out.write(w.line(record));
+    w.write(record);
   }
 }
 
@@ -212,6 +264,6 @@ export function logRequest(res: ServerResponse, received: number, written: numbe
   record.upstream = attemptsOf(res);
   for (const w of record.writers) {
     if (w.condition && !w.condition(record)) continue;
-    w.out.write(w.line(record));
+    w.write(record);
   }
 }

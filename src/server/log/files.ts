@@ -74,7 +74,8 @@ export type { LogFile };
  */
 export class LineBuffer {
   private bytes: Buffer;
-  private used = 0;
+  /** Bytes filled: where the next line starts. */
+  used = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -96,6 +97,23 @@ export class LineBuffer {
       if (n > this.size) return this.file.write(line);
     }
     this.used += this.bytes.write(line, this.used);
+    this.held();
+  }
+
+  /** Room for a line of at most `n` bytes at `used` in the bytes returned, written to
+   * with `wrote`; undefined when it may not fit, for `write` to measure it. */
+  room(n: number): Buffer | undefined {
+    return n <= this.size - this.used ? this.bytes : undefined;
+  }
+
+  /** The line given `room` ends at `end`. */
+  wrote(end: number): void {
+    this.used = end;
+    this.held();
+  }
+
+  /** A line is held: flush= starts counting, if it has not. */
+  private held(): void {
     if (this.flushMs > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
