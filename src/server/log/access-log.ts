@@ -50,9 +50,11 @@ function pieces(text: string): { texts: string[]; names: string[] } {
 }
 
 /** Writes `s` at `p` of `b`, which has room for it however it encodes; returns its end.
- * Byte by byte while it is ASCII, as log values nearly always are: a call into the
- * encoder costs more than a line's worth of bytes. */
+ * A short value byte by byte while it is ASCII, as log values nearly always are (a call
+ * into the encoder costs more than its bytes); a longer one through the encoder, which
+ * copies it whole (a JS loop over a string made of pieces walks them for every char). */
 function putString(b: Buffer, p: number, s: string): number {
+  if (s.length > 16) return p + b.write(s, p);
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c > 0x7f) return p + b.write(s, p);
