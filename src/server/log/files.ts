@@ -15,6 +15,10 @@ class LogFile {
   readonly boom: Writer;
   /** An error was told, and not since the file opened again. */
   private failed = false;
+  /** Bytes handed to the writer, and bytes it wrote (its 'write' event): equal when it
+   * holds none. */
+  private handed = 0;
+  private written = 0;
 
   constructor(readonly path: string) {
     // Bytes, not strings: a `buffer=` chunk is handed over as the Buffer it was gathered
@@ -29,17 +33,23 @@ class LogFile {
       process.stderr.write(`zonal: [error] log file "${path}": ${e.message}\n`);
     });
     this.boom.on('ready', () => (this.failed = false));
+    this.boom.on('write', (n: number) => (this.written += n));
   }
 
   write(text: string): void {
-    if (this.boom.destroyed) return;
-    this.boom.write(Buffer.from(text) as unknown as string);
+    this.writeBytes(Buffer.from(text));
   }
 
-  /** Bytes the caller no longer touches. */
+  /** Bytes the caller does not touch until the writer is `idle`. */
   writeBytes(bytes: Buffer): void {
     if (this.boom.destroyed) return;
+    this.handed += bytes.length;
     this.boom.write(bytes as unknown as string);
+  }
+
+  /** Everything handed over is written: the writer holds no bytes of its callers. */
+  get idle(): boolean {
+    return this.written === this.handed;
   }
 
   /** At exit: whatever is still queued, synchronously. */
@@ -76,6 +86,8 @@ export class LineBuffer {
   private bytes: Buffer;
   /** Bytes filled: where the next line starts. */
   used = 0;
+  /** The bytes of the last flush: the next flush's, once the file has written them. */
+  private spare: Buffer | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -126,11 +138,16 @@ export class LineBuffer {
       this.timer = undefined;
     }
     if (this.used === 0) return;
-    // The filled bytes are the writer's until written: the next lines get new ones.
-    const full = this.bytes.subarray(0, this.used);
-    this.bytes = Buffer.allocUnsafeSlow(this.size);
+    // The filled bytes are the writer's until written: the next lines go to those of the
+    // flush before when the file has written everything (as it has, nearly always, a
+    // buffer's worth of lines later), else to new ones. Bytes used again cost no
+    // allocation, no page faults and no garbage.
+    const full = this.bytes;
+    const next = this.spare !== undefined && this.file.idle ? this.spare : Buffer.allocUnsafeSlow(this.size);
+    this.file.writeBytes(full.subarray(0, this.used));
+    this.spare = full;
+    this.bytes = next;
     this.used = 0;
-    this.file.writeBytes(full);
   }
 
   /** At exit, when the file may not be open yet. */
