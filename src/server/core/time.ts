@@ -4,14 +4,17 @@
 const two = (n: number) => (n < 10 ? `0${n}` : String(n));
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-/** The times of the current second, made once a second: `$time_local`, `$time_iso8601`. */
-let second = -1;
+/** The times of the current second, made once a second: `$time_local`, `$time_iso8601`.
+ * They hold until a timer set for the next second's start, as node's Date header does
+ * (and nginx's cached time, updated once per turn of its loop): no clock is read per line. */
+let current = false;
 const times = { local: '', iso: '' };
+const expire = () => (current = false);
 export function clock(): { readonly local: string; readonly iso: string } {
+  if (current) return times;
   const now = Date.now();
-  const s = Math.floor(now / 1000);
-  if (s === second) return times;
-  second = s;
+  current = true;
+  setTimeout(expire, 1000 - (now % 1000)).unref();
   const d = new Date(now);
   const off = -d.getTimezoneOffset();
   const sign = off < 0 ? '-' : '+';

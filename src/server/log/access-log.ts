@@ -28,36 +28,109 @@ const ESCAPES: Record<Escape, (s: string) => string> = {
 };
 
 type Line<R = LogRecord> = (r: R) => string;
+type Lookup<R> = (name: string) => ((r: R) => string | undefined) | undefined;
 
-/** A format as one function: text and variables in order; a variable nginx does not find
- * is `-` (nothing under `escape=json`), a found one is escaped. */
-function compileFormat<R = LogRecord>(format: LogFormat, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never): Line<R> {
-  const escape = ESCAPES[format.escape];
-  const missing = format.escape === 'json' ? '' : '-';
-  const parts: Array<string | ((r: R) => string | undefined)> = [];
+/** A format compiled: its line as a string, and the same line written straight into a
+ * `buffer=`'s bytes. */
+interface Compiled<R> {
+  readonly line: Line<R>;
+  readonly put: (r: R, out: LineBuffer) => void;
+}
+
+/** A format's text cut at its variables: `texts` has one more item than `names`. */
+function pieces(text: string): { texts: string[]; names: string[] } {
+  const texts: string[] = [];
+  const names: string[] = [];
   let last = 0;
-  for (const m of format.text.matchAll(VARIABLE)) {
-    if (m.index > last) parts.push(format.text.slice(last, m.index));
-    parts.push(lookup(m[1] ?? m[2]) ?? (() => undefined));
+  for (const m of text.matchAll(VARIABLE)) {
+    texts.push(text.slice(last, m.index));
+    names.push(m[1] ?? m[2]);
     last = m.index + m[0].length;
   }
-  if (last < format.text.length) parts.push(format.text.slice(last));
-  return (r) => {
-    let out = '';
-    for (const p of parts) {
-      if (typeof p === 'string') out += p;
-      else {
-        const v = p(r);
-        out += v === undefined ? missing : v === '' ? '' : escape(v);
-      }
+  texts.push(text.slice(last) + '\n');
+  return { texts, names };
+}
+
+/** Writes `s` at `p` of `b`, which has room for it however it encodes; returns its end.
+ * A short value byte by byte while it is ASCII, as log values nearly always are (a call
+ * into the encoder costs more than its bytes); a longer one through the encoder, which
+ * copies it whole (a JS loop over a string made of pieces walks them for every char). */
+function putString(b: Buffer, p: number, s: string): number {
+  if (s.length > 16) return p + b.write(s, p);
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7f) return p + b.write(s, p);
+    b[p + i] = c;
+  }
+  return p + s.length;
+}
+
+/**
+ * A format as functions of the record: text and variables in order; a variable nginx does
+ * not find is `-` (nothing under `escape=json`), a found one is escaped. They are written
+ * once per format (no array walked, no piece tested per line), and each variable keeps
+ * its last value and that value escaped: a variable's value is often the one of the line
+ * before (the time, the client's address, the status, the user agent), and testing it for
+ * escapes is what a line cost most. `put` writes the line into a buffer's bytes as it
+ * goes, the format's text as constant bytes: building the string and encoding it cost
+ * more than the rest of the line.
+ */
+function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = logVariable as never): Compiled<R> {
+  const { texts, names } = pieces(format.text);
+  const none = format.escape === 'none';
+  const bytes = texts.map((t) => Buffer.from(t));
+  // Outside the functions: each variable's function, and (escaping) its last value and
+  // that value escaped. `l` starts as null, which no variable returns.
+  let outer = '';
+  // The variables' values as the line shows them, `e0`, `e1`...
+  let values = '';
+  bytes.forEach((t, i) => {
+    if (t.length > 32) outer += `const t${i} = t[${i}];\n`;
+  });
+  for (let i = 0; i < names.length; i++) {
+    outer += `const f${i} = a[${i}];\n`;
+    if (none) values += `const v${i} = f${i}(r), e${i} = v${i} === undefined ? m : v${i};\n`;
+    else {
+      outer += `let l${i} = null, e${i} = '';\n`;
+      values += `const v${i} = f${i}(r);\nif (v${i} !== l${i}) { l${i} = v${i}; e${i} = v${i} === undefined ? m : v${i} === '' ? '' : x(v${i}); }\n`;
     }
-    return out + '\n';
-  };
+  }
+  const e = names.map((_, i) => `e${i}`);
+  const line = texts.map((t, i) => JSON.stringify(t) + (i < e.length ? ` + ${e[i]}` : '')).join(' + ');
+  // At most 3 bytes a UTF-16 unit: the room a line may take.
+  const room = [String(bytes.reduce((n, t) => n + t.length, 0)), ...e.map((v) => `3 * ${v}.length`)].join(' + ');
+  let put = '';
+  bytes.forEach((t, i) => {
+    // Short text as stores of constants, longer as a loop (a call to copy costs more).
+    if (t.length <= 32) for (const c of t) put += `b[p++] = ${c};\n`;
+    else put += `for (let i = 0; i < ${t.length}; i++) b[p + i] = t${i}[i];\np += ${t.length};\n`;
+    if (i < e.length) put += `p = s(b, p, ${e[i]});\n`;
+  });
+  const make = new Function(
+    'a',
+    'x',
+    'm',
+    't',
+    's',
+    `${outer}return {
+line(r) {\n${values}return ${line};\n},
+put(r, o) {\n${values}const b = o.room(${room});
+if (b === undefined) return o.write(${line});
+let p = o.used;\n${put}o.wrote(p);\n},
+};`,
+  );
+  return make(
+    names.map((n) => lookup(n) ?? (() => undefined)),
+    ESCAPES[format.escape],
+    format.escape === 'json' ? '' : '-',
+    bytes,
+    putString,
+  ) as Compiled<R>;
 }
 
 /** `if=`: its text evaluated; a line is written unless it is empty or "0". */
-function compileCondition<R>(text: string, lookup: (name: string) => ((r: R) => string | undefined) | undefined): (r: R) => boolean {
-  const line = compileFormat<R>({ name: '', escape: 'none', text }, lookup);
+function compileCondition<R>(text: string, lookup: Lookup<R>): (r: R) => boolean {
+  const { line } = compileFormat<R>({ name: '', escape: 'none', text }, lookup);
   return (r) => {
     const v = line(r);
     return v !== '\n' && v !== '0\n' && v !== '-\n';
@@ -65,8 +138,8 @@ function compileCondition<R>(text: string, lookup: (name: string) => ((r: R) => 
 }
 
 interface Writer<R = LogRecord> {
-  readonly line: Line<R>;
-  readonly out: { write(text: string): void };
+  /** The request's line into its log. */
+  readonly write: (r: R) => void;
   readonly condition?: (r: R) => boolean;
 }
 
@@ -76,23 +149,28 @@ export interface PlaceLog {
   readonly serverName: string;
 }
 
-const compiled = new Map<string, Line<never>>();
+const compiled = new Map<string, Compiled<never>>();
 const buffered = new Map<string, LineBuffer>();
 
-function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: (name: string) => ((r: R) => string | undefined) | undefined = logVariable as never, module = 'http'): Writer<R> {
+function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: Lookup<R> = logVariable as never, module = 'http'): Writer<R> {
   const key = `${module}\0${spec.format.escape}\0${spec.format.text}`;
-  let line = compiled.get(key) as Line<R> | undefined;
-  if (!line) compiled.set(key, (line = compileFormat<R>(spec.format, lookup)) as Line<never>);
-  let out: Writer['out'];
+  let format = compiled.get(key) as Compiled<R> | undefined;
+  if (!format) compiled.set(key, (format = compileFormat<R>(spec.format, lookup)) as Compiled<never>);
+  let write: Writer<R>['write'];
   if (spec.buffer > 0) {
     // Logs of one path with one buffer= and flush= share the buffer, as one file's lines.
     const b = `${spec.path}\0${spec.buffer}\0${spec.flush}`;
     let buffer = buffered.get(b);
     if (!buffer) buffered.set(b, (buffer = new LineBuffer(logFile(spec.path), spec.buffer, spec.flush)));
-    out = buffer;
-  } else out = logFile(spec.path);
-  if (spec.condition === undefined) return { line, out };
-  return { line, out, condition: compileCondition<R>(spec.condition, lookup) };
+    const { put } = format;
+    write = (r) => put(r, buffer);
+  } else {
+    const { line } = format;
+    const file = logFile(spec.path);
+    write = (r) => file.write(line(r));
+  }
+  if (spec.condition === undefined) return { write };
+  return { write, condition: compileCondition<R>(spec.condition, lookup) };
 }
 
 /** A stream server's access logs, compiled; undefined when it logs nothing. */
@@ -104,70 +182,77 @@ export function streamLog(specs: readonly AccessLogSpec[] | undefined): Readonly
 export function logSession(writers: ReadonlyArray<Writer<StreamRecord>>, record: StreamRecord): void {
   for (const w of writers) {
     if (w.condition && !w.condition(record)) continue;
-    w.out.write(w.line(record));
+    w.write(record);
   }
 }
+
+/** Some log of the process names $pipe: each logged request's connection keeps how far
+ * it had read (kept process-wide, as the connection's requests may log in other places). */
+let piping = false;
 
 /** The log of a place (a location, an `if` block, a server), undefined when it logs nothing. */
 export function placeLog(config: Inherited, serverName: string): { log?: PlaceLog } {
   const specs = config.accessLogs;
   if (!specs?.length) return {};
-  if (specs.some((s) => [...(s.format.text + (s.condition ?? '')).matchAll(VARIABLE)].some((m) => isUpstreamVariable(m[1] ?? m[2])))) traceUpstreams(true);
+  const names = new Set(specs.flatMap((s) => [...pieces(s.format.text).names, ...pieces(s.condition ?? '').names]));
+  if ([...names].some(isUpstreamVariable)) traceUpstreams(true);
+  if (names.has('pipe')) piping = true;
   return { log: { writers: specs.map((s) => writerOf(s)), serverName } };
 }
 
 const NOTE = Symbol('zonal.accessLog');
 const READ = Symbol('zonal.bytesReadAtRequest');
-interface Note {
-  readonly log: PlaceLog;
-  readonly uri: string;
-  readonly start: number;
-  readonly requests: number;
-  readonly pipelined: boolean;
-}
-type Noted = ServerResponse & { [NOTE]?: Note };
+/** A request's record, made when it reaches its place and completed when it is over;
+ * every field is set from the start, so that all records have one shape. */
+type Pending = { -readonly [K in keyof LogRecord]: LogRecord[K] } & { readonly writers: readonly Writer[] };
+type Noted = ServerResponse & { [NOTE]?: Pending };
 type Numbered = Socket & { [READ]?: number };
 
 /** A request reached its place (`log` is the place's): its line is written when its
- * response is over. Every request counts in its connection's `$connection_requests`. */
+ * response is over. Every request counts in its connection's `$connection_requests`.
+ * What only $pipe reads (the connection's reads) is taken only when a format names it. */
 export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
-  const socket = res.req.socket as Numbered;
+  const req = res.req;
+  const socket = req.socket as Numbered;
   const requests = countRequest(socket);
   // $request_time in the phases before the log's counts from here.
   const start = performance.now();
   markStart(res, start);
   const log = place.log;
   if (!log) return;
-  // A request that came with no read since the last one logged was pipelined ($pipe).
-  const read = socket.bytesRead;
-  const pipelined = requests > 1 && socket[READ] === read;
-  socket[READ] = read;
-  (res as Noted)[NOTE] = { log, uri: uri ?? res.req.url ?? '', start, requests, pipelined };
+  let pipelined = false;
+  if (piping) {
+    // A request that came with no read since the last one logged was pipelined ($pipe).
+    const read = socket.bytesRead;
+    pipelined = requests > 1 && socket[READ] === read;
+    socket[READ] = read;
+  }
+  (res as Noted)[NOTE] = {
+    req,
+    res,
+    uri: uri ?? req.url ?? '',
+    serverName: log.serverName,
+    start,
+    received: 0,
+    written: 0,
+    connection: connectionNumber(socket),
+    connectionRequests: requests,
+    pipelined,
+    upstream: undefined,
+    writers: log.writers,
+  };
 }
 
 /** The response is over: `received` and `written` are its bytes on the connection. */
 export function logRequest(res: ServerResponse, received: number, written: number): void {
-  const note = (res as Noted)[NOTE];
-  if (!note) return;
+  const record = (res as Noted)[NOTE];
+  if (!record) return;
   (res as Noted)[NOTE] = undefined;
-  const req = res.req;
-  const socket = req.socket as Numbered;
-  const upstream = attemptsOf(res);
-  const record: LogRecord = {
-    req,
-    res,
-    uri: note.uri,
-    serverName: note.log.serverName,
-    start: note.start,
-    received,
-    written,
-    connection: connectionNumber(socket),
-    connectionRequests: note.requests,
-    pipelined: note.pipelined,
-    ...(upstream ? { upstream } : {}),
-  };
-  for (const w of note.log.writers) {
+  record.received = received;
+  record.written = written;
+  record.upstream = attemptsOf(res);
+  for (const w of record.writers) {
     if (w.condition && !w.condition(record)) continue;
-    w.out.write(w.line(record));
+    w.write(record);
   }
 }

@@ -15,6 +15,10 @@ class LogFile {
   readonly boom: Writer;
   /** An error was told, and not since the file opened again. */
   private failed = false;
+  /** Bytes handed to the writer, and bytes it wrote (its 'write' event): equal when it
+   * holds none. */
+  private handed = 0;
+  private written = 0;
 
   constructor(readonly path: string) {
     // Bytes, not strings: a `buffer=` chunk is handed over as the Buffer it was gathered
@@ -29,17 +33,23 @@ class LogFile {
       process.stderr.write(`zonal: [error] log file "${path}": ${e.message}\n`);
     });
     this.boom.on('ready', () => (this.failed = false));
+    this.boom.on('write', (n: number) => (this.written += n));
   }
 
   write(text: string): void {
-    if (this.boom.destroyed) return;
-    this.boom.write(Buffer.from(text) as unknown as string);
+    this.writeBytes(Buffer.from(text));
   }
 
-  /** Bytes the caller no longer touches. */
+  /** Bytes the caller does not touch until the writer is `idle`. */
   writeBytes(bytes: Buffer): void {
     if (this.boom.destroyed) return;
+    this.handed += bytes.length;
     this.boom.write(bytes as unknown as string);
+  }
+
+  /** Everything handed over is written: the writer holds no bytes of its callers. */
+  get idle(): boolean {
+    return this.written === this.handed;
   }
 
   /** At exit: whatever is still queued, synchronously. */
@@ -74,7 +84,10 @@ export type { LogFile };
  */
 export class LineBuffer {
   private bytes: Buffer;
-  private used = 0;
+  /** Bytes filled: where the next line starts. */
+  used = 0;
+  /** The bytes of the last flush: the next flush's, once the file has written them. */
+  private spare: Buffer | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -87,12 +100,32 @@ export class LineBuffer {
   }
 
   write(line: string): void {
-    const n = Buffer.byteLength(line);
-    if (this.used + n > this.size && this.used > 0) this.flush();
-    // A line larger than the whole buffer goes as it is.
-    if (n > this.size) return this.file.write(line);
-    this.bytes.write(line, this.used);
-    this.used += n;
+    // A line of n UTF-16 units takes at most 3n bytes: one that fits however it encodes
+    // is copied without being measured first (a pass over it, and a call, saved).
+    if (line.length * 3 > this.size - this.used) {
+      const n = Buffer.byteLength(line);
+      if (this.used + n > this.size && this.used > 0) this.flush();
+      // A line larger than the whole buffer goes as it is.
+      if (n > this.size) return this.file.write(line);
+    }
+    this.used += this.bytes.write(line, this.used);
+    this.held();
+  }
+
+  /** Room for a line of at most `n` bytes at `used` in the bytes returned, written to
+   * with `wrote`; undefined when it may not fit, for `write` to measure it. */
+  room(n: number): Buffer | undefined {
+    return n <= this.size - this.used ? this.bytes : undefined;
+  }
+
+  /** The line given `room` ends at `end`. */
+  wrote(end: number): void {
+    this.used = end;
+    this.held();
+  }
+
+  /** A line is held: flush= starts counting, if it has not. */
+  private held(): void {
     if (this.flushMs > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
@@ -105,11 +138,16 @@ export class LineBuffer {
       this.timer = undefined;
     }
     if (this.used === 0) return;
-    // The filled bytes are the writer's until written: the next lines get new ones.
-    const full = this.bytes.subarray(0, this.used);
-    this.bytes = Buffer.allocUnsafeSlow(this.size);
+    // The filled bytes are the writer's until written: the next lines go to those of the
+    // flush before when the file has written everything (as it has, nearly always, a
+    // buffer's worth of lines later), else to new ones. Bytes used again cost no
+    // allocation, no page faults and no garbage.
+    const full = this.bytes;
+    const next = this.spare !== undefined && this.file.idle ? this.spare : Buffer.allocUnsafeSlow(this.size);
+    this.file.writeBytes(full.subarray(0, this.used));
+    this.spare = full;
+    this.bytes = next;
     this.used = 0;
-    this.file.writeBytes(full);
   }
 
   /** At exit, when the file may not be open yet. */
