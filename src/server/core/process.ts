@@ -4,7 +4,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import fs from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { CoreConfig } from './config.js';
 import { openFilesLimit } from './config.js';
 
@@ -97,13 +96,13 @@ export interface Preforked {
   waiting: boolean;
 }
 
-export const WORKER_MODULE = fileURLToPath(new URL('../worker.js', import.meta.url));
-
 /** node:cluster as the primary runs it: each worker accepts on the shared listening
- * socket itself, with no hand-off through the primary for every connection. */
+ * socket itself, with no hand-off through the primary for every connection. A worker runs
+ * the command the primary runs (bin/zonal, node:cluster's default), which loads the
+ * worker's code from the same build as the primary's: the bundle or dist/src. */
 export function setupCluster(): void {
   cluster.schedulingPolicy = cluster.SCHED_NONE;
-  cluster.setupPrimary({ exec: WORKER_MODULE, args: [] });
+  cluster.setupPrimary({ args: [] });
 }
 
 /**
