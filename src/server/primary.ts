@@ -18,7 +18,7 @@ import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
 import { formatConfigError, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
-import { setupCluster, workerEnv, type Preforked } from './core/process.js';
+import { killPreforked, setupCluster, workerEnv, type Preforked } from './core/workers.js';
 import { createZones } from './core/zones.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
@@ -83,14 +83,13 @@ export class Primary {
     const loaded = options.config ? { config: options.config, errors: [] } : loadConfig(file, options);
     const config = loaded.config;
     const preforked = options.preforked ?? [];
-    const killPreforked = () => preforked.forEach((p) => p.worker.isDead() || p.worker.process.kill('SIGKILL'));
     if (!config) throw new Error(loaded.errors.map(formatConfigError).join('\n'));
     applyProcessLogs(config);
     let status: Status;
     try {
       status = createZones(config);
     } catch (e) {
-      killPreforked();
+      killPreforked(preforked);
       throw e;
     }
     const primary = new Primary(file, { prefix: options.prefix, globals: options.globals }, config, status, log);
@@ -105,7 +104,7 @@ export class Primary {
         }),
       );
     } catch (e) {
-      killPreforked();
+      killPreforked(preforked);
       await primary.stop();
       throw e;
     }
