@@ -1,6 +1,6 @@
-// npm run bench -- <name> [args...]: compiles with tsc (so dist/ is never stale) and runs
-// dist/bench/<name>.js with the remaining args, exiting with its code. Without a known
-// name it lists the benchmarks and exits 2.
+// npm run bench -- <name> [args...]: compiles with tsc and bundles the command (so dist/
+// is never stale) and runs dist/bench/<name>.js with the remaining args, exiting with its
+// code. Without a known name it lists the benchmarks and exits 2.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -41,5 +41,12 @@ const compiled = run([tsc, '-p', 'tsconfig.json']);
 if (compiled !== 0) {
   console.error('tsc failed: not running the benchmark on stale output');
   process.exit(compiled);
+}
+// ...and the bundle bin/zonal runs (scripts/bundle.mjs): after tsc, bin/zonal would run
+// dist/src, which starts slower than what `npm run build` and the package make.
+const bundled = run([join('scripts', 'bundle.mjs'), '--maps']);
+if (bundled !== 0) {
+  console.error('bundle failed: not running the benchmark on stale output');
+  process.exit(bundled);
 }
 process.exit(run([join('dist', 'bench', `${name}.js`), ...rest]));

@@ -2,7 +2,8 @@
 // in this checkout): the addon (node-gyp, incremental: a stale build/ from before a change
 // to native/ is brought up to date) and the TypeScript of src/, bench/ and examples/ into
 // dist/ (tsconfig.json, with source maps), which `npm start`, the fixtures and the
-// benchmarks run. When npm runs `prepare` for `npm pack` or `npm publish`, prepack has
+// benchmarks run; then the zonal command's bundle of it (scripts/bundle.mjs, with source
+// maps), which bin/zonal runs. When npm runs `prepare` for `npm pack` or `npm publish`, prepack has
 // just made what is shipped (scripts/pack.mjs), and nothing is done here.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -29,3 +30,4 @@ const gyp = require.resolve('node-gyp/bin/node-gyp.js');
 if (!existsSync(join(root, 'build', 'Makefile'))) run('node-gyp configure', [gyp, 'configure']);
 run('node-gyp build', [gyp, 'build']);
 run('tsc', [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json']);
+run('bundle', [join(root, 'scripts', 'bundle.mjs'), '--maps']);

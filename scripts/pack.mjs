@@ -7,6 +7,8 @@
 //   ZONAL_PREBUILD_ARCHS=x64 (a comma list) limits the builds to those.
 // - dist/src: the JavaScript and declarations of src/ only (tsconfig.build.json: no
 //   source maps, no bench, no examples), made anew so that nothing stale is shipped.
+// - dist/bundle: the zonal command's bundle of it, which bin/zonal runs (scripts/bundle.mjs,
+//   without source maps).
 // prebuildify builds in build/ and takes the addon away from it: node-gyp-build then
 // loads this checkout's prebuild, until the next `npm run build` builds build/ again.
 import { spawnSync } from 'node:child_process';
@@ -61,3 +63,4 @@ for (const b of builds)
 
 rmSync(join(root, 'dist', 'src'), { recursive: true, force: true });
 run('tsc -p tsconfig.build.json', [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json']);
+run('bundle', [join(root, 'scripts', 'bundle.mjs')]);

@@ -3,15 +3,15 @@
 //   zonal [-p prefix] [-c file] [-e file|stderr] [-g 'directives;'] [-t | -T] [-q]
 //         [-s stop|quit|reload|reopen] [-v | -V]
 //
-// Only what the run needs is imported before the workers are forked: the primary's own
-// modules load while the workers load theirs (see core/process.ts prefork).
+// Nothing but the command line is read before the first worker is forked: the
+// configuration's modules, the primary's own and the worker's load at the same time (see
+// core/workers.ts). What a branch needs is imported when it runs.
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatConfigError, formatConfigWarning, loadConfig, type LoadOptions } from './config/load.js';
+import type { LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
-import { stderrLog } from './log.js';
-import { setDefaultAccessLog } from './log/config.js';
-import { setStartupErrorLog } from './log/error-log.js';
+import type { Preforked } from './core/workers.js';
+import { setDefaultAccessLog } from './log/default-access-log.js';
 
 const USAGE = `usage: zonal [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]
 
@@ -122,6 +122,10 @@ export async function main(argv: string[]): Promise<number> {
   const logs = prefix === undefined ? undefined : path.join(prefix, 'logs');
   setDefaultAccessLog(logs !== undefined && fs.statSync(logs, { throwIfNoEntry: false })?.isDirectory() ? path.join(logs, 'access.log') : undefined);
   const options: LoadOptions = { ...(prefix !== undefined ? { prefix } : {}), ...(line.globals !== undefined ? { globals: line.globals } : {}) };
+  // The server of `daemon on` (core/daemon.ts): its workers do not inherit that.
+  const daemonChild = process.env.ZONAL_DAEMON === 'child';
+  delete process.env.ZONAL_DAEMON;
+  const early = line.test === undefined && line.signal === undefined ? await forkFirstWorker() : [];
 
   // -e: the error log before the configuration is read. Its file is created now, as
   // nginx opens it, and the log module writes there until a main error_log says otherwise.
@@ -129,12 +133,14 @@ export async function main(argv: string[]): Promise<number> {
   if (errorLog !== undefined) {
     try {
       fs.closeSync(fs.openSync(errorLog, 'a'));
-      setStartupErrorLog(errorLog);
+      (await import('./log/error-log.js')).setStartupErrorLog(errorLog);
     } catch (e) {
       process.stderr.write(`zonal: [alert] could not open error log file: open() "${errorLog}" failed (${(e as Error).message})\n`);
     }
   }
 
+  const { formatConfigError, formatConfigWarning, loadConfig } = await import('./config/load.js');
+  const report = (errors: ReturnType<typeof loadConfig>['errors']) => errors.forEach((e) => process.stderr.write(`${formatConfigError(e)}\n`));
   let loaded: ReturnType<typeof loadConfig>;
   try {
     loaded = loadConfig(file, options);
@@ -166,23 +172,28 @@ export async function main(argv: string[]): Promise<number> {
     return errors.length ? 1 : 0;
   }
 
-  if (!config) return report(errors), 1;
+  const { killPreforked } = await import('./core/workers.js');
+  if (!config) return killPreforked(early), report(errors), 1;
   for (const w of warnings) process.stderr.write(`${formatConfigWarning(w)}\n`);
-  if (config.core.daemon && process.env.ZONAL_DAEMON !== 'child') {
+  if (config.core.daemon && !daemonChild) {
+    // The detached server forks its own workers.
+    killPreforked(early);
     const { daemonize } = await import('./core/daemon.js');
     return daemonize(errorLog);
   }
-  return run(file, config, options);
+  return run(file, config, options, early, daemonChild);
 }
 
-function report(errors: ReturnType<typeof loadConfig>['errors']): void {
-  for (const e of errors) process.stderr.write(`${formatConfigError(e)}\n`);
+/** A run's first worker, in slot 0 (every configuration has one), forked before the
+ * configuration is read; the zones' instance is named first: it inherits it. */
+async function forkFirstWorker(): Promise<Preforked[]> {
+  const [{ creatorInstance, WORKER_SLOT_ENV }, { prefork }] = await Promise.all([import('../engine/identity.js'), import('./core/workers.js')]);
+  creatorInstance();
+  return prefork([0], undefined, WORKER_SLOT_ENV);
 }
 
 /** Runs the server until a signal stops it. */
-async function run(file: string, config: ServerConfig, options: LoadOptions): Promise<number> {
-  const daemonChild = process.env.ZONAL_DAEMON === 'child';
-  delete process.env.ZONAL_DAEMON;
+async function run(file: string, config: ServerConfig, options: LoadOptions, early: readonly Preforked[], daemonChild: boolean): Promise<number> {
   // Signals that come while the server starts are acted on once it has.
   let stopAsked: 'graceful' | 'fast' | undefined;
   let primary: import('./primary.js').Primary | undefined;
@@ -211,12 +222,10 @@ async function run(file: string, config: ServerConfig, options: LoadOptions): Pr
   process.on('SIGINT', () => stop('fast'));
   process.on('SIGHUP', () => void primary?.reload());
 
-  const { creatorInstance, WORKER_SLOT_ENV } = await import('../engine/identity.js');
-  const { prefork, removePidFile, rlimitNotice, writePidFile } = await import('./core/process.js');
-  // The zones' instance is named before the early workers are forked: they inherit it.
-  creatorInstance();
-  const preforked = prefork(config.workerProcesses, config.core, WORKER_SLOT_ENV);
-  const { Primary } = await import('./primary.js');
+  const { WORKER_SLOT_ENV } = await import('../engine/identity.js');
+  const { workersFor } = await import('./core/workers.js');
+  const preforked = workersFor(early, config.workerProcesses, config.core, WORKER_SLOT_ENV);
+  const [{ removePidFile, rlimitNotice, writePidFile }, { Primary }, { stderrLog }] = await Promise.all([import('./core/process.js'), import('./primary.js'), import('./log.js')]);
   try {
     primary = await Primary.start(file, stderrLog, { ...options, config, preforked });
   } catch (e) {

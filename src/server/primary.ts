@@ -13,18 +13,19 @@ import { Status } from '../metrics/status.js';
 import { repairSlot } from '../metrics/upstreams.js';
 import { repairLimitSlot } from '../metrics/limits.js';
 import { repairStreamZones } from '../metrics/stream-zones.js';
-import { AdminListeners } from './admin.js';
+import type { AdminListeners } from './admin.js';
 import { logAudit } from './audit.js';
 import { statusConfigOf } from './catalog.js';
 import { formatConfigError, loadConfig, type LoadOptions } from './config/load.js';
 import type { ServerConfig } from './config/model.js';
-import { setupCluster, workerEnv, type Preforked } from './core/process.js';
+import { killPreforked, setupCluster, workerEnv, type Preforked } from './core/workers.js';
 import { createZones } from './core/zones.js';
 import type { FromPrimary, ToPrimary } from './messages.js';
 import { stderrLog, type Log } from './log.js';
 import { applyProcessLogs } from './log/process.js';
-import { startProbes, type Prober } from './probes/prober.js';
-import { followNames, Resolvers, type NameFollower } from './resolver/peers.js';
+import { listenGroups } from './listens.js';
+import type { Prober } from './probes/prober.js';
+import type { NameFollower, Resolvers } from './resolver/peers.js';
 
 /** How long draining workers may take before they are killed, unless
  * `worker_shutdown_timeout` says (nginx waits for ever by default). */
@@ -33,6 +34,22 @@ const DRAIN_MS = 30_000;
 const EXIT_MS = 5000;
 /** A worker that dies sooner than this after its start is restarted after this delay. */
 const RESTART_DELAY_MS = 1000;
+
+// What only some configurations use is loaded when one does, not at every start (a start
+// is mostly loading, issue 32): the admin listeners (uWebSockets.js and the API), and the
+// resolver and the prober (startDiscovery).
+const loadAdmin = async () => (await import('./admin.js')).AdminListeners;
+const loadDiscovery = async () => {
+  const [{ startProbes }, { followNames, Resolvers }] = await Promise.all([import('./probes/prober.js'), import('./resolver/peers.js')]);
+  return { startProbes, followNames, Resolvers };
+};
+type Discovery = Awaited<ReturnType<typeof loadDiscovery>>;
+
+/** The resolver or the prober has work in `config`. */
+function wantsDiscovery(config: ServerConfig): boolean {
+  const upstreams = [...(config.http?.upstreams ?? []), ...(config.stream?.upstreams ?? [])];
+  return upstreams.some((u) => u.probes?.length || u.servers.some((s) => s.resolve)) || !!config.http?.resolverZones?.length || !!config.stream?.resolverZones?.length;
+}
 
 interface WorkerRecord {
   readonly worker: Worker;
@@ -48,7 +65,9 @@ export class Primary {
   private readonly workers = new Set<WorkerRecord>();
   private readonly freeSlots: number[];
   private readonly ticketKeys = randomBytes(48).toString('base64');
-  private readonly admin: AdminListeners;
+  /** Made once a configuration has an admin listener. */
+  private admin?: AdminListeners;
+  private discovery?: Discovery;
   private generation = 0;
   private stopping = false;
   private stopped?: Promise<void>;
@@ -70,7 +89,6 @@ export class Primary {
   ) {
     // The last slot is the primary's own (the resolver's and the prober's counters).
     this.freeSlots = Array.from({ length: status.zone.workerSlots - 1 }, (_, i) => i);
-    this.admin = new AdminListeners(status, log);
   }
 
   /** Reads the configuration (or takes the one `cli.ts` read, with the workers it forked
@@ -83,21 +101,21 @@ export class Primary {
     const loaded = options.config ? { config: options.config, errors: [] } : loadConfig(file, options);
     const config = loaded.config;
     const preforked = options.preforked ?? [];
-    const killPreforked = () => preforked.forEach((p) => p.worker.isDead() || p.worker.process.kill('SIGKILL'));
     if (!config) throw new Error(loaded.errors.map(formatConfigError).join('\n'));
     applyProcessLogs(config);
     let status: Status;
     try {
       status = createZones(config);
     } catch (e) {
-      killPreforked();
+      killPreforked(preforked);
       throw e;
     }
     const primary = new Primary(file, { prefix: options.prefix, globals: options.globals }, config, status, log);
     setupCluster();
     try {
+      await primary.loadFor(config);
       primary.startDiscovery(config, false);
-      await primary.admin.apply(config);
+      await primary.admin?.apply(config);
       await Promise.all(
         Array.from({ length: config.workerProcesses }, () => {
           const slot = primary.takeSlot()!;
@@ -105,7 +123,7 @@ export class Primary {
         }),
       );
     } catch (e) {
-      killPreforked();
+      killPreforked(preforked);
       await primary.stop();
       throw e;
     }
@@ -234,6 +252,12 @@ export class Primary {
       this.log('error', 'reload refused: the running configuration stays');
       return false;
     }
+    try {
+      await this.loadFor(config);
+    } catch (e) {
+      this.log('error', `reload failed: ${(e as Error).message}`);
+      return false;
+    }
     if (config.workerProcesses > this.freeSlots.length) {
       this.log(
         'error',
@@ -255,7 +279,7 @@ export class Primary {
     applyProcessLogs(config);
     this.generation++;
     this.startDiscovery(config, true);
-    await this.admin.apply(config);
+    await this.admin?.apply(config);
     const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) {
@@ -270,6 +294,13 @@ export class Primary {
     return true;
   }
 
+  /** Loads what `config` needs of the admin listeners, the resolver and the prober, before
+   * anything of it is applied. */
+  private async loadFor(config: ServerConfig): Promise<void> {
+    if (!this.admin && listenGroups(config, true).length > 0) this.admin = new (await loadAdmin())(this.status, this.log);
+    if (!this.discovery && wantsDiscovery(config)) this.discovery = await loadDiscovery();
+  }
+
   /**
    * The resolver of `resolve` servers and the health prober run in the primary: one of
    * each for the whole server, as the issue asks, with nothing to hand over when a worker
@@ -279,9 +310,8 @@ export class Primary {
   private startDiscovery(config: ServerConfig, reload: boolean): void {
     this.follower?.stop();
     this.prober?.stop();
-    const upstreams = [...(config.http?.upstreams ?? []), ...(config.stream?.upstreams ?? [])];
-    const wanted = upstreams.some((u) => u.probes?.length || u.servers.some((s) => s.resolve)) || !!config.http?.resolverZones?.length || !!config.stream?.resolverZones?.length;
-    if (!wanted && !this.writer) return;
+    if (!wantsDiscovery(config) && !this.writer) return;
+    const { startProbes, followNames, Resolvers } = this.discovery!;
     if (!this.writer) {
       setWorkerSlot(this.status.zone.workerSlots - 1);
       this.writer = Status.attach({ instance: this.status.instance, writer: true });
@@ -318,7 +348,7 @@ export class Primary {
     this.follower?.stop();
     this.prober?.stop();
     this.resolvers?.close();
-    this.admin.close();
+    this.admin?.close();
     const exits = [...this.workers].map((r) => new Promise<void>((resolve) => (r.worker.isDead() ? resolve() : r.worker.once('exit', () => resolve()))));
     for (const r of this.workers) {
       if (how === 'graceful') this.drain(r);

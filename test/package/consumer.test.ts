@@ -9,13 +9,16 @@
 //   one of them reads them through zonal's API handler over HTTP (the ESM app on
 //   serveApi, which falls back to node:http without uWebSockets.js; the CommonJS one on
 //   apiListener in node:http);
-// - the bin, and every name the README imports from 'zonal';
+// - the bin: a server it starts answers, its primary and worker running the bundle
+//   (dist/bundle/, which starts faster than dist/src); and every name the README imports
+//   from 'zonal';
 // - a TypeScript consumer type-checked under moduleResolution node16, nodenext and
 //   bundler, and a CommonJS .cts file.
 // The pack runs in a copy of the checkout (other tests use this checkout's dist/ and
 // build/, which prepack rebuilds), and builds the prebuild of this machine's arch only.
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
+import { get } from 'node:http';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { arch, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -115,10 +118,10 @@ t.test('npm pack ships what runs, and only that', async (t) => {
   t.comment(`npm pack took ${Date.now() - started} ms: tarball ${info.size} bytes, ${info.entryCount} files, ${info.unpackedSize} bytes unpacked`);
 
   const paths = info.files.map((f) => f.path);
-  const shipped = /^(dist\/src\/.+\.(js|d\.ts)|prebuilds\/[^/]+\/[^/]+\.node|bin\/[^/]+|native\/[^/]+\.(cc|h)|conf\/.+|binding\.gyp|src\/server\/dashboard\/dashboard\.html|package\.json|README\.md|LICENSE)$/;
+  const shipped = /^(dist\/src\/.+\.(js|d\.ts)|dist\/bundle\/[^/]+\.js|dist\/bundle\/inputs\.json|prebuilds\/[^/]+\/[^/]+\.node|bin\/[^/]+|native\/[^/]+\.(cc|h)|conf\/.+|binding\.gyp|src\/server\/dashboard\/dashboard\.html|package\.json|README\.md|LICENSE)$/;
   t.same(paths.filter((p) => !shipped.test(p)), [], 'nothing outside the allow-list');
   t.same(paths.filter((p) => /\.map$|^(test|bench|examples|scripts|\.ci)\//.test(p) || (/\.[cm]?ts$/.test(p) && !p.endsWith('.d.ts'))), [], 'no maps, tests, benchmarks, examples, scripts, CI or TypeScript sources');
-  for (const p of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/server/cli.js', `prebuilds/linux-${arch()}/zonal.glibc.node`, 'binding.gyp', 'native/addon.cc', 'bin/zonal'])
+  for (const p of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/server/cli.js', 'dist/bundle/zonal.js', 'dist/bundle/worker.js', 'dist/bundle/inputs.json', `prebuilds/linux-${arch()}/zonal.glibc.node`, 'binding.gyp', 'native/addon.cc', 'bin/zonal'])
     t.ok(paths.includes(p), `ships ${p}`);
   t.notOk(
     paths.some((p) => p.startsWith('dist/') && p.endsWith('.js') && readFileSync(join(copy, p), 'utf8').includes('sourceMappingURL')),
@@ -267,6 +270,45 @@ t.test('the bin runs, and every name the README imports from zonal is exported',
   const conf = join(app, 'node_modules', 'zonal', 'conf', 'zonal.conf');
   const checked = await run(join(app, 'node_modules', '.bin', 'zonal'), ['-t', '-c', conf], { cwd: app, env: bare, ms: 30_000 });
   t.equal(checked.code, 0, said('zonal -t -c conf/zonal.conf', checked));
+
+  // A server from the bin answers; CPU profiles of its primary and worker (node:cluster
+  // forks the worker with the primary's options) say which files ran.
+  const [port] = await freePorts(1);
+  const served = join(app, 'served');
+  mkdirSync(join(served, 'profiles'), { recursive: true });
+  writeFileSync(join(served, 'zonal.conf'), `http { server { listen 127.0.0.1:${port}; location / { return 200 "from the package\\n"; } } }\n`);
+  const server = spawn('node', ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', join(served, 'profiles'), join(app, 'node_modules', '.bin', 'zonal'), '-c', join(served, 'zonal.conf')], { cwd: app, env: bare, stdio: 'ignore' });
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  let body = '';
+  for (let i = 0; i < 200 && body === ''; i++) {
+    body = await new Promise<string>((resolve) =>
+      get(`http://127.0.0.1:${port}/`, (r) => {
+        let b = '';
+        r.on('data', (d) => (b += d)).on('end', () => resolve(r.statusCode === 200 ? b : ''));
+      }).on('error', () => setTimeout(() => resolve(''), 100)),
+    );
+  }
+  server.kill('SIGTERM');
+  await exited;
+  t.equal(body, 'from the package\n', 'the server the bin started answers');
+  // A profile a thread: the processes' own are those that ran zonal's files (the other
+  // threads run none).
+  const ran = readdirSync(join(served, 'profiles'))
+    .map((f) => {
+      const profile = JSON.parse(readFileSync(join(served, 'profiles', f), 'utf8')) as { nodes: Array<{ callFrame: { url: string } }> };
+      return [...new Set(profile.nodes.map((n) => n.callFrame.url.replace(/^.*\/node_modules\/zonal\//, '')).filter((u) => /^(dist|bin)\//.test(u)))];
+    })
+    .filter((files) => files.length > 0);
+  t.equal(ran.length, 2, 'two processes ran zonal: the primary and its worker');
+  t.ok(
+    ran.some((files) => files.some((u) => u.startsWith('dist/bundle/zonal'))),
+    "the primary's bundle ran",
+  );
+  t.ok(
+    ran.some((files) => files.some((u) => u.startsWith('dist/bundle/worker'))),
+    "the worker's bundle ran",
+  );
+  t.same(ran.flat().filter((u) => u.startsWith('dist/src/')), [], 'nothing of dist/src ran');
 
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const imports = [...readme.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(zonal[^']*)'/g)];

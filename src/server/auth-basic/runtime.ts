@@ -4,10 +4,15 @@
 // verifications are remembered, so bcrypt's cost is paid once per credentials and hash.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { TextDecoder } from 'node:util';
-import bcrypt from 'bcryptjs';
-import aprMd5 from 'apache-md5';
 import type { BasicAuthConfig } from '../config/model.js';
+
+// bcryptjs and apache-md5 load with the first hash of theirs checked, not with every
+// worker (the configuration's modules import this one): a worker's start is mostly
+// loading (issue 32).
+const require = createRequire(import.meta.url);
+let aprMd5: typeof import('apache-md5') | undefined;
 
 export interface BasicAuthOptions {
   /** How long one stat of the user file stands, in milliseconds: 1000. */
@@ -174,10 +179,11 @@ export function parseUserFile(text: string): ReadonlyMap<string, string> {
 export function verifyPassword(password: string, hash: string): boolean | Promise<boolean> {
   if (hash.startsWith('$2a$') || hash.startsWith('$2b$') || hash.startsWith('$2y$')) {
     // Asynchronous, so the event loop keeps serving during the key schedule.
-    return bcrypt.compare(password, hash);
+    return import('bcryptjs').then(({ default: bcrypt }) => bcrypt.compare(password, hash));
   }
   if (hash.startsWith('$apr1$') || hash.startsWith('$1$')) {
     // apache-md5 hashes one byte per character: hand it the UTF-8 bytes, as htpasswd would hash them.
+    aprMd5 ??= require('apache-md5') as typeof import('apache-md5');
     return same(aprMd5(Buffer.from(password, 'utf8').toString('latin1'), hash), hash);
   }
   if (hash.startsWith('{PLAIN}')) return same(password, hash.slice(7));

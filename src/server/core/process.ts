@@ -1,10 +1,8 @@
 // The process model's pieces that are nginx's core: the pid file, `-s` signals sent
-// through it, the workers' environment (`env`), what `worker_rlimit_nofile` can and cannot
-// do under Node, and the early fork of the workers that makes the start fast.
-import cluster, { type Worker } from 'node:cluster';
+// through it, and what `worker_rlimit_nofile` can and cannot do under Node. The workers'
+// start (their environment, the early fork) is workers.ts.
 import fs from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { CoreConfig } from './config.js';
 import { openFilesLimit } from './config.js';
 
@@ -61,21 +59,6 @@ export function signalThroughPidFile(name: string, file: string | undefined): st
   return undefined;
 }
 
-/**
- * The workers' environment, as nginx's: everything the primary has is removed except TZ
- * and the variables `env` names (with its value when it gives one). Kept besides: zonal's
- * own (ZONAL_*: the instance and slot the worker attaches with) and Node's (NODE_*: the
- * runtime's options, which are to Node what nginx's build options are to nginx).
- * cluster.fork() adds to the primary's environment; an undefined value removes a variable.
- */
-export function workerEnv(core: CoreConfig | undefined, from: NodeJS.ProcessEnv = process.env): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = {};
-  const named = new Map((core?.env ?? []).map((e) => [e.name, e.value]));
-  for (const name of Object.keys(from)) if (name !== 'TZ' && !name.startsWith('ZONAL_') && !name.startsWith('NODE_') && !named.has(name)) env[name] = undefined;
-  for (const [name, value] of named) if (value !== undefined) env[name] = value;
-  return env;
-}
-
 /** What `worker_rlimit_nofile` gets: Node cannot call setrlimit(), so a limit other than
  * the one the process has is said at the start, with what to do instead. */
 export function rlimitNotice(core: CoreConfig): string | undefined {
@@ -87,45 +70,4 @@ export function rlimitNotice(core: CoreConfig): string | undefined {
     `"worker_rlimit_nofile ${wanted}" cannot be applied: Node has no setrlimit(), and the workers keep the limit zonal was started with ` +
     `(${now === undefined ? 'unknown' : now === Infinity ? 'unlimited' : now}); set it where zonal is started ("ulimit -n ${wanted}", systemd's LimitNOFILE=${wanted})`
   );
-}
-
-/** A worker forked before the primary's own modules load: it loads its modules meanwhile. */
-export interface Preforked {
-  readonly worker: Worker;
-  readonly slot: number;
-  /** The worker said `waiting`: it takes its `start` message now. */
-  waiting: boolean;
-}
-
-export const WORKER_MODULE = fileURLToPath(new URL('../worker.js', import.meta.url));
-
-/** node:cluster as the primary runs it: each worker accepts on the shared listening
- * socket itself, with no hand-off through the primary for every connection. */
-export function setupCluster(): void {
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
-  cluster.setupPrimary({ exec: WORKER_MODULE, args: [] });
-}
-
-/**
- * Forks `count` workers in slots 0..count-1, the slots the primary gives its first workers.
- * A worker takes about as long to load its modules as the primary takes to load its own
- * and create the zones: done one after the other, they were most of the start time.
- * `slotEnv` is the variable naming a worker's slot, `instance` the zones' instance.
- */
-export function prefork(count: number, core: CoreConfig, slotEnv: string): Preforked[] {
-  setupCluster();
-  return Array.from({ length: count }, (_, slot) => {
-    const worker = cluster.fork({ ...workerEnv(core), [slotEnv]: String(slot) });
-    const p: Preforked = { worker, slot, waiting: false };
-    const onMessage = (m: { type?: string }) => {
-      if (m?.type === 'waiting') {
-        p.waiting = true;
-        worker.off('message', onMessage);
-      }
-    };
-    worker.on('message', onMessage);
-    // Until the primary takes it: an EPIPE as it goes is its exit, seen there.
-    worker.on('error', () => {});
-    return p;
-  });
 }

@@ -9,10 +9,9 @@
 // read and wrote for it, headers included (after TLS decryption, as nginx counts).
 import * as http from 'node:http';
 import { createServer as createHttpServer, ServerResponse, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
-import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
 import { numberConnection, sameConnection } from '../core/connection.js';
 import type { ConnectionBudget } from '../core/events.js';
@@ -33,6 +32,7 @@ import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
+import { nodeHttps, nodeTls } from '../ssl/modules.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { requestContext } from './variables.js';
 
@@ -190,6 +190,7 @@ export class HttpPlane {
   }
 
   private httpsServer(names: ServerNames, options: ServerOptions): Server {
+    const { createSecureContext } = nodeTls();
     const contexts = new Map<VirtualServerConfig, SecureContext>();
     const contextOf = (s: VirtualServerConfig) => {
       let c = contexts.get(s);
@@ -197,7 +198,7 @@ export class HttpPlane {
       return c;
     };
     const fallback = names.select(undefined);
-    const server = createHttpsServer({
+    const server = nodeHttps().createServer({
       ...options,
       cert: readFileSync(fallback.ssl!.certificate),
       key: readFileSync(fallback.ssl!.key),

@@ -3,10 +3,11 @@
 // secure context shared by every connection).
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { checkServerIdentity, createSecureContext, type ConnectionOptions, type PeerCertificate } from 'node:tls';
+import type { ConnectionOptions, PeerCertificate } from 'node:tls';
 import { createPrivateKey } from 'node:crypto';
 import type { ProxySsl } from '../config/model.js';
 import type { ProxyOptions } from '../proxy/config.js';
+import { nodeTls } from '../ssl/modules.js';
 
 /** What a location's connections to a peer share: pools are kept apart by `key`. */
 export interface TlsProfile {
@@ -22,6 +23,7 @@ export function tlsProfile(ssl: ProxySsl, client?: Pick<ProxyOptions, 'sslCertif
   // proxy_ssl_certificate: the certificate zonal presents when the peer asks for one.
   const own = client?.sslCertificate !== undefined && client.sslCertificateKey !== undefined ? clientCertificate(client.sslCertificate, client.sslCertificateKey, client.sslPasswordFile) : {};
   if (ssl.verify) {
+    const { checkServerIdentity, createSecureContext } = nodeTls();
     options.secureContext = createSecureContext({ ca: readFileSync(ssl.trusted!, 'utf8'), ...own });
     // The certificate must name proxy_ssl_name, whatever address the peer has.
     options.checkServerIdentity = (_host: string, cert: PeerCertificate) => checkServerIdentity(ssl.name, cert);

@@ -12,9 +12,10 @@
 // one request at a time on a connection whose head it builds itself from headers that
 // node's parser has already checked.
 import { connect, type Socket } from 'node:net';
-import { connect as connectTls, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import type { ConnectionOptions, TLSSocket } from 'node:tls';
 import { createRequire } from 'node:module';
 import { afterIo, type AfterIo } from './after-io.js';
+import { nodeTls } from '../ssl/modules.js';
 
 /** node's HTTP parser binding, as node:http's client and server use it. `_http_common`
  * is a legacy module of node's, there since node 0.x and still in node 24. */
@@ -160,7 +161,7 @@ export class UpstreamConnection implements AfterIo {
     const where = unix ? { path: host.slice(5) } : { host, port };
     // The connect timeout covers the TLS handshake too, as nginx's does.
     const socket = (this.socket = tls
-      ? connectTls({ ...tls.options, ...where, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
+      ? nodeTls().connect({ ...tls.options, ...where, ...(tls.session ? { session: tls.session } : {}) }).setNoDelay(true)
       : connect({ ...where, noDelay: true }));
     if (tls?.reuse) (socket as TLSSocket).on('session', (session: Buffer) => (tls.session = session));
     this.connectTimer = setTimeout(() => this.fail(new ConnectTimeout(`connect to ${host}:${port} timed out`)), connectTimeout);

@@ -22,6 +22,7 @@ import { parseTime } from '../../metrics/peers.js';
 import { isLevel, LEVELS, type ErrorLogTarget, type Level } from './error-log.js';
 import { knownLogVariable } from './variables.js';
 import { streamVariables } from '../config/variables.js';
+import { DEFAULT_ACCESS_LOG_ENV } from './default-access-log.js';
 
 export type Escape = 'default' | 'json' | 'none';
 
@@ -262,18 +263,6 @@ export const logDirectives: Readonly<Record<string, DirectiveSpec>> = {
 export interface MergedLogs {
   readonly access: readonly AccessLogSpec[];
   readonly error?: readonly ErrorLogTarget[];
-}
-
-/** nginx's default access log, `<prefix>/logs/access.log combined`, once the command line
- * knows the prefix (setDefaultAccessLog); through the environment, so that the workers,
- * which node:cluster forks with it, read their configuration with the same default. */
-export const DEFAULT_ACCESS_LOG_ENV = 'ZONAL_DEFAULT_ACCESS_LOG';
-
-/** The command line's `-p`: `path` (absolute) is the access log of every place that names
- * none; undefined: none (zonal's default without a prefix). */
-export function setDefaultAccessLog(path: string | undefined): void {
-  if (path === undefined) delete process.env[DEFAULT_ACCESS_LOG_ENV];
-  else process.env[DEFAULT_ACCESS_LOG_ENV] = path;
 }
 
 /** The top of the http levels: the default access log, read when a configuration is. */

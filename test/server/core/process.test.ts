@@ -1,6 +1,6 @@
 // The process model's directives on a running zonal: events { worker_connections },
 // env, daemon, worker_rlimit_nofile, and a start within a generous bound.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
@@ -118,6 +118,24 @@ t.test('env: the workers keep TZ and what env names, nothing else', async (t) =>
   t.equal(env.get('TZ'), 'UTC');
   t.notOk(env.has('DROPPED'), 'a variable env does not name is removed, as nginx does');
   t.notOk(env.has('PATH'));
+});
+
+t.test('a configuration that does not load: exit 1, and the worker forked before it was read is gone', async (t) => {
+  const z = Run.spawn({ 'nginx.conf': 'daemon off;\nevents { bogus; }\nhttp { }\n' }, harness);
+  t.teardown(() => z.stop());
+  t.same(await z.waitExit(), { code: 1, signal: null });
+  t.match(z.log, /\[emerg\] unknown directive "bogus"/);
+  // The early worker has the instance in its environment: no process of it may remain.
+  const instance = `ZONAL_INSTANCE=p${z.pid}`;
+  const ofInstance = () =>
+    readdirSync('/proc').filter((name) => {
+      try {
+        return /^\d+$/.test(name) && readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(instance);
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+  t.ok(await eventually(async () => ofInstance().length === 0, 5000), `no process of the instance remains: ${ofInstance().join(' ')}`);
 });
 
 t.test('daemon on: the command returns once the server runs; -s stop ends it', async (t) => {

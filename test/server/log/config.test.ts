@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
-import { setDefaultAccessLog } from '../../../src/server/log/config.js';
+import { setDefaultAccessLog } from '../../../src/server/log/default-access-log.js';
 import { testConfig } from '../zonal.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-logconf-'));
