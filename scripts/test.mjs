@@ -17,6 +17,9 @@ function before(what, command, args) {
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 // Plain .mjs fixtures run the built code: build it first.
 before('build', process.execPath, [tsc, '-p', 'tsconfig.json']);
+// bin/zonal runs the bundle of what was built when it is as new: the tests run the server
+// as users start it.
+before('bundle', process.execPath, [new URL('bundle.mjs', import.meta.url).pathname, '--maps']);
 // tap runs TypeScript without checking types: check them first, tests included.
 before('type check', process.execPath, [tsc, '-p', 'tsconfig.test.json']);
 // tap builds its test class from the plugins package.json configures (tsx in place of its
