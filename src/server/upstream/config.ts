@@ -94,6 +94,19 @@ function balancing(args: readonly [number, number], parse: (d: Directive, c: Che
   });
 }
 
+/** keepalive_time and keepalive_timeout: a time (0 allowed) bounding a cached connection. */
+function reuseTime(field: 'time' | 'timeout') {
+  return define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const ms = seconds(d.args[0], true);
+      if (ms === undefined) c.error(d.origin, `"${d.name}" directive invalid value`);
+      else upstream.reuse = { ...upstream.reuse, [field]: ms };
+    },
+  });
+}
+
 export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   upstream: define({
     contexts: ['http'],
@@ -197,24 +210,8 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       else upstream.reuse = { ...upstream.reuse, requests: n };
     },
   }),
-  keepalive_time: define({
-    contexts: ['upstream'],
-    args: [1, 1],
-    apply(d, upstream, c) {
-      const ms = seconds(d.args[0], true);
-      if (ms === undefined) c.error(d.origin, `"keepalive_time" directive invalid value`);
-      else upstream.reuse = { ...upstream.reuse, time: ms };
-    },
-  }),
-  keepalive_timeout: define({
-    contexts: ['upstream'],
-    args: [1, 1],
-    apply(d, upstream, c) {
-      const ms = seconds(d.args[0], true);
-      if (ms === undefined) c.error(d.origin, `"keepalive_timeout" directive invalid value`);
-      else upstream.reuse = { ...upstream.reuse, timeout: ms };
-    },
-  }),
+  keepalive_time: reuseTime('time'),
+  keepalive_timeout: reuseTime('timeout'),
 
   queue: define({
     contexts: ['upstream'],
