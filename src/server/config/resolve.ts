@@ -1,6 +1,7 @@
 // From what each block says to what each location means: nginx's merge of the inherited
 // settings down http -> server -> location -> nested location, into the model; and the
 // upstreams `proxy_pass` names, found once the whole http block is read.
+import { createHash } from 'node:crypto';
 import type { At, Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
 import type {
   AccessRule,
@@ -208,6 +209,8 @@ class Resolver {
     if (!this.implicit.has(name))
       this.implicit.set(name, {
         name,
+        // A zone is a file of /dev/shm, whose name a socket path's slashes cannot be in.
+        ...(name.startsWith('unix:') ? { zone: { name: `unix-${createHash('sha256').update(name).digest('hex').slice(0, 16)}` } } : {}),
         servers: [defaultPeer(p.target, address.value, p.origin)],
         method: { kind: 'round_robin' },
         keepalive: DEFAULT_KEEPALIVE,

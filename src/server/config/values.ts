@@ -143,6 +143,16 @@ export function parseProxyPass(arg: string): Checked<{ target: string; uri?: str
   if (!scheme) return fail(`invalid URL prefix in "${arg}"`);
   const ssl = scheme[1].toLowerCase() === 'https';
   const rest = arg.slice(scheme[0].length);
+  // A Unix-domain socket, its URI after a colon: `http://unix:/tmp/b.sock:/uri/`.
+  if (/^unix:/i.test(rest)) {
+    const colon = rest.indexOf(':', 5);
+    const target = `unix:${colon < 0 ? rest.slice(5) : rest.slice(5, colon)}`;
+    if (target === 'unix:') return fail(`no path in the unix domain socket "${arg}"`);
+    const uri = colon < 0 ? '' : rest.slice(colon + 1);
+    if (uri === '') return ok({ target, ssl });
+    const error = checkVariables(uri, knownHttpVariable);
+    return error ? fail(error) : ok({ target, uri, ssl });
+  }
   const slash = rest.indexOf('/');
   const target = slash < 0 ? rest : rest.slice(0, slash);
   if (target.includes('$')) {
@@ -151,7 +161,6 @@ export function parseProxyPass(arg: string): Checked<{ target: string; uri?: str
   }
   // Variables in the URI make the whole URI sent (captures of an `if`, say).
   if (target === '') return fail(`no host in "${arg}" of the "proxy_pass" directive`);
-  if (target.startsWith('unix:')) return fail(`a unix domain socket in "proxy_pass" is not supported: name it in an upstream ("server unix:<path>;")`);
   if (slash < 0) return ok({ target, ssl });
   const uri = rest.slice(slash);
   const error = checkVariables(uri, knownHttpVariable);

@@ -94,7 +94,8 @@ export class UpstreamRuntime implements ProxyUpstream {
     readonly config: UpstreamBlockConfig,
     catalog: UpstreamConfig,
   ) {
-    this.proxyHost = config.name;
+    // nginx's $proxy_host of a Unix-domain socket is `localhost`.
+    this.proxyHost = config.implicit && config.name.startsWith('unix:') ? 'localhost' : config.name;
     this.balancer = new Balancer(status, catalog, config.method);
     this.recorder = upstreamRecorder(status, 'http', config.name);
     const method = config.method;

@@ -39,6 +39,8 @@ http {
     }
     server {
         listen 127.0.0.1:${api};
+        location /direct/ { proxy_pass http://unix:${sock('backend.sock')}:/via/; }
+        location /plain/ { proxy_pass http://unix:${sock('backend.sock')}; }
         location /allow_unix { allow unix:; deny all; return 200 "allowed\\n"; }
         location /deny_unix { deny unix:; return 200 "not denied\\n"; }
         location /status/ { api /status/; }
@@ -121,4 +123,11 @@ t.test('allow unix: and deny unix: match the clients of a socket file, and no TC
   t.equal((await fetch(`http://127.0.0.1:${api}/allow_unix`)).status, 403, 'a TCP client is not unix: (deny all refuses it)');
   const tcp = await fetch(`http://127.0.0.1:${api}/deny_unix`);
   t.same([tcp.status, await tcp.text()], [200, 'not denied\n'], 'deny unix: lets a TCP client through');
+});
+
+t.test('proxy_pass http://unix:<path>:<uri>: to a socket file without an upstream, Host localhost', async (t) => {
+  const direct = await fetch(`http://127.0.0.1:${api}/direct/x?y=1`);
+  t.same([direct.status, await direct.text()], [200, 'backend /via/x?y=1 host=localhost\n'], "the location's prefix replaced by the URI after the path's colon");
+  const plain = await fetch(`http://127.0.0.1:${api}/plain/z`);
+  t.same([plain.status, await plain.text()], [200, 'backend /plain/z host=localhost\n'], 'without a URI the request URI goes as it came');
 });
