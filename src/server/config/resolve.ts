@@ -1,7 +1,6 @@
 // From what each block says to what each location means: nginx's merge of the inherited
 // settings down http -> server -> location -> nested location, into the model; and the
 // upstreams `proxy_pass` names, found once the whole http block is read.
-import { createHash } from 'node:crypto';
 import type { At, Checker, HttpLevel, IfLevel, InheritableLevel, LocationLevel, ProxyPass, ServerLevel, UpstreamLevel } from './levels.js';
 import type {
   AccessRule,
@@ -15,7 +14,7 @@ import type {
   UpstreamBlockConfig,
   VirtualServerConfig,
 } from './model.js';
-import { defaultPeer, parseUpstreamAddress } from './values.js';
+import { defaultPeer, implicitZoneName, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
 import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '../http/content-config.js';
@@ -209,8 +208,7 @@ class Resolver {
     if (!this.implicit.has(name))
       this.implicit.set(name, {
         name,
-        // A zone is a file of /dev/shm, whose name a socket path's slashes cannot be in.
-        ...(name.startsWith('unix:') ? { zone: { name: `unix-${createHash('sha256').update(name).digest('hex').slice(0, 16)}` } } : {}),
+        ...(implicitZoneName(name) !== name ? { zone: { name: implicitZoneName(name) } } : {}),
         servers: [defaultPeer(p.target, address.value, p.origin)],
         method: { kind: 'round_robin' },
         keepalive: DEFAULT_KEEPALIVE,

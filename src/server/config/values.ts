@@ -1,5 +1,6 @@
 // The arguments of directives, each checked the way nginx checks it. Pure functions: a
 // value, or the message of the error in nginx's words.
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isPeerAddressError, parsePeerAddress, type PeerAddress } from '../../metrics/catalog.js';
 import type { LocationConfig, Origin, PeerParams, ReturnConfig } from './model.js';
@@ -117,6 +118,12 @@ export function parseUpstreamAddress(arg: string): Checked<UpstreamAddress> & { 
 }
 
 /** nginx's defaults of a `server` in an upstream, at an address. */
+/** The zone of the upstream a `proxy_pass` to an address makes: named by the address,
+ * but a socket path's by a hash, since a zone is a file of /dev/shm, whose names cannot
+ * hold the path's slashes. */
+export const implicitZoneName = (address: string): string =>
+  address.startsWith('unix:') ? `unix-${createHash('sha256').update(address).digest('hex').slice(0, 16)}` : address;
+
 export const defaultPeer = (server: string, address: UpstreamAddress, origin: Origin): PeerParams => ({
   server,
   ...address,

@@ -26,7 +26,7 @@ import { confFile } from '../config/files.js';
 import { checkUpstreamBlock, newUpstreamBlock } from '../upstream/check.js';
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
-import { checkAccessAddress, checkVariables, defaultPeer, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
+import { checkAccessAddress, checkVariables, defaultPeer, implicitZoneName, isZoneName, listenAddress, parseListenAddress, parseSize, parseUpstreamAddress } from '../config/values.js';
 import { minZoneSize } from '../limits/config.js';
 import { histogramField } from '../histograms/config.js';
 import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
@@ -501,7 +501,7 @@ function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly U
   const named = upstreams.find((u) => u.name.toLowerCase() === p.target.toLowerCase());
   if (named) return named.name;
   // nginx's stream proxy_pass needs a port with an address.
-  if (!hasPort(p.target)) {
+  if (!hasPort(p.target) && !p.target.startsWith('unix:')) {
     c.error(p.origin, /^[A-Za-z0-9_.-]+$/.test(p.target) && !/^\d+(\.\d+){3}$/.test(p.target) ? `no upstream "${p.target}" in stream` : `no port in upstream "${p.target}"`);
     return undefined;
   }
@@ -515,7 +515,7 @@ function upstreamOf(p: { target: string; origin: Origin }, upstreams: readonly U
     implicit.set(name, {
       name,
       // Its own zone, apart from an http block's implicit upstream of the same address.
-      zone: { name: `stream-${name}` },
+      zone: { name: `stream-${implicitZoneName(name)}` },
       servers: [defaultPeer(p.target, address.value, p.origin)],
       method: { kind: 'round_robin' },
       keepalive: 0,

@@ -51,6 +51,8 @@ stream {
     upstream su { server unix:${sock('echo.sock')}; }
     server { listen unix:${sock('stream.sock')}; proxy_pass 127.0.0.1:${tcpBackend}; }
     server { listen unix:${sock('stream-unix.sock')}; proxy_pass su; }
+    server { listen unix:${sock('stream-direct.sock')}; proxy_pass unix:${sock('echo.sock')}; }
+    server { listen unix:${sock('stream-denied.sock')}; deny unix:; proxy_pass su; }
 }
 `,
 });
@@ -130,4 +132,18 @@ t.test('proxy_pass http://unix:<path>:<uri>: to a socket file without an upstrea
   t.same([direct.status, await direct.text()], [200, 'backend /via/x?y=1 host=localhost\n'], "the location's prefix replaced by the URI after the path's colon");
   const plain = await fetch(`http://127.0.0.1:${api}/plain/z`);
   t.same([plain.status, await plain.text()], [200, 'backend /plain/z host=localhost\n'], 'without a URI the request URI goes as it came');
+});
+
+t.test('stream: proxy_pass unix:<path> without an upstream, and deny unix: on a socket listener', async (t) => {
+  t.equal(await streamRoundTrip('stream-direct.sock', 'direct'), 'unix:direct');
+  const got = await new Promise<string>((resolve) => {
+    const s = connect(sock('stream-denied.sock'));
+    let data = '';
+    s.on('connect', () => s.write('hello'));
+    s.on('data', (d) => (data += d));
+    s.on('close', () => resolve(`closed:${data}`));
+    s.on('error', () => {});
+    setTimeout(() => (s.destroy(), resolve(`open:${data}`)), 3000);
+  });
+  t.equal(got, 'closed:', 'closed at once, nothing relayed');
 });
