@@ -33,11 +33,10 @@ const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
 /** nginx's defaults of the proxy module. */
 const PROXY_TIMEOUT_MS = 60_000;
 const NEXT_UPSTREAM: readonly NextUpstreamCondition[] = ['error', 'timeout'];
-/** The headers nginx sets on every proxied request unless `proxy_set_header` says otherwise. */
-const PROXY_HEADERS: ProxyConfig['setHeaders'] = [
-  { name: 'Host', value: '$proxy_host' },
-  { name: 'Connection', value: 'close' },
-];
+/** The headers nginx sets on every proxied request unless `proxy_set_header` says
+ * otherwise, but its `Connection: close`: zonal keeps upstream connections by default and
+ * writes Connection itself, so only an operator's own value (one saying `close`) counts. */
+const PROXY_HEADERS: ProxyConfig['setHeaders'] = [{ name: 'Host', value: '$proxy_host' }];
 /** Angie's default smoothing of header_time and response_time. */
 const RESPONSE_TIME_FACTOR = 90;
 /**

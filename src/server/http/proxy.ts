@@ -79,6 +79,10 @@ const UNSAFE_VALUE = /[\r\n\0]/;
 
 export class Proxy {
   private readonly setHeaders: Array<{ name: string; value: (c: HttpContext) => string }>;
+  /** A configured `proxy_set_header Connection`: zonal writes the header itself
+   * (keep-alive while it caches the connection), but a value that says `close` makes the
+   * request its connection's last, as nginx's `Connection: close` would. */
+  private readonly connection: ((c: HttpContext) => string) | undefined;
   /** The request headers that do not go to the peer as they came: hop-by-hop ones and
    * those proxy_set_header replaces. */
   private readonly dropped: HeaderNames;
@@ -119,6 +123,8 @@ export class Proxy {
     this.setHeaders = config.setHeaders
       .filter((h) => h.name.toLowerCase() !== 'connection')
       .map((h) => ({ name: h.name, value: compileValue(h.value) }));
+    const connection = config.setHeaders.find((h) => h.name.toLowerCase() === 'connection');
+    this.connection = connection && compileValue(connection.value);
     this.dropped = new HeaderNames([...HOP_NAMES, ...OWN_REQUEST, ...this.setHeaders.map((h) => h.name)]);
     // With a URI part, the location's prefix is what it replaces (exact locations: all);
     // with variables in it, it is the whole URI, as nginx sends it.
@@ -236,6 +242,11 @@ export class Proxy {
       if (v !== '') out.push(h.name, v);
     }
     return out;
+  }
+
+  /** The configured Connection asks the peer to close after this request. */
+  closes(ctx: HttpContext): boolean {
+    return this.connection !== undefined && /(^|[\s,])close($|[\s,])/i.test(this.connection(ctx));
   }
 }
 
@@ -506,7 +517,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
         body: buffered ? Readable.from([buffered]) : this.hasBody ? requestBody(this.req) : null,
         // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
-        reset: http10 || this.upstream.config.keepalive === 0,
+        reset: http10 || this.upstream.config.keepalive === 0 || this.proxy.closes(this.context),
         http10,
       },
       this,

@@ -36,8 +36,14 @@ http {
         keepalive 1;
         keepalive_time 1s;
     }
+    upstream plain {
+        server 127.0.0.1:${port};
+        keepalive 1;
+    }
     server {
         listen 127.0.0.1:${front};
+        location /plain { proxy_pass http://plain; }
+        location /closing { proxy_set_header Connection $arg_c; proxy_pass http://plain; }
         location /requests { proxy_pass http://requests; }
         location /time { proxy_pass http://time; }
     }
@@ -79,6 +85,13 @@ t.test('keepalive_time 1s: a connection older than it closes once its request en
   await sleep(600);
   await connection('/time');
   t.not(await connection('/time'), first, 'not reused past 1 s from its opening');
+});
+
+t.test('proxy_set_header Connection close: the request is its connection\'s last; empty changes nothing', async (t) => {
+  const first = await connection('/plain');
+  t.equal(await connection('/closing'), first, 'an empty value: zonal\'s own keep-alive');
+  t.equal(await connection('/closing?c=close'), first, 'the request goes on the kept connection');
+  t.not(await connection('/plain'), first, 'which closed after it');
 });
 
 t.test('-t: the values nginx refuses, and the directives stream upstreams do not have', async (t) => {
