@@ -24,7 +24,8 @@
 // Passive health (max_fails, fail_timeout), per peer, in shared cells:
 // - A failed attempt opens a window of fail_timeout (unless one is open) and counts in
 //   it; max_fails failures in it make the peer unavailable (metrics.becameUnavailable():
-//   a compare-and-swap, so only one worker counts it). A success closes the window.
+//   a compare-and-swap, so only one worker counts it). Successes between them change
+//   nothing, as in nginx, whose count a success resets only once fail_timeout has passed.
 // - fail_timeout after it became unavailable, one request (across all workers: a
 //   compare-and-swap on the `checking` cell) may check it. Its success makes the peer
 //   available again (recovering first, with slow_start); its failure keeps it
@@ -335,7 +336,6 @@ export class Balancer {
     // needs none.
     if (failed) this.failed(m, chosen, this.now() | 0);
     else if (chosen.trial) this.checked(m, chosen, this.now() | 0);
-    else if (m.cells.load(FAILS) !== 0) m.cells.store(FAILS, 0); // a success ends the failure window
     const listeners = this.listeners;
     for (let i = 0; i < listeners.length; i++) listeners[i]();
   }
