@@ -298,6 +298,26 @@ async function tests() {
     t.equal(get(`${path}/state`), 'unavailable', 'three failures within fail_timeout, successes between them');
   });
 
+  t.test('passive health: a stream check succeeds once connected, not when its session ends', async (t) => {
+    // The balancer is the same for http and stream: the stream plane calls connected().
+    const { balancer, time, get } = setup(t, [{ name: 'u', peers: [{ server: A, failTimeout: 1 }, { server: B, backup: true }] }]);
+    const w = balancer();
+    const path = `/status/http/upstreams/u/peers/${A}`;
+    w.release(chosen(t, w.pick()), true);
+    t.equal(get(`${path}/state`), 'unavailable', 'one failure (max_fails 1)');
+    time.advance(1001);
+    const check = chosen(t, w.pick());
+    t.equal(check.address, A, 'after fail_timeout, a check goes to it');
+    t.equal(chosen(t, w.pick()).address, B, 'one check at a time: the next goes to the backup');
+    w.connected(check);
+    t.equal(get(`${path}/state`), 'up', 'the check connected: the peer is up');
+    const next = chosen(t, w.pick());
+    t.equal(next.address, A, 'and takes the sessions that follow while the check goes on');
+    w.release(next, false);
+    w.release(check, false);
+    t.equal(get(`${path}/state`), 'up', 'the check ends later, changing nothing');
+  });
+
   t.test('passive health: max_fails in fail_timeout, one checking request, recovery', async (t) => {
     const { balancer, time, get, cells } = setup(t, [{ name: 'u', peers: [{ server: A, maxFails: 2, failTimeout: 10 }, { server: B }] }]);
     const w1 = balancer();

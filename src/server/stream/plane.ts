@@ -437,6 +437,7 @@ class Session {
     peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       connected = true;
+      upstream.balancer.connected(chosen);
       this.connectMs = performance.now() - this.start;
       // The client left while the peer was being reached.
       if (client.destroyed) peer.destroy();

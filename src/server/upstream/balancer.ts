@@ -340,6 +340,15 @@ export class Balancer {
     for (let i = 0; i < listeners.length; i++) listeners[i]();
   }
 
+  /** A stream session reached the chosen peer: a check it was is over, and succeeded,
+   * as nginx's stream proxy takes an established connection for the peer's health (a
+   * session may last hours; the peer should not wait for its end to count as up). */
+  connected(chosen: Chosen): void {
+    // Its release checks again, which then changes nothing (the peer is up, the check's
+    // mark gone).
+    if (chosen instanceof Pick && chosen.trial) this.checked(chosen.member, chosen, this.now() | 0);
+  }
+
   private now(): number {
     return this.clock ? this.clock() : Date.now();
   }
