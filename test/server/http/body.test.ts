@@ -54,11 +54,17 @@ const chunked = (path: string, pieces: string[]) =>
   pieces.map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') +
   '0\r\n\r\n';
 
-/** Every file under `dir`, with its text. */
+/** Every file under `dir`, with its text; one the server removes while it is read (as it
+ * does once the response closes) is not there. */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [{ path, text: readFileSync(path, 'latin1') }];
+    try {
+      return statSync(path).isDirectory() ? filesUnder(path) : [{ path, text: readFileSync(path, 'latin1') }];
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw e;
+    }
   });
 }
 
