@@ -4,7 +4,7 @@
 // from these once at load; the access log evaluates the same functions.
 import { namesIn, Variables } from '../../api/variables.js';
 import { traceUpstreams } from '../log/upstream-trace.js';
-import type { HttpContext } from '../http/variables.js';
+import { timeRequests, type HttpContext } from '../http/variables.js';
 import { httpCoreVariables } from '../http/core/variables.js';
 import { isAttemptVariable, upstreamVariables } from '../upstream/variables.js';
 import { proxyVariables } from '../proxy/variables.js';
@@ -18,9 +18,11 @@ export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upst
 export const streamVariables = new Variables<StreamRecord>([streamCoreVariables]);
 
 /** An http value compiled once at load; one that names an upstream attempt's variable
- * has the proxy record its attempts. */
+ * has the proxy record its attempts, one that names `$request_time` the requests' start. */
 export function compileValue(text: string): (c: HttpContext) => string {
-  if (namesIn(text).some(isAttemptVariable)) traceUpstreams(true);
+  const names = namesIn(text);
+  if (names.some(isAttemptVariable)) traceUpstreams(true);
+  if (names.includes('request_time')) timeRequests();
   return httpVariables.compile(text);
 }
 

@@ -96,6 +96,14 @@ export const serverNameOf = (res: ServerResponse | undefined): string | undefine
 const START = Symbol('zonal.requestStart');
 type Started = ServerResponse & { [START]?: number };
 
+/** Some value of the configuration names `$request_time`: only then is each request's
+ * start taken (a clock read and a property on every request otherwise). */
+let timed = false;
+export function timeRequests(): void {
+  timed = true;
+}
+export const requestsTimed = (): boolean => timed;
+
 /** The request's headers are in (performance.now()): what `$request_time` counts from. */
 export function markStart(res: ServerResponse, now: number): void {
   (res as Started)[START] = now;

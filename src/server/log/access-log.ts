@@ -6,7 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { connectionNumber, countRequest } from '../core/connection.js';
 import { streamVariables } from '../config/variables.js';
-import { markStart } from '../http/variables.js';
+import { markStart, requestsTimed, timeRequests } from '../http/variables.js';
 import type { Inherited } from '../config/model.js';
 import type { AccessLogSpec, Escape, LogFormat } from './config.js';
 import { LineBuffer, logFile } from './files.js';
@@ -197,6 +197,7 @@ export function placeLog(config: Inherited, serverName: string): { log?: PlaceLo
   const names = new Set(specs.flatMap((s) => [...pieces(s.format.text).names, ...pieces(s.condition ?? '').names]));
   if ([...names].some(isUpstreamVariable)) traceUpstreams(true);
   if (names.has('pipe')) piping = true;
+  if (names.has('request_time')) timeRequests();
   return { log: { writers: specs.map((s) => writerOf(s)), serverName } };
 }
 
@@ -215,9 +216,9 @@ export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLo
   const req = res.req;
   const socket = req.socket as Numbered;
   const requests = countRequest(socket);
-  // $request_time in the phases before the log's counts from here.
-  const start = performance.now();
-  markStart(res, start);
+  // $request_time, in the log or before it, counts from here (when some value names it).
+  const start = requestsTimed() ? performance.now() : 0;
+  if (start !== 0) markStart(res, start);
   const log = place.log;
   if (!log) return;
   let pipelined = false;
