@@ -11,8 +11,29 @@ import type { HttpContext } from './variables.js';
 /** Codes whose `return` argument is a URL. */
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/** nginx's status lines, where their reason differs from node's (ngx_http_header_filter
+ * module's table): what an operator's tools, and nginx's own tests, match on. */
+const NGINX_REASONS: Readonly<Record<number, string>> = {
+  302: 'Moved Temporarily',
+  405: 'Not Allowed',
+  408: 'Request Time-out',
+  413: 'Request Entity Too Large',
+  414: 'Request-URI Too Large',
+  416: 'Requested Range Not Satisfiable',
+  503: 'Service Temporarily Unavailable',
+  504: 'Gateway Time-out',
+};
+
+/** Gives node:http's table of reasons nginx's words, for the answers this process writes
+ * itself: node reads the table at each head it writes without a reason of its own, so
+ * this costs nothing per response. A proxied answer keeps its upstream's reason. Only the
+ * server's workers call it: an app that embeds zonal keeps node's words. */
+export function useNginxReasons(): void {
+  Object.assign(STATUS_CODES, NGINX_REASONS);
+}
+
 function reason(code: number): string {
-  return STATUS_CODES[code] ?? '';
+  return NGINX_REASONS[code] ?? STATUS_CODES[code] ?? '';
 }
 
 /** nginx's error page: what an operator sees in a browser for a 403, 404, 500...

@@ -21,7 +21,7 @@ import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
 import { listenGroups, listenOptions } from '../listens.js';
 import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
-import { errorPage, sendPage, sendRedirect } from './pages.js';
+import { errorPage, sendPage, sendRedirect, useNginxReasons } from './pages.js';
 import { ServerNames } from './server-names.js';
 import type { ConditionContext } from './conditions.js';
 import { runIfs, Site, type Place, type Route } from './site.js';
@@ -154,6 +154,7 @@ export class HttpPlane {
   /** Listens on every data address; resolves once all listen. */
   async listen(): Promise<void> {
     this.sendCheck ??= setInterval(() => this.checkSends(), SEND_CHECK_MS).unref();
+    useNginxReasons();
     for (const { listen, servers } of listenGroups(this.config, false)) {
       const names = new ServerNames(servers, listen);
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
@@ -171,8 +172,10 @@ export class HttpPlane {
         this.request(req, res, only ?? sites.get(names.select(req.headers.host))!, settings, refused);
       };
       server.on('request', handle);
-      // zonal tunnels nothing: nginx answers CONNECT with 400.
-      server.on('connect', (req: IncomingMessage, socket: Socket) => this.refuse(socket, 400));
+      // zonal tunnels nothing. nginx refuses CONNECT as a method (405) when its target is
+      // one it parses (a path or an absolute URL), and an authority-form target
+      // (`host:port`) as a malformed request line (400).
+      server.on('connect', (req: IncomingMessage, socket: Socket) => this.refuse(socket, /^(\/|[a-z][a-z0-9+.-]*:\/\/)/i.test(req.url ?? '') ? 405 : 400));
       // Nor does it upgrade: the request is answered as any other, and the connection
       // goes on with the requests that follow it.
       server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => notUpgraded(server, req, socket, head, handle));

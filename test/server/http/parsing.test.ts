@@ -82,9 +82,16 @@ t.test('an invalid Host is answered 400', async (t) => {
   t.equal(body(ok.text), 'default 123.40.56.78\n', 'a second port is nginx\'s "double port hack": the host before it');
 });
 
-t.test('TRACE gets 405, CONNECT gets 400', async (t) => {
-  const trace = await exchange(site, 'TRACE / HTTP/1.1\r\nHost: localhost\r\n\r\n', { count: 1 });
+t.test('TRACE gets 405, CONNECT gets 400, or 405 when its target is a path or a URL', async (t) => {
+  const trace = await exchange(site, 'TRACE / HTTP/1.1\r\nHost: localhost\r\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
   t.same(statuses(trace.text), [405], trace.text);
+  t.match(trace.text, /^HTTP\/1\.1 405 Not Allowed\r\n/, "nginx's reason");
+  t.ok(trace.closed, 'the pipelined request after it is not answered: the connection closes');
+  for (const target of ['/', 'http://example.com/']) {
+    const r = await exchange(site, `CONNECT ${target} HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+    t.match(r.text, /^HTTP\/1\.1 405 Not Allowed\r\n/, `CONNECT ${target}: ${r.text.split('\r\n')[0]}`);
+    t.same(statuses(r.text), [405], 'and nothing after it');
+  }
   const connect = await exchange(site, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', { count: 1 });
   t.same(statuses(connect.text), [400], connect.text);
   t.ok((await exchange(site, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')).closed, 'and closes the connection');

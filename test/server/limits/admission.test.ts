@@ -115,7 +115,7 @@ t.test('$binary_remote_addr: the fast path answers and counts as the general one
   );
   t.same(fast.map(comparable), general.map(comparable), 'the same statuses, headers and bodies on both paths');
   t.equal(fast[2].body, '', 'a HEAD passed has no body');
-  t.match(fast[4].body, /<h1>503 Service Unavailable<\/h1>/, 'a refusal has the error page');
+  t.match(fast[4].body, /<h1>503 Service Temporarily Unavailable<\/h1>/, 'a refusal has the error page');
   const counts = { passed: 12, skipped: 0, delayed: 0, rejected: 9, exhausted: 0 };
   t.same(await limitReqs('fast'), counts, 'the fast path counted every decision');
   t.same(await limitReqs('general'), counts, 'as the general path did');
