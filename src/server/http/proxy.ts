@@ -105,6 +105,8 @@ export class Proxy {
   /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
    * proxy_pass_header). */
   readonly hidden: HeaderNames;
+  /** proxy_method: the method sent instead of the client's. */
+  readonly method: ((c: HttpContext) => string) | undefined;
   /** proxy_redirect's rewrites of Location and Refresh. */
   readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: HttpContext) => string }>;
 
@@ -136,6 +138,7 @@ export class Proxy {
     const pass = new Set(options.passHeaders);
     this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
     this.redirects = options.redirects.map((r) => ({ from: r.from, to: compileValue(r.to) }));
+    this.method = options.method === undefined ? undefined : compileValue(options.method);
     if (config.ssl) this.tls = tlsProfile(config.ssl, options);
     if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
     // The cache needs the zones: only where traffic is recorded (workers).
@@ -513,7 +516,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.sent = client.dispatch(
       {
         path: this.path,
-        method: this.req.method ?? 'GET',
+        method: this.proxy.method?.(this.context) || (this.req.method ?? 'GET'),
         headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
         body: buffered ? Readable.from([buffered]) : this.hasBody ? requestBody(this.req) : null,
         // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).

@@ -49,6 +49,8 @@ export interface ProxyOptions {
   readonly sslCertificate?: string;
   readonly sslCertificateKey?: string;
   readonly sslPasswordFile?: string;
+  /** `proxy_method`: the method sent to the peers instead of the client's, with variables. */
+  readonly method?: string;
 }
 
 /** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
@@ -70,6 +72,7 @@ declare module '../config/levels.js' {
     proxySslCertificate?: At<string>;
     proxySslCertificateKey?: string;
     proxySslPasswordFile?: string;
+    proxyMethod?: string;
   }
 }
 declare module '../config/model.js' {
@@ -93,6 +96,7 @@ export type MergedProxyOptions = Pick<
   | 'proxySslCertificate'
   | 'proxySslCertificateKey'
   | 'proxySslPasswordFile'
+  | 'proxyMethod'
 >;
 
 export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableLevel): MergedProxyOptions {
@@ -108,6 +112,7 @@ export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableL
     proxySslCertificate: level.proxySslCertificate ?? outer.proxySslCertificate,
     proxySslCertificateKey: level.proxySslCertificateKey ?? outer.proxySslCertificateKey,
     proxySslPasswordFile: level.proxySslPasswordFile ?? outer.proxySslPasswordFile,
+    proxyMethod: level.proxyMethod ?? outer.proxyMethod,
   };
 }
 
@@ -140,6 +145,7 @@ export function proxyOptions(
     passHeaders: m.proxyPassHeaders ?? [],
     interceptErrors: m.proxyInterceptErrors ?? false,
     redirects,
+    ...(m.proxyMethod !== undefined ? { method: m.proxyMethod } : {}),
     ...(cert && m.proxySslCertificateKey !== undefined
       ? { sslCertificate: cert.value, sslCertificateKey: m.proxySslCertificateKey, ...(m.proxySslPasswordFile ? { sslPasswordFile: m.proxySslPasswordFile } : {}) }
       : {}),
@@ -334,6 +340,17 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
           return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
       }
       location.proxyPass = { ...parsed.value, origin: d.origin };
+    },
+  }),
+
+  // `proxy_method <method>`: a value with variables, as nginx has taken since 1.11.6.
+  proxy_method: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const error = checkVariables(d.args[0], knownHttpVariable);
+      if (error) c.error(d.origin, error);
+      else level.proxyMethod = d.args[0];
     },
   }),
 

@@ -1,5 +1,5 @@
 // The proxy module's directives, from nginx's documentation of ngx_http_proxy_module:
-// proxy_http_version, proxy_hide_header and proxy_pass_header, proxy_intercept_errors,
+// proxy_http_version, proxy_method, proxy_hide_header and proxy_pass_header, proxy_intercept_errors,
 // proxy_redirect (Location and Refresh), proxy_ssl_certificate with its key and password
 // file, and the buffering directives zonal accepts.
 import t from 'tap';
@@ -14,12 +14,12 @@ import { freePorts, Zonal } from '../zonal.js';
 const [front, plain, secure] = await freePorts(3);
 
 /** What the plain backend saw of the last request. */
-let seen: { version: string; headers: IncomingHttpHeaders; body: string } | undefined;
+let seen: { method: string; version: string; headers: IncomingHttpHeaders; body: string } | undefined;
 const backend = createHttpServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    seen = { version: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() };
+    seen = { method: req.method ?? '', version: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() };
     const url = req.url ?? '/';
     if (url.includes('/redirect')) return res.writeHead(302, { Location: `http://127.0.0.1:${plain}/two/there`, Refresh: `3; url=http://old.example/page` }).end();
     if (url.includes('/missing')) return res.writeHead(404, { 'Content-Type': 'text/plain' }).end('backend says 404');
@@ -82,6 +82,12 @@ http {
             proxy_ssl_password_file passwords;
         }
         location /nocert/ { proxy_pass https://127.0.0.1:${secure}; }
+        location /method/ { proxy_pass http://127.0.0.1:${plain}; proxy_method POST; }
+        location /method-var/ { proxy_pass http://127.0.0.1:${plain}; proxy_method $arg_m; }
+        location /method-outer/ {
+            proxy_method PUT;
+            location /method-outer/inner/ { proxy_pass http://127.0.0.1:${plain}; }
+        }
     }
 }
 `,
@@ -115,6 +121,19 @@ t.test('proxy_http_version: 1.1 by default (zonal keeps connections); 1.0 sends 
   t.notOk(seen?.headers['transfer-encoding'], 'no chunked body in HTTP/1.0');
   t.equal(seen?.body, 'a body without a length');
   t.equal(seen?.headers.connection, 'close');
+});
+
+t.test('proxy_method: a method of its own, with variables, inherited by nested locations', async (t) => {
+  await send('/default/');
+  t.equal(seen?.method, 'GET', "without it, the client's method");
+  await send('/method/');
+  t.equal(seen?.method, 'POST');
+  await send('/method-var/?m=PATCH');
+  t.equal(seen?.method, 'PATCH', 'from a variable');
+  await send('/method-var/', { method: 'DELETE' });
+  t.equal(seen?.method, 'DELETE', "a variable that is empty leaves the client's method");
+  await send('/method-outer/inner/');
+  t.equal(seen?.method, 'PUT', "from the outer location, as nginx's proxy_method inherits");
 });
 
 t.test("proxy_hide_header, proxy_pass_header, and nginx's hidden headers", async (t) => {
