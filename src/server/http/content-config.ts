@@ -9,11 +9,14 @@
 //   internal;                                      location
 //   server_tokens on | off | build;                http, server, location
 //   limit_rate <rate>; limit_rate_after <size>;    http, server, location, if
+//   absolute_redirect, server_name_in_redirect,
+//   port_in_redirect on | off;                     http, server, location
 import type { At, InheritableLevel, LocationLevel } from '../config/levels.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import { checkVariables, parseSize } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 import type { AddHeader } from '../headers/config.js';
+import { NGINX_REDIRECTS, type RedirectSettings } from './pages.js';
 
 /** `try_files`: the files tried in order, then the last argument. */
 export interface TryFiles {
@@ -45,6 +48,7 @@ export interface ContentLevel {
   serverTokens?: ServerTokens;
   limitRate?: number;
   limitRateAfter?: number;
+  redirect?: Partial<Record<keyof RedirectSettings, boolean>>;
 }
 
 /** A place's content settings once merged. */
@@ -63,6 +67,8 @@ export interface ContentConfig {
   readonly limitRateAfter: number;
   /** `add_header` in force, for the answers zonal makes itself (return, files, pages). */
   readonly addHeaders: readonly AddHeader[];
+  /** How the redirects zonal makes write their Location. */
+  readonly redirect: RedirectSettings;
 }
 
 declare module '../config/levels.js' {
@@ -78,7 +84,15 @@ declare module '../config/model.js' {
   }
 }
 
-export const TOP_CONTENT: ContentConfig = { index: ['index.html'], errorPages: [], internal: false, limitRate: 0, limitRateAfter: 0, addHeaders: [] };
+export const TOP_CONTENT: ContentConfig = { index: ['index.html'], errorPages: [], internal: false, limitRate: 0, limitRateAfter: 0, addHeaders: [], redirect: NGINX_REDIRECTS };
+
+/** Each of the three inherits on its own, as nginx merges them. */
+function mergeRedirect(outer: RedirectSettings, own: ContentLevel['redirect']): RedirectSettings {
+  if (!own) return outer;
+  const merged = { absolute: own.absolute ?? outer.absolute, serverName: own.serverName ?? outer.serverName, port: own.port ?? outer.port };
+  const same = (a: RedirectSettings) => a.absolute === merged.absolute && a.serverName === merged.serverName && a.port === merged.port;
+  return same(outer) ? outer : same(NGINX_REDIRECTS) ? NGINX_REDIRECTS : merged;
+}
 
 /** nginx's merge: index, error_page, server_tokens and limit_rate inherit; alias goes with
  * root (a block that sets either replaces both); try_files and internal are the block's
@@ -99,6 +113,7 @@ export function mergeContent(outer: ContentConfig, level: InheritableLevel & { r
     limitRate: own.limitRate ?? outer.limitRate,
     limitRateAfter: own.limitRateAfter ?? outer.limitRateAfter,
     addHeaders,
+    redirect: mergeRedirect(outer.redirect, own.redirect),
   };
 }
 
@@ -113,9 +128,22 @@ export const defaultContent = (c: ContentConfig): boolean =>
   c.serverTokens === undefined &&
   c.limitRate === 0 &&
   c.limitRateAfter === 0 &&
-  c.addHeaders.length === 0;
+  c.addHeaders.length === 0 &&
+  c.redirect === NGINX_REDIRECTS;
 
 const levelOf = (level: InheritableLevel): ContentLevel => (level.content ??= {});
+
+function redirectFlag(key: keyof RedirectSettings) {
+  return define({
+    contexts: ['http', 'server', 'location'],
+    args: [1, 1],
+    apply(d, level, c) {
+      const [arg] = d.args;
+      if (arg !== 'on' && arg !== 'off') return c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      (levelOf(level).redirect ??= {})[key] = arg === 'on';
+    },
+  });
+}
 
 function size(name: string, set: (l: ContentLevel, n: number) => void) {
   return define({
@@ -227,6 +255,10 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
       else c.error(d.origin, `invalid value "${arg}" in "server_tokens" directive, it must be "on", "off" or "build"`);
     },
   }),
+
+  absolute_redirect: redirectFlag('absolute'),
+  server_name_in_redirect: redirectFlag('serverName'),
+  port_in_redirect: redirectFlag('port'),
 
   limit_rate: size('limit_rate', (l, n) => (l.limitRate = n)),
   limit_rate_after: size('limit_rate_after', (l, n) => (l.limitRateAfter = n)),

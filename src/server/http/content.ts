@@ -16,7 +16,7 @@ import { apiListener, type ApiHandler, type ApiListener } from '../../transport/
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
-import { encodePath, errorPage } from './pages.js';
+import { absoluteLocation, encodePath, errorPage, requestOrigin } from './pages.js';
 import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
 import { setErrorPages } from './error-pages.js';
@@ -168,7 +168,8 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
     if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, res, uri, captures));
     const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, res, uri, captures) : undefined;
     if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, res, uri });
-    return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined);
+    const absolute = ret.relative && content.redirect.absolute ? (path: string) => absoluteLocation(path, requestOrigin(req), content.redirect, (res as Carried)[SITE]?.serverName) : undefined;
+    return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined, absolute);
   }
   if (place.api) {
     let listener = apis.get(place.api);
@@ -269,6 +270,8 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     headers: (status) => addHeaders(res, content, status, c),
     ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),
     ...(place.core ? { core: place.core } : {}),
+    redirect: content.redirect,
+    serverName: (res as Carried)[SITE]?.serverName,
   });
 }
 

@@ -79,21 +79,34 @@ function hostOf(header: string | undefined): string | undefined {
   return host === '' ? undefined : host;
 }
 
+/** `absolute_redirect`, `server_name_in_redirect` and `port_in_redirect` of a place. */
+export interface RedirectSettings {
+  readonly absolute: boolean;
+  /** The server's first name rather than the Host header's. */
+  readonly serverName: boolean;
+  readonly port: boolean;
+}
+
+/** nginx's defaults. */
+export const NGINX_REDIRECTS: RedirectSettings = { absolute: true, serverName: false, port: true };
+
 /**
  * The Location of a redirect the server makes itself (a directory, a location's auto
- * redirect) to `target` (a path, with its query), as nginx writes it under its defaults
- * (`absolute_redirect on`, `server_name_in_redirect off`, `port_in_redirect on`): the
- * scheme, the host of the Host header (else the local address), the local port unless it
- * is the scheme's default, then the target.
+ * redirect, a `return` to a path) to `target` (a path, with its query), as nginx's header
+ * filter writes it: under `absolute_redirect on`, the scheme, the host of the Host header
+ * (`server_name_in_redirect on`: the server's first name; without either, the local
+ * address), the local port unless it is the scheme's default (or `port_in_redirect off`),
+ * then the target; under `absolute_redirect off`, the target alone.
  */
-export function absoluteLocation(target: string, origin: RequestOrigin): string {
-  let host = hostOf(origin.host);
+export function absoluteLocation(target: string, origin: RequestOrigin, settings: RedirectSettings = NGINX_REDIRECTS, serverName?: string): string {
+  if (!settings.absolute) return headerSafe(target);
+  let host = settings.serverName && serverName ? serverName : hostOf(origin.host);
   if (host === undefined) {
     const local = (origin.localAddress ?? '127.0.0.1').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
     host = local.includes(':') ? `[${local}]` : local;
   }
   const scheme = origin.secure ? 'https' : 'http';
-  const port = origin.localPort;
+  const port = settings.port ? origin.localPort : undefined;
   const shown = port === undefined || port === (origin.secure ? 443 : 80) ? '' : `:${port}`;
   return headerSafe(`${scheme}://${host}${shown}${target}`);
 }
@@ -117,9 +130,9 @@ export function queryOf(target: string): string {
 }
 
 /** A 301 to `path` (a location's path, or a directory's URI with '/'), the request's query
- * kept, with nginx's page for the code. */
-export function sendRedirect(req: IncomingMessage, res: ServerResponse, path: string): void {
-  const location = absoluteLocation(encodePath(path) + queryOf(req.url ?? ''), requestOrigin(req));
+ * kept, with nginx's page for the code; `settings` and `serverName` of its place. */
+export function sendRedirect(req: IncomingMessage, res: ServerResponse, path: string, settings?: RedirectSettings, serverName?: string): void {
+  const location = absoluteLocation(encodePath(path) + queryOf(req.url ?? ''), requestOrigin(req), settings, serverName);
   sendPage(res, 301, req.method === 'HEAD', { Location: location });
 }
 
@@ -139,6 +152,9 @@ export class Return {
   readonly variables: boolean;
   /** Closing the connection after it: nginx does for 444, which answers nothing. */
   readonly close: boolean;
+  /** A redirect to a path: nginx's header filter makes its Location absolute
+   * (`absolute_redirect`), from the request's Host and port. */
+  readonly relative: boolean;
   readonly status: number;
   /** An error code without text: nginx's own page, which `error_page` may replace. */
   readonly page: boolean;
@@ -149,13 +165,15 @@ export class Return {
     this.close = config.code === 444;
     if (config.text?.includes('$')) this.value = compileValue(config.text);
     this.variables = this.value !== undefined;
+    this.relative = REDIRECTS.has(config.code) && config.text !== undefined && (config.text.startsWith('/') || this.variables);
     ({ headers: this.headers, body: this.body } = this.answer(config.text));
   }
 
-  private answer(text: string | undefined): { headers: Record<string, string | number>; body: Buffer } {
+  private answer(text: string | undefined, absolute?: (path: string) => string): { headers: Record<string, string | number>; body: Buffer } {
     if (REDIRECTS.has(this.code) && text !== undefined) {
       const body = Buffer.from(errorPage(this.code));
-      return { body, headers: { Location: headerSafe(text), 'Content-Type': 'text/html', 'Content-Length': body.length } };
+      const location = absolute && text.startsWith('/') ? absolute(text) : headerSafe(text);
+      return { body, headers: { Location: location, 'Content-Type': 'text/html', 'Content-Length': body.length } };
     }
     if (text !== undefined) {
       const body = Buffer.from(text);
@@ -176,16 +194,22 @@ export class Return {
     return { status: this.code, headers, body: head ? '' : this.body };
   }
 
-  /** `c`: the request's variables, for a text or URL that holds some. */
-  send(res: ServerResponse, head: boolean, c?: HttpContext): void {
+  /** `c`: the request's variables, for a text or URL that holds some. `absolute`: makes a
+   * redirect's path a URL (only given when `relative`). */
+  send(res: ServerResponse, head: boolean, c?: HttpContext, absolute?: (path: string) => string): void {
     if (this.close) {
       res.socket?.destroy();
       return;
     }
     if (this.value && c) {
-      const { headers, body } = this.answer(this.value(c));
+      const { headers, body } = this.answer(this.value(c), absolute);
       res.writeHead(this.code, headers);
       res.end(head ? undefined : body);
+      return;
+    }
+    if (absolute) {
+      res.writeHead(this.code, { ...this.headers, Location: absolute(this.headers.Location as string) });
+      res.end(head ? undefined : this.body);
       return;
     }
     res.writeHead(this.code, this.headers);

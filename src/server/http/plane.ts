@@ -355,7 +355,7 @@ export class HttpPlane {
       const location = routed.place.zoneOf ? routed.place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : routed.place.zone;
       location?.requestStarted();
       noteRequest(res, routed.place, uri);
-      sendRedirect(req, res, routed.redirect);
+      sendRedirect(req, res, routed.redirect, routed.place.content?.redirect, site.serverName);
       this.answered(socket, conn, res, zone, location, started);
       return;
     }

@@ -6,7 +6,7 @@ import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pipeline, type Transform } from 'node:stream';
-import { sendPage, sendRedirect } from './pages.js';
+import { sendPage, sendRedirect, type RedirectSettings } from './pages.js';
 import { contentType, type CoreSettings } from './core/config.js';
 
 async function statOrUndefined(path: string): Promise<Stats | { error: string }> {
@@ -31,6 +31,9 @@ export interface StaticOptions {
   readonly get?: boolean;
   /** The location's `types` and `default_type` (nginx's defaults without them). */
   readonly core?: CoreSettings;
+  /** How a directory's redirect writes its Location, and the server's name for it. */
+  readonly redirect?: RedirectSettings;
+  readonly serverName?: string;
 }
 
 /** Serves `uri` (decoded, normalised: no `..`) from `root`. */
@@ -46,7 +49,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   if (!('error' in info) && info.isDirectory()) {
     if (!uri.endsWith('/')) {
       if (options) options.headers(301);
-      sendRedirect(req, res, uri + '/');
+      sendRedirect(req, res, uri + '/', options?.redirect, options?.serverName);
       return;
     }
     path = join(path, 'index.html');
