@@ -1,21 +1,29 @@
-// add_header, declared beside its code: headers added to the responses of a location,
-// with nginx's rules: to 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 unless
-// `always`; a block with any add_header replaces the outer block's list.
+// The headers module (ngx_http_headers_module), declared beside its code: `add_header` and
+// `expires`, with nginx's rules: to 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308
+// (add_header: unless `always`); a block with any add_header replaces the outer block's
+// list, and `expires` inherits on its own. One list carries both: `expires` is an entry of
+// its own, first, as nginx sets it before it adds the headers.
 import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Context, InheritableLevel } from '../config/levels.js';
 import type { Directive } from '../config/syntax.js';
 import { checkHeader, checkVariables } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
+import { parseExpires } from './expires.js';
 
 export interface AddHeader {
   readonly name: string;
+  /** For `expires`: its arguments as written (`modified 1h`, `$expires`). */
   readonly value: string;
   readonly always: boolean;
+  /** The entry is `expires`: it sets Expires and replaces every Cache-Control. */
+  readonly expires?: true;
 }
 
 export interface HeadersLevel {
   /** Only those written in this block. */
   readonly add: AddHeader[];
+  /** `expires` written here; `off` is kept, to stop the outer one. */
+  expires?: AddHeader;
 }
 
 // `add_header` joins the loader's levels and proxy settings by augmenting their
@@ -52,9 +60,32 @@ export const headerDirectives: Record<string, DirectiveSpec> = {
       ((level as InheritableLevel).headers ??= { add: [] }).add.push({ name, value, always: always === 'always' });
     },
   }),
+
+  // `expires [modified] <time> | epoch | max | off`; a value with variables is read per
+  // request, as nginx has allowed since 1.7.9.
+  expires: define({
+    contexts: ['http', 'server', 'location', 'if'],
+    args: [1, 2],
+    apply(d: Directive, level, c) {
+      const text = d.args.join(' ');
+      if (text.includes('$')) {
+        const vars = checkVariables(text, knownHttpVariable);
+        if (vars) return c.error(d.origin, vars);
+      } else {
+        const parsed = parseExpires(d.args);
+        if ('error' in parsed) return c.error(d.origin, parsed.error);
+      }
+      ((level as InheritableLevel).headers ??= { add: [] }).expires = { name: 'Expires', value: text, always: false, expires: true };
+    },
+  }),
 };
 
-/** The list in force: the innermost block that has any. */
+/** The list in force: `expires` of the innermost block that has one (none for `off`),
+ * then the add_header of the innermost block that has any. */
 export function mergeHeaders(outer: readonly AddHeader[], level: InheritableLevel): readonly AddHeader[] {
-  return level.headers && level.headers.add.length > 0 ? level.headers.add : outer;
+  const own = level.headers;
+  if (!own) return outer;
+  const add = own.add.length > 0 ? own.add : outer.filter((h) => !h.expires);
+  const expires = own.expires ? (own.expires.value === 'off' ? [] : [own.expires]) : outer.filter((h) => h.expires);
+  return expires.length === 0 ? add : [...expires, ...add];
 }

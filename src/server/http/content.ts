@@ -90,6 +90,10 @@ function addHeaders(res: ServerResponse, content: ContentConfig, status: number,
   if (!add) return;
   const list: string[] = [];
   add.addTo(list, status, c);
+  if (add.replacing && list.some((name, i) => i % 2 === 0 && name === 'Expires')) {
+    res.removeHeader('expires');
+    res.removeHeader('cache-control');
+  }
   for (let i = 0; i < list.length; i += 2) res.appendHeader(list[i], list[i + 1]);
 }
 

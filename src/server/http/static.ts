@@ -64,11 +64,12 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
     else sendPage(res, code, head);
     return;
   }
+  // Set first: `expires modified` counts from it.
+  res.setHeader('Last-Modified', info.mtime.toUTCString());
   options?.headers(200);
   res.writeHead(200, {
     'Content-Type': contentType(options?.core, path),
     'Content-Length': info.size,
-    'Last-Modified': info.mtime.toUTCString(),
   });
   if (head) {
     res.end();
