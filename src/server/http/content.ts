@@ -11,7 +11,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
 import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
@@ -19,7 +18,8 @@ import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { absoluteLocation, encodePath, errorPage, requestOrigin } from './pages.js';
 import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
-import { setErrorPages } from './error-pages.js';
+import { setErrorPages, setInternalRedirect } from './error-pages.js';
+import { paceResponse, rateLimiter } from './pace.js';
 import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
@@ -95,68 +95,6 @@ function addHeaders(res: ServerResponse, content: ContentConfig, status: number,
     res.removeHeader('cache-control');
   }
   for (let i = 0; i < list.length; i += 2) res.appendHeader(list[i], list[i + 1]);
-}
-
-/** Paces a body at `rate` bytes per second once `after` bytes went (`limit_rate`,
- * `limit_rate_after`), counted from its first byte. */
-export function rateLimiter(rate: number, after: number): Transform {
-  let start = 0;
-  let sent = 0;
-  let timer: NodeJS.Timeout | undefined;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      if (start === 0) start = performance.now();
-      const step = () => {
-        timer = undefined;
-        const allowed = Math.floor(after + (rate * (performance.now() - start)) / 1000) - sent;
-        if (allowed <= 0) {
-          // When the next 1/20 of a second's worth may go: nginx sends in bursts too.
-          const next = ((sent + Math.max(1, Math.floor(rate / 20)) - after) / rate) * 1000 - (performance.now() - start);
-          timer = setTimeout(step, Math.max(1, Math.ceil(next)));
-          return;
-        }
-        const n = Math.min(allowed, chunk.length);
-        this.push(chunk.subarray(0, n));
-        sent += n;
-        chunk = chunk.subarray(n);
-        if (chunk.length === 0) done();
-        else step();
-      };
-      step();
-    },
-    destroy(error, done) {
-      if (timer) clearTimeout(timer);
-      done(error);
-    },
-  });
-}
-
-/** Paces what is written to `res` from here on (a proxied answer, which writes it piece
- * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
- * the response's, and whose end ends it. */
-export function paceResponse(res: ServerResponse, rate: number, after: number): void {
-  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-  const end = res.end.bind(res) as () => void;
-  const limiter = rateLimiter(rate, after);
-  limiter.on('data', (chunk: Buffer) => {
-    if (write(chunk)) return;
-    limiter.pause();
-    res.once('drain', () => limiter.resume());
-  });
-  limiter.on('end', () => end());
-  limiter.on('drain', () => res.emit('drain'));
-  limiter.on('error', () => res.destroy());
-  res.once('close', () => limiter.destroy());
-  res.write = function (chunk: unknown, ...rest: unknown[]) {
-    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (...args: unknown[]) {
-    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
-    if (done) res.once('finish', done);
-    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
-    else limiter.end();
-    return res;
-  } as ServerResponse['end'];
 }
 
 const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
@@ -335,6 +273,13 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   const route = site.route(uri);
   enterPlace(req, res, uri, route.place, route.captures);
 }
+
+// A peer's X-Accel-Redirect (proxy.ts): a URI or a named location, the request's URI
+// kept for the latter as nginx keeps it.
+setInternalRedirect((req, res, target, uri) => {
+  if (target.startsWith('@')) namedLocation(req, res, target, TOP_CONTENT, { req, res, uri });
+  else internalRedirect(req, res, target);
+});
 
 function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: HttpContext): void {
   const site = (res as Carried)[SITE];

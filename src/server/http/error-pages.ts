@@ -1,8 +1,9 @@
-// What a response's place says about its error pages, carried on the response: the content
-// phase (content.ts) sets it before the proxy takes a request, and the proxy asks it for
-// `proxy_intercept_errors`. A module of its own so that the proxy, which the place holds,
+// What the content phase (content.ts) lends the proxy: a response's place's error pages,
+// carried on the response and set before the proxy takes a request, which
+// `proxy_intercept_errors` asks; and nginx's internal redirect, which a peer's
+// X-Accel-Redirect asks for. A module of its own so that the proxy, which the place holds,
 // needs nothing of content.ts (that would be an import circle).
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface ErrorPages {
   /** Whether an `error_page` names `status` here: nginx intercepts only those. */
@@ -20,4 +21,19 @@ export function setErrorPages(res: ServerResponse, pages: ErrorPages): void {
 
 export function errorPagesOf(res: ServerResponse): ErrorPages | undefined {
   return (res as Carrying)[PAGES];
+}
+
+/** An internal redirect of a request to `target`: a URI (with its arguments) or `@name`;
+ * `uri` the request's URI until then. */
+export type InternalRedirect = (req: IncomingMessage, res: ServerResponse, target: string, uri: string) => void;
+
+let redirect: InternalRedirect | undefined;
+
+/** content.ts gives it once, as it loads. */
+export function setInternalRedirect(f: InternalRedirect): void {
+  redirect = f;
+}
+
+export function internalRedirect(req: IncomingMessage, res: ServerResponse, target: string, uri: string): void {
+  redirect!(req, res, target, uri);
 }

@@ -10,7 +10,9 @@ import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../conf
 import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
-import { errorPagesOf } from './error-pages.js';
+import { errorPagesOf, internalRedirect } from './error-pages.js';
+import { paceResponse } from './pace.js';
+import { parseSize } from '../config/values.js';
 import type { PeerPool } from './peer-pool.js';
 import { Readable } from 'node:stream';
 import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
@@ -73,6 +75,34 @@ const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
  * Date and Server take their place, and X-Accel-* are instructions to the proxy. */
 const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset'];
 
+/** The peer's headers nginx keeps when it follows its X-Accel-Redirect. */
+const KEPT_ON_REDIRECT = new Set(['content-type', 'set-cookie', 'content-disposition', 'cache-control', 'expires', 'accept-ranges']);
+
+function keptOnRedirect(headers: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (KEPT_ON_REDIRECT.has(headers[i].toLowerCase())) kept.push(headers[i], headers[i + 1]);
+  return kept;
+}
+
+/** A URI an X-Accel-Redirect may not name: not a path, a NUL, or a `..` segment once
+ * decoded. */
+function unsafeUri(target: string): boolean {
+  const q = target.indexOf('?');
+  let path = q < 0 ? target : target.slice(0, q);
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    return true;
+  }
+  return path[0] !== '/' || path.includes('\0') || path.split('/').includes('..');
+}
+
+/** X-Accel-Limit-Rate: the peer's rate for its answer, in bytes per second (`off`: none). */
+function paceByPeer(res: ServerResponse, value: string): void {
+  const rate = value === 'off' ? 0 : parseSize(value.trim());
+  if (rate) paceResponse(res, rate, 0);
+}
+
 /** A value that would break the request head: a CR, LF or NUL, which a variable can hold
  * once decoded (`$uri` of `/a%0d%0a`). */
 const UNSAFE_VALUE = /[\r\n\0]/;
@@ -99,7 +129,7 @@ export class Proxy {
   private readonly url?: (c: HttpContext) => string;
   /** The addresses such URLs named that no upstream has, as few as requests name. */
   private readonly addresses = new Map<string, AddressUpstream>();
-  private readonly errorLog: ErrorLog;
+  readonly errorLog: ErrorLog;
   /** `proxy_pass https://`: how this location's connections talk TLS. */
   private readonly tls?: TlsProfile;
   /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
@@ -382,6 +412,9 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
   /** proxy_intercept_errors: the peer's answer is read and dropped, the server's page
    * goes instead. */
   private intercepted = false;
+  /** A peer's X-Accel-Redirect: where the request goes instead once the peer's answer is
+   * read, with the headers of it that nginx keeps. */
+  private accel: { readonly target: string; readonly kept: readonly string[] } | undefined;
   /** proxy_http_version 1.0: a body without a length, read whole first. */
   private body: Buffer | undefined;
   private headersSent = false;
@@ -554,7 +587,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     if (statusCode < 200) return true;
     this.headerMs = now - this.started;
     this.status = statusCode;
-    attemptHeaders(this.attempt, statusCode, this.headerMs, this.connectMs());
+    attemptHeaders(this.attempt, statusCode, this.headerMs, this.connectMs(), headers);
     this.resume = resume;
     this.received += 17 + statusText.length;
     // A listed status is a failed attempt: another peer gets the request when allowed.
@@ -568,12 +601,19 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const redirects = this.proxy.redirects.length > 0;
     let kept = 0;
     let hides = false;
+    let accel: string | undefined;
+    let limitRate: string | undefined;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       let value = headers[i + 1];
       this.received += name.length + value.length + 4;
       if (HOP.has(name)) continue;
       if (!hides && hidden.has(name)) hides = true;
+      if (name.length > 8 && (name[0] === 'X' || name[0] === 'x')) {
+        const lower = name.toLowerCase();
+        if (lower === 'x-accel-redirect') accel = value;
+        else if (lower === 'x-accel-limit-rate') limitRate = value;
+      }
       if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this.context);
       else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this.context);
       headers[kept++] = name;
@@ -589,10 +629,18 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       this.intercepted = true;
       return true;
     }
+    if (accel !== undefined && !this.tap) {
+      // nginx's redirect by the peer: its body is read and dropped, the request goes on
+      // in the location the header names.
+      this.accel = { target: accel, kept: keptOnRedirect(headers) };
+      this.intercepted = true;
+      return true;
+    }
     if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
       this.kept = true;
       return true;
     }
+    if (limitRate !== undefined) paceByPeer(res, limitRate);
     if (hides) dropHidden(headers, hidden);
     this.proxy.addHeaders?.addTo(headers, statusCode, this.context);
     this.headersSent = true;
@@ -652,6 +700,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const held = this.held;
     this.held = undefined;
     if (this.finished) return;
+    if (this.accel) return this.redirect(this.accel.target, this.accel.kept);
     if (this.intercepted) {
       errorPagesOf(this.res)!.answer(this.status);
       return;
@@ -659,6 +708,22 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.res.end(held);
   }
 
+
+  /** X-Accel-Redirect: a named location, or a URI with its arguments that must not
+   * climb out of the tree (`..`, as nginx's ngx_http_parse_unsafe_uri refuses: 404). The
+   * request goes on as a GET (a HEAD stays one), with the peer's headers nginx keeps. */
+  private redirect(target: string, kept: readonly string[]): void {
+    const res = this.res;
+    if (!target.startsWith('@') && unsafeUri(target)) {
+      this.proxy.errorLog.log('error', `unsafe URI "${target}" was detected`);
+      return sendPage(res, 404, this.req.method === 'HEAD');
+    }
+    for (let i = 0; i < kept.length; i += 2) res.appendHeader(kept[i], kept[i + 1]);
+    if (this.req.method !== 'HEAD') this.req.method = 'GET';
+    // The URI's arguments replace the request's, none when it has none (nginx's
+    // ngx_http_internal_redirect with the URI's split args).
+    internalRedirect(this.req, res, target.startsWith('@') || target.includes('?') ? target : `${target}?`, this.uri);
+  }
 
   onError(err: Error): void {
     this.proxy.readDeadlines.stop(this);

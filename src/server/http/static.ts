@@ -67,10 +67,9 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   // Set first: `expires modified` counts from it.
   res.setHeader('Last-Modified', info.mtime.toUTCString());
   options?.headers(200);
-  res.writeHead(200, {
-    'Content-Type': contentType(options?.core, path),
-    'Content-Length': info.size,
-  });
+  // A type set before (a peer's, kept by its X-Accel-Redirect) stays, as in nginx.
+  if (!res.hasHeader('content-type')) res.setHeader('Content-Type', contentType(options?.core, path));
+  res.writeHead(200, { 'Content-Length': info.size });
   if (head) {
     res.end();
     return;

@@ -16,6 +16,8 @@ export interface UpstreamAttempt {
   sent: number;
   headerMs: number;
   responseMs: number;
+  /** The peer's response headers (name, value, ...), for $upstream_http_<name>. */
+  headers?: readonly string[];
 }
 
 const TRACE = Symbol('zonal.upstreamTrace');
@@ -39,8 +41,10 @@ export function attemptStarted(res: ServerResponse, address: string, reused: boo
 
 /** The peer's response head came, `ms` after the attempt started; `connectMs`: when its
  * connection was up (-1: not yet known). */
-export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, ms: number, connectMs: number): void {
+export function attemptHeaders(a: UpstreamAttempt | undefined, status: number, ms: number, connectMs: number, headers: readonly string[]): void {
   if (!a) return;
+  // A copy: the proxy takes headers out of its list in place.
+  a.headers = headers.slice();
   a.status = status;
   a.headerMs = ms;
   if (a.connectMs < 0) a.connectMs = connectMs;

@@ -15,6 +15,16 @@ function upstreamList(c: HttpContext, each: (a: UpstreamAttempt) => string): str
 
 const time = (ms: number) => (ms < 0 ? '-' : seconds(ms));
 
+/** `$upstream_http_<name>`: a header of the last peer's response, as nginx keeps only the
+ * last upstream's headers (`x_accel_redirect` names X-Accel-Redirect). */
+function upstreamHeader(c: HttpContext, name: string): string | undefined {
+  const u = c.upstream ?? (c.res && attemptsOf(c.res));
+  const headers = u?.[u.length - 1]?.headers;
+  if (!headers) return undefined;
+  for (let i = 0; i < headers.length; i += 2) if (headers[i].length === name.length && headers[i].toLowerCase() === name) return headers[i + 1];
+  return undefined;
+}
+
 export const upstreamVariables: VariableTable<HttpContext> = {
   names: {
     upstream_addr: (c) => upstreamList(c, (a) => a.address),
@@ -25,6 +35,12 @@ export const upstreamVariables: VariableTable<HttpContext> = {
     upstream_bytes_received: (c) => upstreamList(c, (a) => String(a.received)),
     upstream_bytes_sent: (c) => upstreamList(c, (a) => String(a.sent)),
   },
+  prefixes: [
+    ['upstream_http_', (n) => {
+      const name = n.toLowerCase().replace(/_/g, '-');
+      return (c) => upstreamHeader(c, name);
+    }],
+  ],
 };
 
 /** Whether a value that names it needs the proxy to record its attempts. */

@@ -1,0 +1,66 @@
+// limit_rate's pacing of a body, shared by the answers zonal makes (files) and the
+// proxied ones (limit_rate, a peer's X-Accel-Limit-Rate).
+import type { ServerResponse } from 'node:http';
+import { Transform } from 'node:stream';
+
+/** Paces a body at `rate` bytes per second once `after` bytes went (`limit_rate`,
+ * `limit_rate_after`), counted from its first byte. */
+export function rateLimiter(rate: number, after: number): Transform {
+  let start = 0;
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (start === 0) start = performance.now();
+      const step = () => {
+        timer = undefined;
+        const allowed = Math.floor(after + (rate * (performance.now() - start)) / 1000) - sent;
+        if (allowed <= 0) {
+          // When the next 1/20 of a second's worth may go: nginx sends in bursts too.
+          const next = ((sent + Math.max(1, Math.floor(rate / 20)) - after) / rate) * 1000 - (performance.now() - start);
+          timer = setTimeout(step, Math.max(1, Math.ceil(next)));
+          return;
+        }
+        const n = Math.min(allowed, chunk.length);
+        this.push(chunk.subarray(0, n));
+        sent += n;
+        chunk = chunk.subarray(n);
+        if (chunk.length === 0) done();
+        else step();
+      };
+      step();
+    },
+    destroy(error, done) {
+      if (timer) clearTimeout(timer);
+      done(error);
+    },
+  });
+}
+
+/** Paces what is written to `res` from here on (a proxied answer, which writes it piece
+ * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
+ * the response's, and whose end ends it. */
+export function paceResponse(res: ServerResponse, rate: number, after: number): void {
+  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+  const end = res.end.bind(res) as () => void;
+  const limiter = rateLimiter(rate, after);
+  limiter.on('data', (chunk: Buffer) => {
+    if (write(chunk)) return;
+    limiter.pause();
+    res.once('drain', () => limiter.resume());
+  });
+  limiter.on('end', () => end());
+  limiter.on('drain', () => res.emit('drain'));
+  limiter.on('error', () => res.destroy());
+  res.once('close', () => limiter.destroy());
+  res.write = function (chunk: unknown, ...rest: unknown[]) {
+    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
+  } as ServerResponse['write'];
+  res.end = function (...args: unknown[]) {
+    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
+    if (done) res.once('finish', done);
+    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
+    else limiter.end();
+    return res;
+  } as ServerResponse['end'];
+}
