@@ -11,6 +11,7 @@ import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { sendPage } from './pages.js';
 import { errorPagesOf, internalRedirect } from './error-pages.js';
+import { compileRewrites, cookieRewritten, redirected, refreshRedirected, type Rewrite } from './proxy-rewrites.js';
 import { paceResponse } from './pace.js';
 import { parseSize } from '../config/values.js';
 import type { PeerPool } from './peer-pool.js';
@@ -138,7 +139,10 @@ export class Proxy {
   /** proxy_method: the method sent instead of the client's. */
   readonly method: ((c: HttpContext) => string) | undefined;
   /** proxy_redirect's rewrites of Location and Refresh. */
-  readonly redirects: ReadonlyArray<{ readonly from: string | RegExp; readonly to: (c: HttpContext) => string }>;
+  readonly redirects: readonly Rewrite[];
+  /** proxy_cookie_domain's and proxy_cookie_path's rewrites of Set-Cookie. */
+  readonly cookieDomains: readonly Rewrite[];
+  readonly cookiePaths: readonly Rewrite[];
 
   constructor(
     readonly config: ProxyConfig,
@@ -167,7 +171,9 @@ export class Proxy {
     const options = config.options;
     const pass = new Set(options.passHeaders);
     this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
-    this.redirects = options.redirects.map((r) => ({ from: r.from, to: compileValue(r.to) }));
+    this.redirects = compileRewrites(options.redirects);
+    this.cookieDomains = compileRewrites(options.cookieDomains);
+    this.cookiePaths = compileRewrites(options.cookiePaths);
     this.method = options.method === undefined ? undefined : compileValue(options.method);
     if (config.ssl) this.tls = tlsProfile(config.ssl, options);
     if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
@@ -307,21 +313,6 @@ const portOf = (proxyHost: string, ssl: boolean): string => /:(\d+)$/.exec(proxy
 const encodeUnsafe = (uri: string): string => uri.replace(/[^\x21-\x7e]/g, (ch) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
 
 /** A Location or Refresh value rewritten by the first proxy_redirect that matches. */
-function redirected(proxy: Proxy, value: string, ctx: HttpContext): string {
-  for (const r of proxy.redirects) {
-    if (typeof r.from === 'string') {
-      if (value.startsWith(r.from)) return r.to(ctx) + value.slice(r.from.length);
-      continue;
-    }
-    const m = r.from.exec(value);
-    if (!m) continue;
-    // The regex's captures are the replacement's $1..$9.
-    const withCaptures: HttpContext = Object.create(ctx, { captures: { value: m.slice(1) } });
-    return value.slice(0, m.index) + r.to(withCaptures) + value.slice(m.index + m[0].length);
-  }
-  return value;
-}
-
 /** The headers a request's Connection header lists as its hop's own (RFC 9110 7.6.1),
  * lowercased; undefined when it lists none. */
 function connectionListed(raw: readonly string[]): Set<string> | undefined {
@@ -338,13 +329,6 @@ function connectionListed(raw: readonly string[]): Set<string> | undefined {
 }
 
 /** The Refresh header's URL (`5; url=http://...`) rewritten as a Location. */
-function refreshRedirected(proxy: Proxy, value: string, ctx: HttpContext): string {
-  const m = /url=/i.exec(value);
-  if (!m) return value;
-  const at = m.index + m[0].length;
-  return value.slice(0, at) + redirected(proxy, value.slice(at), ctx);
-}
-
 /** Leaves the hidden headers out of a raw name, value list, in place. */
 function dropHidden(headers: string[], hidden: HeaderNames): void {
   let kept = 0;
@@ -599,6 +583,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     // Hidden ones go only from what the client gets: the cache reads X-Accel-Expires.
     const hidden = this.proxy.hidden;
     const redirects = this.proxy.redirects.length > 0;
+    const cookies = this.proxy.cookieDomains.length > 0 || this.proxy.cookiePaths.length > 0;
     let kept = 0;
     let hides = false;
     let accel: string | undefined;
@@ -614,8 +599,9 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         if (lower === 'x-accel-redirect') accel = value;
         else if (lower === 'x-accel-limit-rate') limitRate = value;
       }
-      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy, value, this.context);
-      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy, value, this.context);
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy.redirects, value, this.context);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy.redirects, value, this.context);
+      else if (cookies && name.length === 10 && name.toLowerCase() === 'set-cookie') value = cookieRewritten(this.proxy.cookieDomains, this.proxy.cookiePaths, value, this.context);
       headers[kept++] = name;
       headers[kept++] = value;
     }

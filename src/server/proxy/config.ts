@@ -11,9 +11,9 @@ import type { Directive } from '../config/syntax.js';
 import { checkHeader, checkVariables, parseProxyPass, parseSize } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 
-/** `proxy_redirect <redirect> <replacement>`: `from` a text prefix (caseless, as nginx
- * compares it) or a regex (`~`, `~*`), `to` a text with variables ($1..$9 for a regex's
- * captures). */
+/** `proxy_redirect <redirect> <replacement>`, `proxy_cookie_domain` and
+ * `proxy_cookie_path`: `from` a text (with variables, read per request) or a regex (`~`,
+ * `~*`), `to` a text with variables ($1..$9 for a regex's captures). */
 export interface ProxyRedirect {
   readonly from: string | RegExp;
   readonly to: string;
@@ -44,6 +44,10 @@ export interface ProxyOptions {
   /** `proxy_redirect`: the rewrites of Location and Refresh, in order; empty for `off`.
    * `default` is already turned into its rewrite. */
   readonly redirects: readonly ProxyRedirect[];
+  /** `proxy_cookie_domain` and `proxy_cookie_path`: the rewrites of a Set-Cookie's Domain
+   * and Path, in order; empty for `off` or none. */
+  readonly cookieDomains: readonly ProxyRedirect[];
+  readonly cookiePaths: readonly ProxyRedirect[];
   /** `proxy_ssl_certificate`, `proxy_ssl_certificate_key`, `proxy_ssl_password_file`:
    * absolute paths of the client certificate presented to the peers. */
   readonly sslCertificate?: string;
@@ -55,6 +59,8 @@ export interface ProxyOptions {
 
 /** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
 type RedirectSetting = { readonly kind: 'off' } | { readonly kind: 'list'; readonly list: Array<ProxyRedirect | 'default'> };
+/** `proxy_cookie_domain` or `proxy_cookie_path` as written in a block: `off` is an empty list. */
+type RewriteList = ProxyRedirect[];
 
 // The loader's levels and model carry the module's settings without knowing the module
 // (as limits/config.ts does).
@@ -69,6 +75,8 @@ declare module '../config/levels.js' {
     proxyPassHeaders?: string[];
     proxyInterceptErrors?: boolean;
     proxyRedirect?: RedirectSetting;
+    proxyCookieDomain?: RewriteList;
+    proxyCookiePath?: RewriteList;
     proxySslCertificate?: At<string>;
     proxySslCertificateKey?: string;
     proxySslPasswordFile?: string;
@@ -93,6 +101,8 @@ export type MergedProxyOptions = Pick<
   | 'proxyPassHeaders'
   | 'proxyInterceptErrors'
   | 'proxyRedirect'
+  | 'proxyCookieDomain'
+  | 'proxyCookiePath'
   | 'proxySslCertificate'
   | 'proxySslCertificateKey'
   | 'proxySslPasswordFile'
@@ -109,6 +119,8 @@ export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableL
     proxyPassHeaders: level.proxyPassHeaders ?? outer.proxyPassHeaders,
     proxyInterceptErrors: level.proxyInterceptErrors ?? outer.proxyInterceptErrors,
     proxyRedirect: level.proxyRedirect ?? outer.proxyRedirect,
+    proxyCookieDomain: level.proxyCookieDomain ?? outer.proxyCookieDomain,
+    proxyCookiePath: level.proxyCookiePath ?? outer.proxyCookiePath,
     proxySslCertificate: level.proxySslCertificate ?? outer.proxySslCertificate,
     proxySslCertificateKey: level.proxySslCertificateKey ?? outer.proxySslCertificateKey,
     proxySslPasswordFile: level.proxySslPasswordFile ?? outer.proxySslPasswordFile,
@@ -145,6 +157,8 @@ export function proxyOptions(
     passHeaders: m.proxyPassHeaders ?? [],
     interceptErrors: m.proxyInterceptErrors ?? false,
     redirects,
+    cookieDomains: m.proxyCookieDomain ?? [],
+    cookiePaths: m.proxyCookiePath ?? [],
     ...(m.proxyMethod !== undefined ? { method: m.proxyMethod } : {}),
     ...(cert && m.proxySslCertificateKey !== undefined
       ? { sslCertificate: cert.value, sslCertificateKey: m.proxySslCertificateKey, ...(m.proxySslPasswordFile ? { sslPasswordFile: m.proxySslPasswordFile } : {}) }
@@ -222,21 +236,47 @@ function acceptedSize() {
 
 /** A `proxy_redirect` rewrite: its replacement's variables are the request's, and a
  * regex's captures. */
+/** One rewrite of `d`: a regex (`~`, `~*`; always caseless for a cookie's domain, as
+ * nginx compiles those) or a text, either side with variables. */
 function redirectOf(d: Directive, from: string, to: string, error: (message: string) => void): ProxyRedirect | undefined {
   let pattern: string | RegExp = from;
   if (from.startsWith('~')) {
-    const caseless = from.startsWith('~*');
-    const source = from.slice(caseless ? 2 : 1);
+    const caseless = from.startsWith('~*') || d.name === 'proxy_cookie_domain';
+    const source = from.slice(from.startsWith('~*') ? 2 : 1);
     try {
       pattern = compileRegex(source, caseless);
     } catch (e) {
-      return void error(`invalid regular expression "${source}" in "proxy_redirect" directive: ${(e as Error).message}`);
+      return void error(`invalid regular expression "${source}" in "${d.name}" directive: ${(e as Error).message}`);
     }
-  } else if (from.includes('$')) return void error(`variables in the redirect of "proxy_redirect" are not supported`);
+  } else {
+    const bad = checkVariables(from, knownHttpVariable);
+    if (bad) return void error(bad);
+  }
   const bad = checkVariables(to, knownHttpVariable);
   if (bad) return void error(bad);
-  void d;
   return { from: pattern, to };
+}
+
+/** `proxy_cookie_domain` and `proxy_cookie_path`: `off`, or rewrites, several allowed. */
+function cookieRewrite(get: (level: InheritableLevel) => RewriteList | undefined, set: (level: InheritableLevel, list: RewriteList) => void) {
+  return define({
+    contexts: inheritable,
+    args: [1, 2],
+    multiple: true,
+    apply(d, level, c) {
+      const [from, to] = d.args;
+      const current = get(level);
+      if (to === undefined) {
+        if (from !== 'off') return c.error(d.origin, `invalid parameter "${from}" in "${d.name}" directive`);
+        if (current !== undefined) return c.error(d.origin, `"${d.name}" directive is duplicate`);
+        return set(level, []);
+      }
+      const rewrite = redirectOf(d, from, to, (message) => c.error(d.origin, message));
+      if (!rewrite) return;
+      if (current === undefined) set(level, [rewrite]);
+      else current.push(rewrite);
+    },
+  });
 }
 
 export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
@@ -296,6 +336,9 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
       else current.list.push(redirect);
     },
   }),
+
+  proxy_cookie_domain: cookieRewrite((l) => l.proxyCookieDomain, (l, list) => (l.proxyCookieDomain = list)),
+  proxy_cookie_path: cookieRewrite((l) => l.proxyCookiePath, (l, list) => (l.proxyCookiePath = list)),
 
   // A client certificate for the peers of `proxy_pass https://`.
   proxy_ssl_certificate: define({

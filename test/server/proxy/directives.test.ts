@@ -21,7 +21,12 @@ const backend = createHttpServer((req, res) => {
   req.on('end', () => {
     seen = { method: req.method ?? '', version: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() };
     const url = req.url ?? '/';
+    if (url.includes('/vr/')) return res.writeHead(302, { Location: `http://front.test/from-host/x` }).end();
     if (url.includes('/redirect')) return res.writeHead(302, { Location: `http://127.0.0.1:${plain}/two/there`, Refresh: `3; url=http://old.example/page` }).end();
+    if (url.includes('/cookie')) {
+      const q = new URL(url, 'http://x').searchParams;
+      return res.writeHead(200, { 'Set-Cookie': `v=1${q.has('domain') ? `; Domain=${q.get('domain')}` : ''}${q.has('path') ? `; Path=${q.get('path')}` : ''}` }).end();
+    }
     if (url.includes('/missing')) return res.writeHead(404, { 'Content-Type': 'text/plain' }).end('backend says 404');
     res.writeHead(200, { Server: 'backend/1.0', 'X-Secret': 's', 'X-Accel-Expires': '10', 'X-Kept': 'k' }).end('ok');
   });
@@ -82,6 +87,21 @@ http {
             proxy_ssl_password_file passwords;
         }
         location /nocert/ { proxy_pass https://127.0.0.1:${secure}; }
+        location /cookie/ {
+            proxy_pass http://127.0.0.1:${plain};
+            proxy_cookie_domain www.example.org .example.com;
+            proxy_cookie_domain .$host.com en.$host.org;
+            proxy_cookie_domain ~^(.+)\.com$ $1.org;
+            proxy_cookie_path /path/ /new/;
+            proxy_cookie_path /$host/ /new/$host/;
+            proxy_cookie_path ~^/regex/(.+)$ /$1;
+            proxy_cookie_path ~*^/caseless/(.+)$ /$1;
+            location /cookie/off/ { proxy_pass http://127.0.0.1:${plain}; proxy_cookie_domain off; }
+        }
+        location /vr/ {
+            proxy_pass http://127.0.0.1:${plain};
+            proxy_redirect http://$host/from-host/ /to/;
+        }
         location /method/ { proxy_pass http://127.0.0.1:${plain}; proxy_method POST; }
         location /method-var/ { proxy_pass http://127.0.0.1:${plain}; proxy_method $arg_m; }
         location /method-outer/ {
@@ -121,6 +141,26 @@ t.test('proxy_http_version: 1.1 by default (zonal keeps connections); 1.0 sends 
   t.notOk(seen?.headers['transfer-encoding'], 'no chunked body in HTTP/1.0');
   t.equal(seen?.body, 'a body without a length');
   t.equal(seen?.headers.connection, 'close');
+});
+
+t.test('proxy_cookie_domain and proxy_cookie_path rewrite Set-Cookie, with variables and regexes', async (t) => {
+  const cookie = async (query: string, path = '/cookie/') => (await send(`${path}?${query}`)).headers['set-cookie']?.[0];
+  t.equal(await cookie('domain=www.Example.org'), 'v=1; Domain=example.com', 'a domain compared caseless, the replacement without its dot');
+  t.equal(await cookie('domain=.Front.Test.com'), 'v=1; Domain=.en.front.test.org', 'with variables, the dot kept');
+  t.equal(await cookie('domain=www.example.COM'), 'v=1; Domain=www.example.org', 'a regex, caseless for domains');
+  t.equal(await cookie('domain=other.net'), 'v=1; Domain=other.net', 'no rule: as sent');
+  t.equal(await cookie('path=/path/test.html'), 'v=1; Path=/new/test.html', 'a path prefix');
+  t.equal(await cookie('path=/front.test/test.html'), 'v=1; Path=/new/front.test/test.html', 'with variables');
+  t.equal(await cookie('path=/regex/test.html'), 'v=1; Path=/test.html', 'a regex replaces all of it');
+  t.equal(await cookie('path=/CASEless/test.html'), 'v=1; Path=/test.html', '~* caseless');
+  t.equal(await cookie('path=/REGEX/test.html'), 'v=1; Path=/REGEX/test.html', '~ is not');
+  t.equal(await cookie('domain=www.example.org&path=/path/x'), 'v=1; Domain=example.com; Path=/new/x', 'both');
+  t.equal(await cookie('domain=www.example.org&path=/path/x', '/cookie/off/'), 'v=1; Domain=www.example.org; Path=/new/x', 'off stops the domains only; the paths inherit');
+});
+
+t.test('proxy_redirect: variables in the redirect', async (t) => {
+  const r = await send('/vr/');
+  t.equal(r.headers.location, '/to/x');
 });
 
 t.test('proxy_method: a method of its own, with variables, inherited by nested locations', async (t) => {
