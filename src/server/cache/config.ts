@@ -6,7 +6,7 @@
 //   proxy_cache <zone> | off;   proxy_cache_key <string>;   proxy_cache_valid [codes|any] <time>;
 //   proxy_cache_methods GET|HEAD|POST ...;   proxy_cache_min_uses <n>;
 //   proxy_cache_bypass <string> ...;   proxy_no_cache <string> ...;
-//   proxy_cache_use_stale off | error timeout updating http_500 http_502 http_503 http_504 http_404 ...;
+//   proxy_cache_use_stale off | error timeout invalid_header updating http_500 http_502 http_503 http_504 http_403 http_404 http_429;
 //   proxy_cache_background_update on|off;   proxy_cache_revalidate on|off;
 //   proxy_cache_lock on|off;   proxy_cache_lock_timeout <time>;   proxy_cache_lock_age <time>;
 //
@@ -23,8 +23,8 @@ import { checkVariables, isZoneName } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 import type { ValidRule } from './policy.js';
 
-export type StaleCondition = 'error' | 'timeout' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_404';
-const STALE: readonly StaleCondition[] = ['error', 'timeout', 'updating', 'http_500', 'http_502', 'http_503', 'http_504', 'http_404'];
+export type StaleCondition = 'error' | 'timeout' | 'invalid_header' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_403' | 'http_404' | 'http_429';
+const STALE: readonly StaleCondition[] = ['error', 'timeout', 'invalid_header', 'updating', 'http_500', 'http_502', 'http_503', 'http_504', 'http_403', 'http_404', 'http_429'];
 
 export interface CacheShardPath {
   /** Absolute. */
@@ -308,7 +308,7 @@ export const cacheDirectives: Record<string, DirectiveSpec> = {
   }),
   proxy_cache_use_stale: define({
     contexts: inheritable,
-    args: [1, 9],
+    args: [1, 11],
     apply(d, level, c) {
       if (d.args.length === 1 && d.args[0] === 'off') return void (levelOf(level).useStale = []);
       for (const a of d.args) if (!STALE_SET.has(a)) return c.error(d.origin, `invalid value "${a}" in "${d.name}" directive`);
