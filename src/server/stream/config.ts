@@ -207,7 +207,7 @@ function access(allow: boolean) {
 }
 
 /** Upstream directives of the http module only: nginx's stream upstream has none of them. */
-const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue']);
+const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue', 'sticky', 'sticky_secret', 'sticky_strict']);
 
 export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   stream: define({
@@ -235,7 +235,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, stream, c) {
-      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c);
+      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c, 'stream');
       const block = (d.block ?? []).filter((x) => {
         if (!HTTP_ONLY.has(x.name)) return true;
         c.error(x.origin, `"${x.name}" directive is not allowed here`);
