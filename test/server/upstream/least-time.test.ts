@@ -9,10 +9,11 @@ import { createServer, type Server } from 'node:http';
 import t, { type Test } from 'tap';
 import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from '../stream/peers.js';
-import { many } from './backends.js';
+import { get, many } from './backends.js';
 
 /** An HTTP backend that answers after `delayMs` (its headers, then its body at once, or
- * with `bodyDelayMs` between them), counting requests. */
+ * with `bodyDelayMs` between them), counting requests; with `stallAfter`, requests past
+ * that many take `stallMs` instead (a peer that stops answering in time). */
 class TimedBackend {
   requests = 0;
   private server: Server | undefined;
@@ -20,15 +21,17 @@ class TimedBackend {
     readonly port: number,
     private readonly delayMs: number,
     private readonly bodyDelayMs = 0,
+    private readonly stall?: { after: number; ms: number },
   ) {}
   start(): Promise<void> {
     this.server = createServer((req, res) => {
       this.requests++;
+      const delay = this.stall && this.requests > this.stall.after ? this.stall.ms : this.delayMs;
       setTimeout(() => {
         res.writeHead(200, { 'Content-Type': 'text/plain' });
         res.flushHeaders();
         setTimeout(() => res.end(`ok ${this.port}`), this.bodyDelayMs);
-      }, this.delayMs);
+      }, delay);
     });
     return new Promise((resolve) => this.server!.listen(this.port, '127.0.0.1', () => resolve()));
   }
@@ -38,7 +41,7 @@ class TimedBackend {
   }
 }
 
-const [admin, fHeader, fLast, fWeight, sFront, h1, h2, h3, h4, h5, h6, e1, e2] = await freePorts(13);
+const [admin, fHeader, fLast, fWeight, sFront, h1, h2, h3, h4, h5, h6, e1, e2, fPlain, fInflight, h7, h8, h9, h10] = await freePorts(19);
 const addr = (p: number) => `127.0.0.1:${p}`;
 // header: h2's headers are slow. last_byte: h4's headers are fast, its body slow (a
 // header balancer would take it for fast). weight: two slow-ish peers, one weighted 4.
@@ -48,7 +51,13 @@ const fastL = new TimedBackend(h3, 0);
 const slowL = new TimedBackend(h4, 0, 60);
 const w1 = new TimedBackend(h5, 10);
 const w4 = new TimedBackend(h6, 10);
-const http = [fastH, slowH, fastL, slowL, w1, w4];
+// Two same pairs, one balanced without inflight, one with: a steady peer (15 ms), and one
+// fast for its first request that then takes 300 ms.
+const steadyA = new TimedBackend(h7, 15);
+const stallA = new TimedBackend(h8, 0, 0, { after: 1, ms: 300 });
+const steadyB = new TimedBackend(h9, 15);
+const stallB = new TimedBackend(h10, 0, 0, { after: 1, ms: 300 });
+const http = [fastH, slowH, fastL, slowL, w1, w4, steadyA, stallA, steadyB, stallB];
 const fastE = new EchoBackend(e1);
 const slowE = new EchoBackend(e2, { delayMs: 80 });
 for (const b of [...http, fastE, slowE]) await b.start();
@@ -64,6 +73,10 @@ http {
     server { listen 127.0.0.1:${fHeader}; location / { proxy_pass http://header; } }
     server { listen 127.0.0.1:${fLast}; location / { proxy_pass http://last; } }
     server { listen 127.0.0.1:${fWeight}; location / { proxy_pass http://weighted; } }
+    upstream plain { zone lt; least_time header; server ${addr(h7)}; server ${addr(h8)}; }
+    upstream inflight { zone lt; least_time header inflight; server ${addr(h9)}; server ${addr(h10)}; }
+    server { listen 127.0.0.1:${fPlain}; location / { proxy_pass http://plain; } }
+    server { listen 127.0.0.1:${fInflight}; location / { proxy_pass http://inflight; } }
     server { listen 127.0.0.1:${admin} admin; location / { api /; } }
 }
 stream {
@@ -119,6 +132,34 @@ t.test('least_time: the weight divides the load', async (t) => {
   t.same(await many(fWeight, '/', n, 4), new Map([[200, n]]));
   t.ok(w4.requests > w1.requests * 1.8, `weight 4 got ${w4.requests}, weight 1 got ${w1.requests}`);
   await countsAgree(t, 'weighted', 'http', { [addr(h5)]: w1.requests, [addr(h6)]: w4.requests });
+});
+
+t.test('least_time inflight: a peer that stalls loses its traffic before its average shows it', async (t) => {
+  // Requests come every 10 ms whatever the answers do, as from many clients: during the
+  // stall, new requests keep arriving.
+  const n = 30;
+  const paced = async (port: number) => {
+    const all: Array<Promise<{ status: number }>> = [];
+    for (let i = 0; i < n; i++) {
+      all.push(get(port, '/'));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return (await Promise.all(all)).filter((r) => r.status === 200).length;
+  };
+  // Both pairs learn their averages first: a request each (the first peer on the tie of
+  // no samples, then the one without a sample), the stalling peers still fast.
+  t.same(await many(fPlain, '/', 2, 1), new Map([[200, 2]]));
+  t.same(await many(fInflight, '/', 2, 1), new Map([[200, 2]]));
+  t.same([steadyA.requests, stallA.requests, steadyB.requests, stallB.requests], [1, 1, 1, 1], 'one request each');
+  t.equal(await paced(fPlain), n, 'without inflight: every request answered');
+  t.equal(await paced(fInflight), n, 'with inflight');
+  t.comment(`stalling peer: ${stallA.requests} of ${n} without inflight, ${stallB.requests} with`);
+  // Without inflight its fast first answers keep its average low while its requests
+  // hang: only its growing connection count holds it back.
+  t.ok(stallA.requests - 1 >= 8, `without inflight the stalling peer got ${stallA.requests - 1} of ${n}`);
+  t.ok(stallB.requests - 1 <= (stallA.requests - 1) / 2, `with inflight it got ${stallB.requests - 1}`);
+  await countsAgree(t, 'plain', 'http', { [addr(h7)]: steadyA.requests, [addr(h8)]: stallA.requests });
+  await countsAgree(t, 'inflight', 'http', { [addr(h9)]: steadyB.requests, [addr(h10)]: stallB.requests });
 });
 
 t.test('stream least_time first_byte: the peer that answers late gets few connections', async (t) => {
