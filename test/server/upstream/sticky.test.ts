@@ -58,7 +58,7 @@ http {
     server { listen 127.0.0.1:${admin} admin; location / { api /; } }
 }
 `,
-});
+}, 60_000);
 t.teardown(() => zonal.stop());
 
 const api = async (path: string) => (await getJson(`http://127.0.0.1:${admin}${path}`)).body;
