@@ -5,7 +5,8 @@
 //
 //   stream {
 //     upstream <name> { zone ...; server <addr> [weight= max_conns= max_fails=
-//                       fail_timeout= backup down slow_start=]; hash|least_conn|random;
+//                       fail_timeout= backup down slow_start=]; hash|least_conn|random|
+//                       least_time connect|first_byte|last_byte [inflight];
 //                       server <name>[:port] resolve; server <name> service=<svc> resolve;
 //                       resolver; resolver_timeout; }
 //     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;

@@ -1,6 +1,7 @@
 // A worker's balancer over one upstream: nginx's round robin (smooth weighted),
 // least_conn, random [two], hash [consistent] and ip_hash, Angie's least_time, and
-// Angie's sticky binding before any of them, over the upstream's live peer set, with everything the workers must agree on in the peers' shared cells (PeerCell in
+// Angie's sticky binding before any of them, over the upstream's live peer set, with
+// everything the workers must agree on in the peers' shared cells (PeerCell in
 // metrics/upstreams.ts): live connections against max_conns, failures and availability,
 // the one request that checks an unavailable peer, and when slow start began.
 //
@@ -12,7 +13,8 @@
 // structures are rebuilt only when it did, keeping each staying peer's weights), then one
 // pass over the peers (one or two atomic loads each), one atomic add or compare-and-swap
 // to take a max_conns slot. Nothing is allocated but the number Date.now() returns, once
-// per pick (selected.last needs it anyway); a release reads the clock only on a failure
+// per pick (selected.last needs it anyway), and with least_time inflight the pick itself
+// (it carries its request's start to release()); a release reads the clock only on a failure
 // or at the end of a check. Random numbers come from a xorshift32 generator of each
 // balancer, seeded from Math.random(): compiled code boxes every Math.random() result.
 //
@@ -396,7 +398,7 @@ export class Balancer {
         break;
     }
     if (!chosen && this.backups.length > 0)
-      chosen = this.needConns && this.method.kind !== 'random' ? this.least(this.backups, tried, t) : this.roundRobin(this.backups, tried, t);
+      chosen = this.method.kind === 'least_conn' || this.method.kind === 'least_time' ? this.least(this.backups, tried, t) : this.roundRobin(this.backups, tried, t);
     return chosen ?? (this.busy ? 'busy' : 'unavailable');
   }
 
@@ -695,13 +697,16 @@ export class Balancer {
   /** The peer a sticky request names, when it can take the request (not down, not
    * unavailable, not at max_conns, not tried); backups too, after the primaries. */
   private stickyPick(sticky: StickyHint, tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
-    for (const list of [this.primaries, this.backups])
-      for (let i = 0; i < list.length; i++) {
-        const m = list[i];
-        if (m.stickyId(sticky.salt) !== sticky.id) continue;
-        this.stamp++;
-        return this.check(m, tried, t) > TRIAL ? undefined : this.take(m, t);
-      }
+    return this.stickyIn(this.primaries, sticky, tried, t) ?? this.stickyIn(this.backups, sticky, tried, t);
+  }
+
+  private stickyIn(list: Member[], sticky: StickyHint, tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
+    for (let i = 0; i < list.length; i++) {
+      const m = list[i];
+      if (m.stickyId(sticky.salt) !== sticky.id) continue;
+      this.stamp++;
+      return this.check(m, tried, t) > TRIAL ? undefined : this.take(m, t);
+    }
     return undefined;
   }
 

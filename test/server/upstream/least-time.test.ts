@@ -46,20 +46,20 @@ const addr = (p: number) => `127.0.0.1:${p}`;
 // header: h2's headers are slow. last_byte: h4's headers are fast, its body slow (a
 // header balancer would take it for fast). weight: two slow-ish peers, one weighted 4.
 const fastH = new TimedBackend(h1, 0);
-const slowH = new TimedBackend(h2, 60);
+const slowH = new TimedBackend(h2, 150);
 const fastL = new TimedBackend(h3, 0);
-const slowL = new TimedBackend(h4, 0, 60);
+const slowL = new TimedBackend(h4, 0, 150);
 const w1 = new TimedBackend(h5, 10);
 const w4 = new TimedBackend(h6, 10);
-// Two same pairs, one balanced without inflight, one with: a steady peer (80 ms), and one
-// fast for its first request that then takes 400 ms.
-const steadyA = new TimedBackend(h7, 80);
-const stallA = new TimedBackend(h8, 0, 0, { after: 1, ms: 400 });
-const steadyB = new TimedBackend(h9, 80);
-const stallB = new TimedBackend(h10, 0, 0, { after: 1, ms: 400 });
+// Two same pairs, one balanced without inflight, one with: a steady peer (150 ms), and
+// one fast for its first request that then takes 800 ms.
+const steadyA = new TimedBackend(h7, 150);
+const stallA = new TimedBackend(h8, 0, 0, { after: 1, ms: 800 });
+const steadyB = new TimedBackend(h9, 150);
+const stallB = new TimedBackend(h10, 0, 0, { after: 1, ms: 800 });
 const http = [fastH, slowH, fastL, slowL, w1, w4, steadyA, stallA, steadyB, stallB];
 const fastE = new EchoBackend(e1);
-const slowE = new EchoBackend(e2, { delayMs: 80 });
+const slowE = new EchoBackend(e2, { delayMs: 150 });
 for (const b of [...http, fastE, slowE]) await b.start();
 t.teardown(() => Promise.all([...http, fastE, slowE].map((b) => b.stop())));
 
@@ -112,7 +112,7 @@ t.test('least_time header: the peer with slow headers gets few requests, from bo
   // (a request or two from each worker while it has no sample), then little.
   t.ok(slowH.requests >= 1 && slowH.requests <= 12, `slow peer got ${slowH.requests} of ${n}`);
   const peers = await countsAgree(t, 'header', 'http', { [addr(h1)]: fastH.requests, [addr(h2)]: slowH.requests });
-  t.ok(peers[addr(h2)].health.header_time >= 50, `the slow peer's header_time (${peers[addr(h2)].health.header_time}) is what it balanced on`);
+  t.ok(peers[addr(h2)].health.header_time >= 140, `the slow peer's header_time (${peers[addr(h2)].health.header_time}) is what it balanced on`);
   t.ok(peers[addr(h1)].health.header_time < peers[addr(h2)].health.header_time, "the fast peer's header_time is less");
 });
 
@@ -121,7 +121,7 @@ t.test('least_time last_byte: the response time counts, not the headers', async 
   t.same(await many(fLast, '/', n, 2), new Map([[200, n]]));
   t.ok(slowL.requests >= 1 && slowL.requests <= 10, `peer with a slow body got ${slowL.requests} of ${n}`);
   const peers = await countsAgree(t, 'last', 'http', { [addr(h3)]: fastL.requests, [addr(h4)]: slowL.requests });
-  t.ok(peers[addr(h4)].health.response_time >= 50, 'its response_time');
+  t.ok(peers[addr(h4)].health.response_time >= 140, 'its response_time');
   const { header_time: header, response_time: response } = peers[addr(h4)].health;
   t.ok(header < response / 2, `its header_time (${header}) is short beside its response_time (${response}): a header balancer would have favoured it`);
 });
@@ -154,10 +154,10 @@ t.test('least_time inflight: a peer that stalls loses its traffic before its ave
   t.same([steadyA.requests, stallA.requests, steadyB.requests, stallB.requests], [1, 1, 1, 1], 'one request each');
   t.equal(await paced(fPlain), n, 'without inflight: every request answered');
   t.equal(await paced(fInflight), n, 'with inflight');
-  t.comment(`stalling peer: ${stallA.requests} of ${n} without inflight, ${stallB.requests} with`);
+  t.comment(`stalling peer: ${stallA.requests - 1} of ${n} without inflight, ${stallB.requests - 1} with`);
   // Without inflight its fast first answers keep its average low while its requests
   // hang: only its growing connection count holds it back.
-  t.ok(stallA.requests - 1 >= 8, `without inflight the stalling peer got ${stallA.requests - 1} of ${n}`);
+  t.ok(stallA.requests - 1 >= n / 2, `without inflight the stalling peer got ${stallA.requests - 1} of ${n}`);
   t.ok(stallB.requests - 1 <= (stallA.requests - 1) / 2, `with inflight it got ${stallB.requests - 1}`);
   await countsAgree(t, 'plain', 'http', { [addr(h7)]: steadyA.requests, [addr(h8)]: stallA.requests });
   await countsAgree(t, 'inflight', 'http', { [addr(h9)]: steadyB.requests, [addr(h10)]: stallB.requests });
@@ -172,7 +172,7 @@ t.test('stream least_time first_byte: the peer that answers late gets few connec
   t.equal(fastE.connections + slowE.connections, n);
   t.ok(slowE.connections >= 1 && slowE.connections <= 6, `slow peer got ${slowE.connections} of ${n}`);
   const peers = await countsAgree(t, 'echo', 'stream', { [addr(e1)]: fastE.connections, [addr(e2)]: slowE.connections });
-  t.ok(peers[addr(e2)].health.first_byte_time >= 60, `its first_byte_time (${peers[addr(e2)].health.first_byte_time})`);
+  t.ok(peers[addr(e2)].health.first_byte_time >= 140, `its first_byte_time (${peers[addr(e2)].health.first_byte_time})`);
 });
 
 t.test('/config follows least_time: weight, max_conns and backup yes, slow_start no', async (t) => {
