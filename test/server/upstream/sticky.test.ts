@@ -41,7 +41,7 @@ http {
         zone st;
         server ${A} sid=a;
         server ${B} sid=b;
-        sticky cookie s path=/app;
+        sticky cookie s path=/app domain=$arg_d;
         sticky_strict on;
     }
     upstream secret {
@@ -198,7 +198,9 @@ t.test('sticky route: the first non-empty variable names the sid; no cookie is s
 t.test('sticky_strict on: a request bound to a peer that cannot take it fails', async (t) => {
   let r = await get(fStrict, '/app', 's=b');
   t.equal(servedBy(r), p2);
-  t.match(r.setCookie[0], /^s=b; path=\/app$/, 'path as configured, no other');
+  t.match(r.setCookie[0], /^s=b; path=\/app$/, 'path as configured; an attribute whose variable is empty is left out');
+  r = await get(fStrict, '/app?d=x.test', 's=b');
+  t.match(r.setCookie[0], /^s=b; path=\/app; domain=x\.test$/, "the attribute's variable evaluated");
   t.equal((await write('PATCH', `/config/http/upstreams/strict/servers/${B}`, { down: true })).status, 200);
   const before = served();
   for (let k = 0; k < 4; k++) t.equal((await get(fStrict, '/', 's=b')).status, 502, 'bound to a down peer: 502');
@@ -206,6 +208,7 @@ t.test('sticky_strict on: a request bound to a peer that cannot take it fails', 
   r = await get(fStrict, '/');
   t.equal(servedBy(r), p1, 'no cookie: the method');
   t.same(delta(before), [1, 0, 0]);
+  t.equal((await write('PATCH', `/config/http/upstreams/strict/servers/${B}`, { down: null })).status, 200);
 });
 
 t.test('sticky_secret: ids are the MD5 of the sid and the secret', async (t) => {
