@@ -21,6 +21,7 @@ import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '.
 import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
+import { stickyOf } from '../upstream/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
 import { mergeProxyOptions, proxyOptions, type MergedProxyOptions } from '../proxy/config.js';
@@ -150,6 +151,7 @@ function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly Prob
     ...(zone ? { zone } : {}),
     servers: u.servers,
     method: u.method ?? { kind: 'round_robin' },
+    ...(u.sticky ? { sticky: stickyOf(u) } : {}),
     keepalive: u.keepalive ?? DEFAULT_KEEPALIVE,
     ...(u.reuse ? { reuse: u.reuse } : {}),
     ...(u.queue ? { queue: u.queue } : {}),

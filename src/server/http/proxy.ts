@@ -628,6 +628,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     }
     if (limitRate !== undefined) paceByPeer(res, limitRate);
     if (hides) dropHidden(headers, hidden);
+    const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
+    if (cookie !== undefined) headers.push('Set-Cookie', cookie);
     this.proxy.addHeaders?.addTo(headers, statusCode, this.context);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);

@@ -5,7 +5,8 @@
 //
 //   stream {
 //     upstream <name> { zone ...; server <addr> [weight= max_conns= max_fails=
-//                       fail_timeout= backup down slow_start=]; hash|least_conn|random;
+//                       fail_timeout= backup down slow_start=]; hash|least_conn|random|
+//                       least_time connect|first_byte|last_byte [inflight];
 //                       server <name>[:port] resolve; server <name> service=<svc> resolve;
 //                       resolver; resolver_timeout; }
 //     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;
@@ -207,7 +208,7 @@ function access(allow: boolean) {
 }
 
 /** Upstream directives of the http module only: nginx's stream upstream has none of them. */
-const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue']);
+const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue', 'sticky', 'sticky_secret', 'sticky_strict']);
 
 export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   stream: define({
@@ -235,7 +236,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, stream, c) {
-      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c);
+      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c, 'stream');
       const block = (d.block ?? []).filter((x) => {
         if (!HTTP_ONLY.has(x.name)) return true;
         c.error(x.origin, `"${x.name}" directive is not allowed here`);
