@@ -391,7 +391,9 @@ export class Balancer {
         chosen = this.randomPick(this.primaries, this.method.two, tried, t);
         break;
       case 'hash':
-        chosen = this.consistent ? this.ringPick(key ?? '', tried, t) : this.hashPick(key ?? '', tried, t);
+        // An empty key has no peer of its own: nginx balances it round robin.
+        if (!key) chosen = this.roundRobin(this.primaries, tried, t);
+        else chosen = this.consistent ? this.ringPick(key, tried, t) : this.hashPick(key, tried, t);
         break;
       case 'ip_hash':
         chosen = this.ipHashPick(key ?? '', tried, t);
