@@ -22,7 +22,7 @@ const m = (name: string, byDefault: boolean, implemented: boolean, dynamic?: str
 export const NGINX_MODULES: readonly NginxModule[] = [
   // http, built by default
   m('http_charset_module', true, false),
-  m('http_gzip_module', true, false),
+  m('http_gzip_module', true, true),
   m('http_ssi_module', true, false),
   m('http_userid_module', true, false),
   m('http_access_module', true, true),

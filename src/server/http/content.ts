@@ -19,8 +19,11 @@ import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { encodePath, errorPage } from './pages.js';
 import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
+import { filterBody } from './body-filter.js';
+import { filterGzip } from '../gzip/filter.js';
+import { gzipStatic } from '../gzip/static.js';
 import { setErrorPages } from './error-pages.js';
-import { TOP_CORE } from './core/config.js';
+import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
@@ -128,31 +131,9 @@ export function rateLimiter(rate: number, after: number): Transform {
 }
 
 /** Paces what is written to `res` from here on (a proxied answer, which writes it piece
- * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
- * the response's, and whose end ends it. */
+ * by piece and waits for 'drain' when told to). */
 export function paceResponse(res: ServerResponse, rate: number, after: number): void {
-  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-  const end = res.end.bind(res) as () => void;
-  const limiter = rateLimiter(rate, after);
-  limiter.on('data', (chunk: Buffer) => {
-    if (write(chunk)) return;
-    limiter.pause();
-    res.once('drain', () => limiter.resume());
-  });
-  limiter.on('end', () => end());
-  limiter.on('drain', () => res.emit('drain'));
-  limiter.on('error', () => res.destroy());
-  res.once('close', () => limiter.destroy());
-  res.write = function (chunk: unknown, ...rest: unknown[]) {
-    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (...args: unknown[]) {
-    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
-    if (done) res.once('finish', done);
-    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
-    else limiter.end();
-    return res;
-  } as ServerResponse['end'];
+  filterBody(res, rateLimiter(rate, after));
 }
 
 const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
@@ -161,6 +142,7 @@ const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captu
  * add_header, server_tokens or variables allocates nothing here. */
 export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   const content = contentOf(place);
+  filterGzip(res, place.gzip);
   if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, res, uri, captures));
   const ret = place.return;
   if (ret) {
@@ -262,9 +244,13 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
   const { limitRate, limitRateAfter } = content;
+  const get = (res as Carried)[STATE]?.get === true;
+  const gz = await gzipStatic(req, res, path, place.gzip, get);
+  if (res.destroyed) return;
   await serveStatic(place.root ?? '', uri, req, res, {
-    path,
-    get: (res as Carried)[STATE]?.get === true,
+    path: gz ?? path,
+    ...(gz ? { contentType: contentType(place.core, path), contentEncoding: 'gzip' } : {}),
+    get,
     error: (code, extra) => answerError(req, res, code, contentOf(place), c, extra),
     headers: (status) => addHeaders(res, content, status, c),
     ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),

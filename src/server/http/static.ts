@@ -31,6 +31,9 @@ export interface StaticOptions {
   readonly get?: boolean;
   /** The location's `types` and `default_type` (nginx's defaults without them). */
   readonly core?: CoreSettings;
+  /** The type of the file the URI names, when `path` is another (gzip_static's `.gz`). */
+  readonly contentType?: string;
+  readonly contentEncoding?: string;
 }
 
 /** Serves `uri` (decoded, normalised: no `..`) from `root`. */
@@ -63,9 +66,10 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   }
   options?.headers(200);
   res.writeHead(200, {
-    'Content-Type': contentType(options?.core, path),
+    'Content-Type': options?.contentType ?? contentType(options?.core, path),
     'Content-Length': info.size,
     'Last-Modified': info.mtime.toUTCString(),
+    ...(options?.contentEncoding ? { 'Content-Encoding': options.contentEncoding } : {}),
   });
   if (head) {
     res.end();
