@@ -119,9 +119,13 @@ function flag(set: (l: GzipLevel, on: boolean) => void, contexts: readonly ('htt
   });
 }
 
+/** nginx's words for an enumerated value it does not know. */
 function invalid(d: Directive, c: Checker, arg = d.args[0]): void {
-  c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive`);
+  c.error(d.origin, `invalid value "${arg}"`);
 }
+
+/** nginx's words for a size or count it cannot read. */
+const unreadable = (d: Directive, c: Checker) => c.error(d.origin, `"${d.name}" directive invalid value`);
 
 export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
   gzip: flag((l, on) => (l.enable = on), ['http', 'server', 'location', 'if']),
@@ -129,8 +133,11 @@ export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
   gzip_types: define({
     contexts: ALL,
     args: [1, Infinity],
+    // nginx adds the types of every gzip_types of a block to one list.
+    multiple: true,
     apply(d, level) {
-      levelOf(level).types = d.args.map((t) => t.toLowerCase());
+      const l = levelOf(level);
+      l.types = [...(l.types ?? []), ...d.args.map((t) => t.toLowerCase())];
     },
   }),
   gzip_min_length: define({
@@ -138,7 +145,7 @@ export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, level, c) {
       const n = parseSize(d.args[0]);
-      if (n === undefined) invalid(d, c);
+      if (n === undefined) unreadable(d, c);
       else levelOf(level).minLength = n;
     },
   }),
@@ -147,19 +154,21 @@ export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, level, c) {
       const [arg] = d.args;
-      if (!/^\d{1,10}$/.test(arg)) return c.error(d.origin, `invalid number "${arg}" in "${d.name}" directive`);
+      if (!/^\d{1,10}$/.test(arg)) return c.error(d.origin, `"${d.name}" directive invalid number`);
       const n = Number(arg);
-      if (n < 1 || n > 9) return c.error(d.origin, `"${d.name}" directive value must be between 1 and 9`);
+      if (n < 1 || n > 9) return c.error(d.origin, 'value must be between 1 and 9');
       levelOf(level).compLevel = n;
     },
   }),
   gzip_proxied: define({
     contexts: ALL,
     args: [1, Infinity],
+    multiple: true,
     apply(d, level, c) {
       const bad = d.args.find((a) => !PROXIED.has(a));
       if (bad !== undefined) return invalid(d, c, bad);
-      levelOf(level).proxied = d.args as GzipProxied[];
+      const l = levelOf(level);
+      l.proxied = [...(l.proxied ?? []), ...(d.args as GzipProxied[])];
     },
   }),
   gzip_disable: define({
@@ -176,7 +185,7 @@ export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
           // nginx compiles them caseless.
           disable.regexes.push(compileRegex(arg, true));
         } catch (e) {
-          return c.error(d.origin, `invalid regex "${arg}" in "${d.name}" directive: ${(e as Error).message}`);
+          return c.error(d.origin, `invalid regular expression "${arg}" in "${d.name}" directive: ${(e as Error).message}`);
         }
       }
       levelOf(level).disable = disable;
@@ -196,8 +205,7 @@ export const gzipDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [2, 2],
     apply(d, _level, c) {
       const [number, size] = d.args;
-      if (!/^\d{1,10}$/.test(number) || Number(number) === 0) return invalid(d, c, number);
-      if (parseSize(size) === undefined || parseSize(size) === 0) return invalid(d, c, size);
+      if (!/^\d{1,10}$/.test(number) || Number(number) === 0 || !parseSize(size)) unreadable(d, c);
     },
   }),
   gzip_static: define({
