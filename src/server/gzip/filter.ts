@@ -207,6 +207,7 @@ export function filterGzip(res: ServerResponse, config: GzipConfig | undefined):
       }
     }
     const vary = state.vary && config.vary;
+    const length = compress ? out('content-length') : undefined;
     if (!compress && !vary) return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
     fold(this, given);
     if (compress) {
@@ -222,7 +223,7 @@ export function filterGzip(res: ServerResponse, config: GzipConfig | undefined):
     }
     if (vary) this.appendHeader('Vary', 'Accept-Encoding');
     const r = reason === undefined ? (writeHead as (s: number) => ServerResponse).call(this, status) : (writeHead as (s: number, r: string) => ServerResponse).call(this, status, reason);
-    if (compress) compressBody(this, state);
+    if (compress) compressBody(this, state, length === undefined ? -1 : Number(length));
     return r;
   } as ServerResponse['writeHead'];
   // A body written before any head: the head is decided first (and a whole body given to
@@ -251,9 +252,21 @@ export function filterGzip(res: ServerResponse, config: GzipConfig | undefined):
   res.end = decidingEnd;
 }
 
-/** The body through node's gzip stream, at the place's level. */
-function compressBody(res: ServerResponse, state: GzipState): void {
-  const gz = createGzip({ level: state.config.compLevel });
+/** The body through node's gzip stream, at the place's level, with zlib's memory sized to
+ * a body of known `length` as nginx sizes it: the window and hash halved while the body
+ * fits in half of them (a small body needs no 256 KB of state). */
+function compressBody(res: ServerResponse, state: GzipState, length: number): void {
+  let windowBits = 15;
+  let memLevel = 8;
+  if (length > 0) {
+    // zlib's actual window is smaller by 262 bytes.
+    while (windowBits > 9 && length < (1 << (windowBits - 1)) - 262) {
+      windowBits--;
+      memLevel--;
+    }
+    memLevel = Math.max(1, memLevel);
+  }
+  const gz = createGzip({ level: state.config.compLevel, windowBits, memLevel });
   state.zlib = gz;
   gz.on('data', (chunk: Buffer) => (state.zout += chunk.length));
   filterBody(res, gz);
