@@ -4,27 +4,12 @@
 // filter on its response before anything answers; what answers then (a file, a `return`,
 // an error page, a proxied or cached response) writes its head and body as usual.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { createGzip, type Gzip } from 'node:zlib';
+import { createGzip } from 'node:zlib';
 import { isMsie6 } from '../http/core/config.js';
 import { filterBody } from '../http/body-filter.js';
 import { header } from '../http/variables.js';
-import { TOP_GZIP, type GzipConfig } from './config.js';
-
-const GZIP = Symbol('zonal.gzip');
-
-/** A response's gzip state. */
-interface GzipState {
-  /** The settings of the place answering (the last one entered). */
-  config: GzipConfig;
-  /** nginx's r->gzip_vary: the answer depends on Accept-Encoding (`Vary` with gzip_vary). */
-  vary: boolean;
-  /** The compressor, whose input count and the bytes out of it give $gzip_ratio;
-   * absent: not compressed. */
-  zlib?: Gzip;
-  zout: number;
-}
-
-type Filtered = ServerResponse & { [GZIP]?: GzipState };
+import type { GzipConfig } from './config.js';
+import { GZIP, type Filtered, type GzipState } from './ratio.js';
 
 /** The statuses nginx compresses. */
 const COMPRESSED = new Set([200, 403, 404]);
@@ -183,7 +168,7 @@ export function varyOnEncoding(res: ServerResponse): void {
 export function filterGzip(res: ServerResponse, config: GzipConfig | undefined): void {
   const had = stateOf(res);
   if (had) {
-    had.config = config ?? TOP_GZIP;
+    had.config = config;
     return;
   }
   if (!config) return;
@@ -199,14 +184,14 @@ export function filterGzip(res: ServerResponse, config: GzipConfig | undefined):
     const config = state.config;
     const out = (name: string) => headerOut(this, given, name);
     let compress = false;
-    if (config.enable && COMPRESSED.has(status) && req.method !== 'HEAD' && !out('content-encoding')) {
+    if (config?.enable && COMPRESSED.has(status) && req.method !== 'HEAD' && !out('content-encoding')) {
       const length = out('content-length');
       if ((length === undefined || Number(length) >= config.minLength) && typeListed(config, out('content-type'))) {
         state.vary = true;
         compress = gzipOk(req, config, out);
       }
     }
-    const vary = state.vary && config.vary;
+    const vary = state.vary && config?.vary === true;
     const length = compress ? out('content-length') : undefined;
     if (!compress && !vary) return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
     fold(this, given);
@@ -266,27 +251,8 @@ function compressBody(res: ServerResponse, state: GzipState, length: number): vo
     }
     memLevel = Math.max(1, memLevel);
   }
-  const gz = createGzip({ level: state.config.compLevel, windowBits, memLevel });
+  const gz = createGzip({ level: state.config!.compLevel, windowBits, memLevel });
   state.zlib = gz;
   gz.on('data', (chunk: Buffer) => (state.zout += chunk.length));
   filterBody(res, gz);
-}
-
-/** `$gzip_ratio`: the compression ratio, as nginx prints it ("3.14"); not found when the
- * response was not compressed. */
-export function gzipRatio(res: ServerResponse | undefined): string | undefined {
-  const state = res && stateOf(res);
-  if (!state?.zlib || state.zout === 0) return undefined;
-  const zin = state.zlib.bytesWritten;
-  const zout = state.zout;
-  let whole = Math.floor(zin / zout);
-  let frac = Math.floor((zin * 100) / zout) % 100;
-  if (Math.floor((zin * 1000) / zout) % 10 > 4) {
-    frac++;
-    if (frac > 99) {
-      whole++;
-      frac = 0;
-    }
-  }
-  return `${whole}.${String(frac).padStart(2, '0')}`;
 }

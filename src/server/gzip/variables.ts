@@ -1,7 +1,7 @@
 // The variable of nginx's gzip module.
 import type { VariableTable } from '../../api/variables.js';
 import type { HttpContext } from '../http/variables.js';
-import { gzipRatio } from './filter.js';
+import { gzipRatio } from './ratio.js';
 
 export const gzipVariables: VariableTable<HttpContext> = {
   names: {
