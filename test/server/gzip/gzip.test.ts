@@ -5,7 +5,7 @@
 // answer (no Content-Length, Vary, a weak ETag), files, `return`, proxied and cached
 // answers (the cache keeps the answer as the peer sent it), gzip_static's `.gz` files and
 // $gzip_ratio. Bodies are checked by node's zlib.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
@@ -116,13 +116,13 @@ function get(path: string, headers: Record<string, string> = {}, method = 'GET')
 
 const GZIP = { 'Accept-Encoding': 'gzip, deflate' };
 
-function compressed(t: Tap.Test, a: Answer, expected: string | Buffer, what: string): void {
+function compressed(t: Test, a: Answer, expected: string | Buffer, what: string): void {
   t.equal(a.headers['content-encoding'], 'gzip', `${what}: Content-Encoding: gzip`);
   t.equal(a.headers['content-length'], undefined, `${what}: no Content-Length`);
   t.same(gunzipSync(a.body), Buffer.from(expected), `${what}: the body gunzips to the original`);
 }
 
-function identity(t: Tap.Test, a: Answer, expected: string | Buffer, what: string): void {
+function identity(t: Test, a: Answer, expected: string | Buffer, what: string): void {
   t.equal(a.headers['content-encoding'], undefined, `${what}: not compressed`);
   t.same(a.body, Buffer.from(expected), `${what}: the body as it is`);
 }
