@@ -15,7 +15,7 @@
 // given once (the first that gives it), each shard has its own max_size.
 import { addon } from '../../engine/native.js';
 import { parseTime } from '../../metrics/peers.js';
-import type { DirectiveSpec } from '../config/spec.js';
+import { onOff, type DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, InheritableLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
@@ -133,13 +133,6 @@ export function parseBytes(arg: string): number | undefined {
   if (!m) return undefined;
   const unit = m[2].toLowerCase();
   return Number(m[1]) * (unit === '' ? 1 : unit === 'k' ? 1024 : unit === 'm' ? 1 << 20 : 1 << 30);
-}
-
-function onOff(d: Directive, c: Checker): boolean | undefined {
-  const v = d.args[0];
-  if (v === 'on' || v === 'off') return v === 'on';
-  c.error(d.origin, `invalid value "${v}" in "${d.name}" directive, it must be "on" or "off"`);
-  return undefined;
 }
 
 function time(d: Directive, arg: string, c: Checker): number | undefined {

@@ -17,6 +17,7 @@ import type {
 import { defaultPeer, implicitZoneName, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { gzipInUse, mergeGzip, TOP_GZIP, type GzipConfig } from '../gzip/config.js';
 import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '../http/content-config.js';
 import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
@@ -85,6 +86,7 @@ interface Merged {
   readonly content: ContentConfig;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
+  readonly gzip: GzipConfig;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -101,6 +103,7 @@ const TOP: Merged = {
   logs: TOP_LOGS,
   core: TOP_CORE,
   content: TOP_CONTENT,
+  gzip: TOP_GZIP,
 };
 
 function merge(outer: Merged, level: InheritableLevel & { readonly kind: string }): Merged {
@@ -137,6 +140,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     logs: mergeLogs(outer.logs, level),
     core: mergeCore(outer.core, level),
     content: mergeContent(outer.content, level, addHeaders),
+    gzip: mergeGzip(outer.gzip, level),
     ...histogramField(level.histogram ?? outer.histogram),
   };
 }
@@ -275,6 +279,7 @@ class Resolver {
     // Absent where no core directive applies: the runtime's defaults are nginx's.
     if (m.core !== TOP_CORE) out.core = m.core;
     if (!defaultContent(m.content)) out.content = m.content;
+    if (gzipInUse(m.gzip)) out.gzip = m.gzip;
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

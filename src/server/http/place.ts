@@ -9,6 +9,7 @@ import type { PlaceLimits } from '../limits/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
 import type { Condition, ConditionContext } from './conditions.js';
 import type { ContentConfig } from './content-config.js';
+import type { GzipConfig } from '../gzip/config.js';
 import type { Guard } from './guard.js';
 import type { Return } from './pages.js';
 import type { Proxy } from './proxy.js';
@@ -42,6 +43,8 @@ export interface Place {
   readonly log?: PlaceLog;
   /** The http core module's settings here (types, body size, keep-alive). */
   readonly core?: CoreSettings;
+  /** gzip and gzip_static, when either is on. */
+  readonly gzip?: GzipConfig;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import type { VariableTable } from '../../api/variables.js';
 import { unmapped } from '../../api/variables.js';
 import { clock, msec, seconds } from '../core/time.js';
+import type { ClientHello } from './ssl-preread.js';
 
 /** What a session leaves for its log line. */
 export interface StreamRecord {
@@ -25,6 +26,8 @@ export interface StreamRecord {
   readonly peerReceived: number;
   readonly peerSent: number;
   readonly connectMs: number;
+  /** The ClientHello `ssl_preread` read. */
+  readonly preread?: ClientHello;
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));
