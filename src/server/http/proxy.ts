@@ -629,6 +629,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       return true;
     }
     if (limitRate !== undefined) paceByPeer(res, limitRate);
+    const rate = this.proxy.config.options.limitRate;
+    if (rate > 0) paceResponse(res, rate, 0);
     if (hides) dropHidden(headers, hidden);
     const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
     if (cookie !== undefined) headers.push('Set-Cookie', cookie);

@@ -55,6 +55,8 @@ export interface ProxyOptions {
   readonly sslPasswordFile?: string;
   /** `proxy_method`: the method sent to the peers instead of the client's, with variables. */
   readonly method?: string;
+  /** `proxy_limit_rate`: bytes per second read from a peer for one request; 0: no limit. */
+  readonly limitRate: number;
 }
 
 /** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
@@ -81,6 +83,7 @@ declare module '../config/levels.js' {
     proxySslCertificateKey?: string;
     proxySslPasswordFile?: string;
     proxyMethod?: string;
+    proxyLimitRate?: number;
   }
 }
 declare module '../config/model.js' {
@@ -107,6 +110,7 @@ export type MergedProxyOptions = Pick<
   | 'proxySslCertificateKey'
   | 'proxySslPasswordFile'
   | 'proxyMethod'
+  | 'proxyLimitRate'
 >;
 
 export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableLevel): MergedProxyOptions {
@@ -125,6 +129,7 @@ export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableL
     proxySslCertificateKey: level.proxySslCertificateKey ?? outer.proxySslCertificateKey,
     proxySslPasswordFile: level.proxySslPasswordFile ?? outer.proxySslPasswordFile,
     proxyMethod: level.proxyMethod ?? outer.proxyMethod,
+    proxyLimitRate: level.proxyLimitRate ?? outer.proxyLimitRate,
   };
 }
 
@@ -157,6 +162,7 @@ export function proxyOptions(
     passHeaders: m.proxyPassHeaders ?? [],
     interceptErrors: m.proxyInterceptErrors ?? false,
     redirects,
+    limitRate: m.proxyLimitRate ?? 0,
     cookieDomains: m.proxyCookieDomain ?? [],
     cookiePaths: m.proxyCookiePath ?? [],
     ...(m.proxyMethod !== undefined ? { method: m.proxyMethod } : {}),
@@ -383,6 +389,18 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
           return c.error(d.origin, '"proxy_pass" cannot have URI part in location given by regular expression');
       }
       location.proxyPass = { ...parsed.value, origin: d.origin };
+    },
+  }),
+
+  // `proxy_limit_rate <rate>`: nginx limits its reads from the peer; zonal, which streams
+  // the answer with backpressure, paces what it writes of it, which paces the reads.
+  proxy_limit_rate: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const rate = parseSize(d.args[0]);
+      if (rate === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else level.proxyLimitRate = rate;
     },
   }),
 

@@ -21,6 +21,7 @@ const backend = createHttpServer((req, res) => {
   req.on('end', () => {
     seen = { method: req.method ?? '', version: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() };
     const url = req.url ?? '/';
+    if (url.includes('/data')) return res.end(Buffer.alloc(10_000, 'X'));
     if (url.includes('/vr/')) return res.writeHead(302, { Location: `http://front.test/from-host/x` }).end();
     if (url.includes('/redirect')) return res.writeHead(302, { Location: `http://127.0.0.1:${plain}/two/there`, Refresh: `3; url=http://old.example/page` }).end();
     if (url.includes('/cookie')) {
@@ -98,6 +99,7 @@ http {
             proxy_cookie_path ~*^/caseless/(.+)$ /$1;
             location /cookie/off/ { proxy_pass http://127.0.0.1:${plain}; proxy_cookie_domain off; }
         }
+        location /paced/ { proxy_pass http://127.0.0.1:${plain}/data; proxy_limit_rate 5000; }
         location /vr/ {
             proxy_pass http://127.0.0.1:${plain};
             proxy_redirect http://$host/from-host/ /to/;
@@ -156,6 +158,14 @@ t.test('proxy_cookie_domain and proxy_cookie_path rewrite Set-Cookie, with varia
   t.equal(await cookie('path=/REGEX/test.html'), 'v=1; Path=/REGEX/test.html', '~ is not');
   t.equal(await cookie('domain=www.example.org&path=/path/x'), 'v=1; Domain=example.com; Path=/new/x', 'both');
   t.equal(await cookie('domain=www.example.org&path=/path/x', '/cookie/off/'), 'v=1; Domain=www.example.org; Path=/new/x', 'off stops the domains only; the paths inherit');
+});
+
+t.test('proxy_limit_rate: the answer is read at that rate', async (t) => {
+  const started = performance.now();
+  const r = await send('/paced/');
+  const ms = performance.now() - started;
+  t.equal(r.body, 'X'.repeat(10_000), 'whole');
+  t.ok(ms >= 1500, `10,000 bytes at 5,000 a second: ${ms.toFixed(0)} ms`);
 });
 
 t.test('proxy_redirect: variables in the redirect', async (t) => {
