@@ -8,14 +8,14 @@ import { timeRequests, type HttpContext } from '../http/variables.js';
 import { httpCoreVariables } from '../http/core/variables.js';
 import { isAttemptVariable, upstreamVariables } from '../upstream/variables.js';
 import { proxyVariables } from '../proxy/variables.js';
-import { sslVariables } from '../ssl/variables.js';
+import { sslVariables, streamSslVariables } from '../ssl/variables.js';
 import { cacheVariables } from '../cache/variables.js';
 import { authBasicVariables } from '../auth-basic/variables.js';
 import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
 
 export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables]);
 
-export const streamVariables = new Variables<StreamRecord>([streamCoreVariables]);
+export const streamVariables = new Variables<StreamRecord>([streamCoreVariables, streamSslVariables]);
 
 /** An http value compiled once at load; one that names an upstream attempt's variable
  * has the proxy record its attempts, one that names `$request_time` the requests' start. */

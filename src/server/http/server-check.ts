@@ -28,11 +28,15 @@ const family = (host: string) => (host.includes(':') ? 6 : 4);
 const overlap = (a: ListenConfig, b: ListenConfig) =>
   a.port === b.port && family(a.host) === family(b.host) && (a.host === b.host || wildcard(a.host) || wildcard(b.host));
 
-/** One address is one socket: its `ssl`, its admin-ness and its default server are the
- * address's, not a server's, so all servers listening on it must agree. */
+/** One address is one socket: its admin-ness and its default server are the address's,
+ * not a server's, so all servers listening on it must agree. Its `ssl` is too, and as in
+ * nginx one server's `ssl` makes the address TLS for all: its default server then needs
+ * a certificate, which the others' handshakes fall back to. */
 export function checkServerAddresses(servers: readonly ServerLevel[], c: Checker): void {
   const seen: { listen: ListenConfig; server: ServerLevel }[] = [];
   const defaults = new Map<string, ListenConfig>();
+  const defaultServers = new Map<string, ServerLevel>();
+  const tls = new Map<string, ListenConfig>();
   for (const server of servers) {
     for (const l of server.listens) {
       const address = listenAddress(l);
@@ -43,13 +47,23 @@ export function checkServerAddresses(servers: readonly ServerLevel[], c: Checker
       }
       if (l.defaultServer) {
         if (defaults.has(address)) c.error(l.origin, `a duplicate default server for ${address}`);
-        else defaults.set(address, l);
+        else {
+          defaults.set(address, l);
+          defaultServers.set(address, server);
+        }
       }
-      if (same.some((s) => s.listen.ssl !== l.ssl)) c.error(l.origin, `conflicting "ssl" parameter for ${address}: "ssl" on it in one server and not in another`);
+      if (!defaultServers.has(address)) defaultServers.set(address, server);
+      if (l.ssl && !tls.has(address)) tls.set(address, l);
       // The admin listener is another process's socket: even a wildcard cannot share its port.
       const other = seen.find((s) => s.server !== server && s.listen.admin !== l.admin && overlap(s.listen, l));
       if (other) c.error(l.origin, `conflicting "admin" parameter for ${address}: ${listenAddress(other.listen)} is ${other.listen.admin ? '' : 'not '}admin`);
       seen.push({ listen: l, server });
     }
+  }
+  for (const [address, l] of tls) {
+    const server = defaultServers.get(address)!;
+    // A server with an `ssl` listen of its own has been checked already.
+    if (server.sslCertificate === undefined && !server.listens.some((x) => x.ssl && listenAddress(x) === address))
+      c.error(l.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
   }
 }

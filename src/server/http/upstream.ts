@@ -7,7 +7,7 @@ import type { Status } from '../../metrics/status.js';
 import type { UpstreamBlockConfig } from '../config/model.js';
 import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
 import { PeerPool, type PeerPoolOptions } from './peer-pool.js';
-import type { TlsProfile } from './proxy-ssl.js';
+import type { TlsProfile } from '../ssl/proxy.js';
 import { UpstreamQueue } from './upstream-queue.js';
 import { compileValue } from '../config/variables.js';
 

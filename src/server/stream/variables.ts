@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import type { VariableTable } from '../../api/variables.js';
 import { unmapped } from '../../api/variables.js';
 import { clock, msec, seconds } from '../core/time.js';
+import type { TlsFacts } from '../ssl/variables.js';
 
 /** What a session leaves for its log line. */
 export interface StreamRecord {
@@ -25,6 +26,8 @@ export interface StreamRecord {
   readonly peerReceived: number;
   readonly peerSent: number;
   readonly connectMs: number;
+  /** The TLS variables of an `ssl` listen's session, read after its handshake. */
+  readonly tls?: TlsFacts;
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));
