@@ -25,6 +25,7 @@ import type { Directive } from '../config/syntax.js';
 import { createPrivateKey } from 'node:crypto';
 import { confCommandOptions, keyWithPassphrase, passwordLines } from './context.js';
 import { nodeTls } from './modules.js';
+import { VERIFY_DEPTH } from './verify.js';
 
 /** What one block says of TLS, before inheritance. */
 export interface TlsWritten {
@@ -100,7 +101,7 @@ declare module '../stream/config.js' {
 /** nginx 1.22's defaults (Debian's, the one the conformance run compares with). */
 export const TLS_DEFAULTS = {
   verifyClient: 'off',
-  verifyDepth: 1,
+  verifyDepth: VERIFY_DEPTH,
   sessionCache: { mode: 'none' },
   sessionTimeout: 300,
   sessionTickets: true,

@@ -7,8 +7,8 @@ import type { X509Certificate } from 'node:crypto';
 import type { VariableTable } from '../../api/variables.js';
 import type { HttpContext } from '../http/variables.js';
 import type { StreamRecord } from '../stream/variables.js';
-import { TLS_DEFAULTS } from './config.js';
-import { clientVerification } from './verify.js';
+// Not ./config.js: it reads the variable tables this module is part of.
+import { clientVerification, VERIFY_DEPTH } from './verify.js';
 
 type Named = TLSSocket & { servername?: string | false };
 
@@ -50,7 +50,7 @@ export function rfc2253(name: string): string {
   return escaped.split('\n').reverse().map((rdn) => rdn.split(' + ').join('+')).join(',');
 }
 
-const cert = (s: TLSSocket): X509Certificate | undefined => clientVerification(s, TLS_DEFAULTS.verifyDepth).certificate;
+const cert = (s: TLSSocket): X509Certificate | undefined => clientVerification(s, VERIFY_DEPTH).certificate;
 
 /** nginx's deprecated $ssl_client_cert: the PEM with a tab after each inner line break,
  * as a header may carry it folded. */
@@ -64,7 +64,7 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
   ssl_session_reused: (s) => (s.isSessionReused() ? 'r' : '.'),
   ssl_session_id: sessionId,
   // The verification as ssl_verify_client made it (its depth), else with the default depth.
-  ssl_client_verify: (s) => clientVerification(s, TLS_DEFAULTS.verifyDepth).verify,
+  ssl_client_verify: (s) => clientVerification(s, VERIFY_DEPTH).verify,
   ssl_client_s_dn: (s) => {
     const c = cert(s);
     return c && rfc2253(c.subject);

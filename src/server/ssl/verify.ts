@@ -6,6 +6,9 @@ import { X509Certificate } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { VerifyClient } from './config.js';
 
+/** nginx's ssl_verify_depth by default. */
+export const VERIFY_DEPTH = 1;
+
 export interface ClientVerification {
   /** SUCCESS, FAILED:<reason> or NONE, as nginx's $ssl_client_verify. */
   readonly verify: string;
