@@ -1,7 +1,7 @@
 // Checks that need a whole server, or every server of the http block: what one `listen`
 // cannot know alone.
 import type { ListenConfig } from '../config/model.js';
-import type { Checker, ServerLevel } from '../config/levels.js';
+import type { Checker, HttpLevel, ServerLevel } from '../config/levels.js';
 import { listenAddress } from '../config/values.js';
 
 export function checkServer(server: ServerLevel, c: Checker): void {
@@ -15,10 +15,21 @@ export function checkServer(server: ServerLevel, c: Checker): void {
     }
     return;
   }
-  const ssl = listens.find((l) => l.ssl);
-  if (!ssl) return;
-  if (server.sslCertificate === undefined) c.error(ssl.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
-  else if (server.sslCertificateKey === undefined) c.error(ssl.origin, `no "ssl_certificate_key" is defined for certificate "${server.sslCertificate}"`);
+}
+
+/** The http block's certificate, key and handshake timeout are its servers' unless they
+ * say their own (nginx's merge); then a server with an `ssl` listen needs both. */
+export function checkServerCertificates(http: HttpLevel, c: Checker): void {
+  for (const server of http.servers) {
+    if (server.listens.some((l) => l.admin)) continue;
+    server.sslCertificate ??= http.sslCertificate;
+    server.sslCertificateKey ??= http.sslCertificateKey;
+    server.sslHandshakeTimeout ??= http.sslHandshakeTimeout;
+    const ssl = server.listens.find((l) => l.ssl);
+    if (!ssl) continue;
+    if (server.sslCertificate === undefined) c.error(ssl.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
+    else if (server.sslCertificateKey === undefined) c.error(ssl.origin, `no "ssl_certificate_key" is defined for certificate "${server.sslCertificate}"`);
+  }
 }
 
 const wildcard = (host: string) => host === '0.0.0.0' || host === '::';

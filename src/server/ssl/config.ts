@@ -1,8 +1,8 @@
 // The ssl modules' directives (ngx_http_ssl_module, ngx_stream_ssl_module), composed into
 // the loader's table by config/directives.ts:
 //
-//   ssl_certificate <file>; ssl_certificate_key <file>;   server (http; stream declares its own)
-//   ssl_handshake_timeout <time>;                           server
+//   ssl_certificate <file>; ssl_certificate_key <file>;   http, server (stream declares its own)
+//   ssl_handshake_timeout <time>;                           http, server
 //   ssl_verify_client on|off|optional|optional_no_ca; ssl_client_certificate <file>;
 //   ssl_trusted_certificate <file>; ssl_verify_depth <n>; ssl_crl <file>;
 //   ssl_session_cache off|none|[builtin[:size]] [shared:name:size]; ssl_session_timeout <time>;
@@ -84,6 +84,9 @@ export interface ServerTls {
 declare module '../config/levels.js' {
   interface HttpLevel {
     tls?: TlsWritten;
+    sslCertificate?: string;
+    sslCertificateKey?: string;
+    sslHandshakeTimeout?: number;
   }
   interface ServerLevel {
     tls?: TlsWritten;
@@ -166,7 +169,7 @@ function sessionCache(args: readonly string[]): SessionCache | string {
 
 export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_certificate: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       server.sslCertificate = confFile(d, c);
@@ -174,7 +177,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   }),
 
   ssl_certificate_key: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       server.sslCertificateKey = confFile(d, c);
@@ -184,7 +187,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   // How long a TLS handshake may take (nginx 1.25's directive, default 60s): a client that
   // stalls it is counted in `ssl.timedout`.
   ssl_handshake_timeout: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       const ms = milliseconds(d.args[0]);
