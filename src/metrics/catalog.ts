@@ -145,6 +145,9 @@ export interface StatusConfig {
   stream?: StreamConfig;
   /** Resolver zones (`status_zone=` of a resolver). */
   resolvers?: string[];
+  /** Shared TLS session caches (`ssl_session_cache shared:<name>:<size>`), of both
+   * blocks: zones of their own, in /status/slabs as nginx's are in Angie's. */
+  sslSessionCaches?: Array<{ name: string; zoneSize: number }>;
   /** zonal's `workers` member: each worker's Node runtime metrics, as the workers that
    * run runtimeMetrics() (metrics/runtime.ts) sample them. Absent by default, so that the
    * tree is the spec's unless asked. */
@@ -187,6 +190,7 @@ export function slabZones(c: StatusConfig, workers: number): Array<{ name: strin
   upstreams(c.http?.upstreams);
   for (const limit of c.stream?.limitConns ?? []) add(limit.name, limit.zoneSize, 1 << 20);
   upstreams(c.stream?.upstreams);
+  for (const cache of c.sslSessionCaches ?? []) add(cache.name, cache.zoneSize, 1 << 20);
   return out;
 }
 

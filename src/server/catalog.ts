@@ -139,6 +139,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     ...(config.http?.resolverZones || config.stream?.resolverZones
       ? { resolvers: [...new Set([...(config.http?.resolverZones ?? []), ...(config.stream?.resolverZones ?? [])])] }
       : {}),
+    ...sslSessionCaches(config),
     // status_runtime on: each worker's runtime, after the spec's members.
     ...(config.statusRuntime ? { runtime: true } : {}),
     ...(config.stream
@@ -151,4 +152,15 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
         }
       : {}),
   };
+}
+
+/** The shared TLS session caches the servers of both blocks name, once each (the first
+ * size written is the zone's). */
+function sslSessionCaches(config: ServerConfig): { sslSessionCaches?: Array<{ name: string; zoneSize: number }> } {
+  const caches = new Map<string, number>();
+  for (const s of [...(config.http?.servers ?? []), ...(config.stream?.servers ?? [])]) {
+    const shared = s.ssl?.sessionCache.shared;
+    if (shared && !caches.has(shared.name)) caches.set(shared.name, shared.size);
+  }
+  return caches.size ? { sslSessionCaches: [...caches].map(([name, zoneSize]) => ({ name, zoneSize })) } : {};
 }

@@ -7,8 +7,9 @@ export const listenOptions = (listen: Pick<ListenConfig, 'host' | 'port'>): { pa
   listen.host.startsWith('unix:') ? { path: listen.host.slice(5) } : { host: listen.host, port: listen.port };
 
 export interface ListenGroup {
-  /** The first listen written for the address (its flags are the same in every server). */
-  readonly listen: ListenConfig;
+  /** The first listen written for the address (its flags are the same in every server),
+   * with `ssl` when any server's listen of it has it (nginx's merge). */
+  listen: ListenConfig;
   /** `host:port`. */
   readonly key: string;
   readonly servers: VirtualServerConfig[];
@@ -23,6 +24,7 @@ export function listenGroups(config: ServerConfig, admin: boolean): ListenGroup[
       const key = `${listen.host}:${listen.port}`;
       let group = out.get(key);
       if (!group) out.set(key, (group = { listen, key, servers: [] }));
+      else if (listen.ssl && !group.listen.ssl) group.listen = { ...group.listen, ssl: true };
       if (!group.servers.includes(server)) group.servers.push(server);
     }
   }

@@ -3,7 +3,7 @@ import type { AuditLine } from './audit.js';
 
 export type FromPrimary =
   /** The configuration: the main file and the text of every file it read. */
-  | { type: 'start'; file: string; files: Record<string, string>; prefix: string; globals?: string; ticketKeys: string; cacheKeeper: boolean }
+  | { type: 'start'; file: string; files: Record<string, string>; secrets?: Record<string, string>; prefix: string; globals?: string; ticketKeys: string; cacheKeeper: boolean }
   /** Stop accepting, finish what is in flight, exit. */
   | { type: 'drain' }
   /** A fast stop: exit now. */

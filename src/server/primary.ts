@@ -163,6 +163,7 @@ export class Primary {
       type: 'start',
       file: this.file,
       files: this.config.files,
+      ...(this.config.secrets ? { secrets: this.config.secrets } : {}),
       prefix: this.config.prefix,
       ...(this.config.globals !== undefined ? { globals: this.config.globals } : {}),
       ticketKeys: this.ticketKeys,

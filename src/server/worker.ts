@@ -32,7 +32,7 @@ function send(message: ToPrimary): void {
 }
 
 async function start(message: Extract<FromPrimary, { type: 'start' }>): Promise<void> {
-  const { config, errors } = loadConfig(message.file, { files: message.files, prefix: message.prefix, ...(message.globals !== undefined ? { globals: message.globals } : {}) });
+  const { config, errors } = loadConfig(message.file, { files: message.files, ...(message.secrets ? { secrets: message.secrets } : {}), prefix: message.prefix, ...(message.globals !== undefined ? { globals: message.globals } : {}) });
   if (!config) throw new Error(errors.map(formatConfigError).join('\n'));
   applyProcessLogs(config);
   const status = Status.attach();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../src/server/config/load.js';
 import type { ConfigError, ServerConfig } from '../../src/server/config/model.js';
+import { TLS_DEFAULTS } from '../../src/server/ssl/config.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-conf-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -200,7 +201,8 @@ t.test('a full configuration resolves as nginx merges it', async (t) => {
     ...inherited,
     listens: [{ host: '0.0.0.0', port: 8443, ssl: true, admin: false, defaultServer: false, origin: at('listen 8443 ssl') }],
     names: ['secure.example.com'],
-    ssl: { certificate: abs('tls/cert.pem'), key: abs('tls/key.pem'), handshakeTimeout: 10_000 },
+    // The ssl module's settings not written are nginx's defaults.
+    ssl: { certificate: abs('tls/cert.pem'), key: abs('tls/key.pem'), handshakeTimeout: 10_000, ...TLS_DEFAULTS },
     admin: false,
     return: { code: 302, text: 'https://example.com/' },
     locations: [],
@@ -799,7 +801,9 @@ const errorCases: ErrorCase[] = [
   { name: 'server without listen', text: conf('http {', '  server {', '    server_name a;', '  }', '}'), line: 2, message: /^no "listen" directive in server$/ },
   { name: 'duplicate default server', text: conf('http {', '  server {', '    listen 80 default_server;', '  }', '  server {', '    listen *:80 default_server;', '  }', '}'), line: 6, message: /^a duplicate default server for 0\.0\.0\.0:80$/ },
   { name: 'duplicate listen in a server', text: server('    listen 0.0.0.0:8080;'), line: 4, message: /^a duplicate listen 0\.0\.0\.0:8080$/ },
-  { name: 'ssl and not ssl on one address', text: conf('http {', '  server {', '    listen 8443 ssl;', '    ssl_certificate c.pem;', '    ssl_certificate_key k.pem;', '  }', '  server {', '    listen 8443;', '  }', '}'), files: CERTS, line: 8, message: /^conflicting "ssl" parameter for 0\.0\.0\.0:8443/ },
+  // One server's `ssl` makes the address TLS (nginx merges it): its default server, here one
+  // whose own listen has no `ssl`, needs a certificate.
+  { name: 'ssl address whose default server has no certificate', text: conf('http {', '  server {', '    listen 8443;', '  }', '  server {', '    listen 8443 ssl;', '    ssl_certificate c.pem;', '    ssl_certificate_key k.pem;', '  }', '}'), files: CERTS, line: 6, message: /^no "ssl_certificate" is defined for the "listen \.\.\. ssl" directive$/ },
   { name: 'admin and not admin on one address', text: conf('http {', '  server {', '    listen [::1]:9000 admin;', '  }', '  server {', '    listen [::1]:9000;', '  }', '}'), line: 6, message: /^conflicting "admin" parameter for \[::1\]:9000: \[::1\]:9000 is admin$/ },
   { name: 'admin port under a wildcard', text: conf('http {', '  server {', '    listen 127.0.0.1:9000 admin;', '  }', '  server {', '    listen 9000;', '  }', '}'), line: 6, message: /^conflicting "admin" parameter for 0\.0\.0\.0:9000: 127\.0\.0\.1:9000 is admin$/ },
   // upstreams

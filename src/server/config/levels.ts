@@ -180,6 +180,10 @@ export interface Checker {
   readonly disk: boolean;
   readonly cpus: number;
   error(at: Origin, message: string): void;
+  /** A file's text read once, by the primary, and given to the workers apart from the
+   * configuration's files (which the API may show): password files. Throws when it cannot
+   * be read. */
+  secret(file: string): string | undefined;
   /** A relative path of a directive made absolute as nginx does: against the prefix
    * (`-p`; pid, root, logs, temp and cache paths, state files), or against the main
    * file's directory, `conf` (include, certificates, keys, password files). */

@@ -1,5 +1,6 @@
 // The configuration reader's entry point: `zonal -t`, the primary at start and reload,
 // and every worker (from the primary's snapshot) call loadConfig.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { COMMAND_LINE, diskSource, readConfig, snapshotSource } from './include.js';
@@ -16,6 +17,9 @@ export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
    * primary's snapshot. `include` globs then match against the snapshot's keys. No disk access at all. */
   files?: Record<string, string>;
+  /** The files read with Checker.secret() (password files), from the primary's read: with
+   * `files`, workers read none from the disk (a FIFO gives its text once). */
+  secrets?: Record<string, string>;
   /** CPUs for `worker_processes auto` (default os.availableParallelism()). */
   cpus?: number;
   /** `-p`: what relative paths are relative to; default the main file's directory. */
@@ -37,8 +41,14 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   const { directives, files } = readConfig(main, source, errors, { confPrefix, ...(options.globals !== undefined ? { globals: options.globals } : {}) });
   if (errors.length) return { errors, warnings };
 
+  const secrets: Record<string, string> = {};
   const checker: Checker = {
     disk: !options.files,
+    secret(file) {
+      if (options.files) return options.secrets?.[file];
+      secrets[file] ??= fs.readFileSync(file, 'utf8');
+      return secrets[file];
+    },
     cpus: options.cpus ?? os.availableParallelism(),
     error: (at, message) => void errors.push({ file: at.file, line: at.line, message }),
     path: (arg, against) => path.resolve(against === 'prefix' ? prefix : confPrefix, arg),
@@ -69,6 +79,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
       ...(http ? { http } : {}),
       ...(stream ? { stream } : {}),
       files,
+      ...(Object.keys(secrets).length ? { secrets } : {}),
     },
     errors,
     warnings,

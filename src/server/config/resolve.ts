@@ -25,9 +25,10 @@ import { resolverZones, upstreamResolver } from '../resolver/config.js';
 import { stickyOf } from '../upstream/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
-import { mergeProxyOptions, proxyOptions, type MergedProxyOptions } from '../proxy/config.js';
+import { mergeProxyOptions, proxyOptions, settleProxySsl, type MergedProxyOptions } from '../proxy/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
+import { settleTls, TLS_DEFAULTS } from '../ssl/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -254,24 +255,14 @@ class Resolver {
     };
   }
 
-  /** TLS to the peers, with nginx's defaults; `proxy_ssl_verify on` needs a CA to verify
-   * against, as in nginx (zonal does not read the system's store). */
+  /** TLS to the peers; a `proxy_ssl_verify on` without a CA is reported once however
+   * many locations inherit it. */
   private ssl(l: SslLevel, upstream: string): ProxySsl | undefined {
-    const verify = l.proxySslVerify?.value ?? false;
-    if (verify && l.proxySslTrustedCertificate === undefined) {
-      if (!this.noTrusted.has(l.proxySslVerify!)) {
-        this.noTrusted.add(l.proxySslVerify!);
-        this.c.error(l.proxySslVerify!.origin, `no "proxy_ssl_trusted_certificate" for "proxy_ssl_verify"`);
-      }
-      return undefined;
-    }
-    return {
-      serverName: l.proxySslServerName ?? false,
-      name: l.proxySslName ?? upstream.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1'),
-      verify,
-      ...(l.proxySslTrustedCertificate !== undefined ? { trusted: l.proxySslTrustedCertificate } : {}),
-      sessionReuse: l.proxySslSessionReuse ?? true,
-    };
+    return settleProxySsl(l, upstream, (verify, message) => {
+      if (this.noTrusted.has(verify)) return;
+      this.noTrusted.add(verify);
+      this.c.error(verify.origin, message);
+    });
   }
 
   private settle(m: Merged): Inherited {
@@ -314,7 +305,7 @@ class Resolver {
       const taken = upstreamZones.get(z.name) ?? (this.zones.some((l) => l.name === z.name) ? `limit zone "${z.name}"` : undefined);
       if (taken) this.c.error(z.origin, `keys zone "${z.name}" is the zone of ${taken} already`);
     }
-    const servers = http.servers.map((s) => this.server(s, top));
+    const servers = http.servers.map((s) => this.server(s, top, http));
     const implicit = [...this.implicit.values()].map((u) => ({
       ...u,
       ...(this.probes.has(u.name) ? { probes: this.probes.get(u.name) } : {}),
@@ -330,15 +321,21 @@ class Resolver {
     };
   }
 
-  private server(s: ServerLevel, outer: Merged): VirtualServerConfig {
+  private server(s: ServerLevel, outer: Merged, http: HttpLevel): VirtualServerConfig {
     const merged = merge(outer, s);
+    // A server with a certificate has TLS on any listen another server made TLS too.
     const ssl =
-      s.listens.some((l) => l.ssl) && s.sslCertificate !== undefined && s.sslCertificateKey !== undefined
-        ? { certificate: s.sslCertificate, key: s.sslCertificateKey, handshakeTimeout: s.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS }
+      s.sslCertificate !== undefined && s.sslCertificateKey !== undefined
+        ? settleTls(s.tls, http.tls, { certificate: s.sslCertificate, key: s.sslCertificateKey, handshakeTimeout: s.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS }, (m) =>
+            this.c.error(s.directive.origin, m), this.c.disk,
+          )
         : undefined;
+    const verify = s.tls?.verifyClient ?? http.tls?.verifyClient;
+    const sslVerify = verify && verify !== 'off' ? { mode: verify, depth: s.tls?.verifyDepth ?? http.tls?.verifyDepth ?? TLS_DEFAULTS.verifyDepth } : undefined;
     return {
       ...this.settle(merged),
       listens: s.listens,
+      ...(sslVerify ? { sslVerify } : {}),
       names: s.names,
       ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
       ...(s.statusZoneKey !== undefined ? { statusZoneKey: s.statusZoneKey } : {}),

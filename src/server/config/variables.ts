@@ -8,7 +8,7 @@ import { timeRequests, type HttpContext } from '../http/variables.js';
 import { httpCoreVariables } from '../http/core/variables.js';
 import { isAttemptVariable, upstreamVariables } from '../upstream/variables.js';
 import { proxyVariables } from '../proxy/variables.js';
-import { sslVariables } from '../ssl/variables.js';
+import { sslVariables, streamSslVariables } from '../ssl/variables.js';
 import { cacheVariables } from '../cache/variables.js';
 import { authBasicVariables } from '../auth-basic/variables.js';
 import { gzipVariables } from '../gzip/variables.js';
@@ -17,7 +17,7 @@ import { sslPrereadVariables } from '../stream/ssl-preread.js';
 
 export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, gzipVariables]);
 
-export const streamVariables = new Variables<StreamRecord>([streamCoreVariables, sslPrereadVariables]);
+export const streamVariables = new Variables<StreamRecord>([streamCoreVariables, sslPrereadVariables, streamSslVariables]);
 
 /** Whether `-t` lets a stream value name it. */
 export const knownStreamVariable = streamVariables.known;

@@ -6,6 +6,12 @@ import type { HttpContext } from '../http/variables.js';
 import type { AddHeader } from './config.js';
 import { expiresHeaders, parseExpires, type Expires } from './expires.js';
 
+/** A value folded over lines (a line break and a tab or space, as nginx's
+ * $ssl_client_cert is) as a recipient reads it (RFC 9112's obs-fold): one space for each
+ * fold, since node sends no line break in a header. Any other line break still keeps the
+ * header out. */
+const unfold = (v: string) => (v.includes('\n') ? v.replace(/\r?\n[\t ]/g, ' ') : v);
+
 const ADDED_TO = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
 
 /** `expires` of a list: parsed once, or per request when it reads variables. */
@@ -76,7 +82,7 @@ export class AddHeaders {
     const ctx: HttpContext = this.variables && c.status !== status ? Object.create(c, { status: { value: status } }) : c;
     for (const h of this.list) {
       if (!listed && !h.always) continue;
-      const v = h.value(ctx);
+      const v = unfold(h.value(ctx));
       if (v !== '' && !/[\r\n\0]/.test(v)) headers.push(h.name, v);
     }
   }

@@ -16,7 +16,7 @@ import { knownHttpVariable } from '../config/variables.js';
 import { compileRegex } from '../config/regex.js';
 import { MAX_GROUP_COUNT } from '../../metrics/zone-groups.js';
 import { checkResolvers } from '../resolver/config.js';
-import { checkServer, checkServerAddresses } from './server-check.js';
+import { checkServer, checkServerAddresses, checkServerCertificates } from './server-check.js';
 
 function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Checker): LocationLevel | undefined {
   const parsed = parseLocation(d.args);
@@ -89,6 +89,7 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
     apply(d, main, c) {
       const http = (main.http = { kind: 'http', seen: new Set(), access: [], proxySetHeaders: [], servers: [], upstreams: [] });
       c.walk(d.block ?? [], http);
+      checkServerCertificates(http, c);
       checkServerAddresses(http.servers, c);
       checkResolvers(http, c);
     },

@@ -9,9 +9,8 @@
 // read and wrote for it, headers included (after TLS decryption, as nginx counts).
 import * as http from 'node:http';
 import { createServer as createHttpServer, ServerResponse, STATUS_CODES, type IncomingMessage, type Server, type ServerOptions } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { Server as NetServer, type Socket } from 'node:net';
-import type { SecureContext, TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { connections, type Connections } from '../../metrics/connections.js';
 import { numberConnection, sameConnection } from '../core/connection.js';
 import type { ConnectionBudget } from '../core/events.js';
@@ -32,7 +31,9 @@ import { ADMITTED, ANSWERED } from '../limits/runtime.js';
 import { Roster } from '../roster.js';
 import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
-import { nodeHttps, nodeTls } from '../ssl/modules.js';
+import { nodeHttps } from '../ssl/modules.js';
+import { askClientCertificate, TlsServers } from '../ssl/server.js';
+import { checkClientCertificate, VERIFY_PAGES } from '../ssl/request.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { requestContext } from './variables.js';
 
@@ -130,6 +131,8 @@ export class HttpPlane {
   private swept = false;
   /** The timer of send_timeout's checks. */
   private sendCheck?: NodeJS.Timeout;
+  /** The TLS servers' contexts and session caches, made with the first `ssl` listen. */
+  private tlsServers?: TlsServers;
 
   constructor(
     private readonly config: ServerConfig,
@@ -169,7 +172,8 @@ export class HttpPlane {
       const handle = (req: IncomingMessage, res: ServerResponse) => {
         // Before the server is chosen: the host it is chosen by may change.
         const refused = checkHead(req, core);
-        this.request(req, res, only ?? sites.get(names.select(req.headers.host))!, settings, refused);
+        const site = only ?? sites.get(names.select(req.headers.host))!;
+        this.request(req, res, site, settings, refused || checkClientCertificate(req, site.config.sslVerify));
       };
       server.on('request', handle);
       // zonal tunnels nothing. nginx refuses CONNECT as a method (405) when its target is
@@ -193,28 +197,26 @@ export class HttpPlane {
   }
 
   private httpsServer(names: ServerNames, options: ServerOptions): Server {
-    const { createSecureContext } = nodeTls();
-    const contexts = new Map<VirtualServerConfig, SecureContext>();
-    const contextOf = (s: VirtualServerConfig) => {
-      let c = contexts.get(s);
-      if (!c) contexts.set(s, (c = createSecureContext({ cert: readFileSync(s.ssl!.certificate), key: readFileSync(s.ssl!.key) })));
-      return c;
-    };
-    const fallback = names.select(undefined);
+    const tlsServers = (this.tlsServers ??= new TlsServers(this.status, this.options.ticketKeys));
+    // A server of the address without a certificate of its own (nginx lets one listen
+    // on an address another made TLS) has the default server's.
+    const fallback = names.select(undefined).ssl!;
     const server = nodeHttps().createServer({
       ...options,
-      cert: readFileSync(fallback.ssl!.certificate),
-      key: readFileSync(fallback.ssl!.key),
-      handshakeTimeout: fallback.ssl!.handshakeTimeout,
-      ...(this.options.ticketKeys ? { ticketKeys: this.options.ticketKeys } : {}),
-      SNICallback: (servername, cb) => {
+      ...tlsServers.serverOptions(fallback),
+      // The server the client names gives the certificate and asks for the client's (a
+      // method: node calls it on the TLS socket).
+      SNICallback(this: TLSSocket, servername, cb) {
         try {
-          cb(null, contextOf(names.selectServername(servername)));
+          const tls = names.selectServername(servername).ssl ?? fallback;
+          askClientCertificate(this, tls.verifyClient !== 'off');
+          cb(null, tlsServers.context(tls));
         } catch (e) {
           cb(e as Error, undefined);
         }
       },
     });
+    tlsServers.keepSessions(server, fallback);
     // The zone a handshake counts in: the server its SNI names, else the default one; when
     // that server's zone is a request's (a group's), its first request's, or the group's
     // own for one that fails or sends none.
@@ -325,9 +327,10 @@ export class HttpPlane {
       // nginx closes the connection after these.
       res.shouldKeepAlive = false;
       noteRequest(res, site.place, uri);
-      if (refused === HEADER_TOO_LARGE) {
-        res.writeHead(400, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(HEADER_TOO_LARGE_PAGE) });
-        res.end(head ? undefined : HEADER_TOO_LARGE_PAGE);
+      const page = refused === HEADER_TOO_LARGE ? HEADER_TOO_LARGE_PAGE : VERIFY_PAGES[refused];
+      if (page !== undefined) {
+        res.writeHead(400, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(page) });
+        res.end(head ? undefined : page);
       } else sendPage(res, refused || 400, head);
       this.answered(socket, conn, res, zone, undefined, started);
       return;

@@ -20,7 +20,7 @@ import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamCon
 import { AddressUpstream, type PeerChoice, type ProxyUpstream, type UpstreamRuntime } from './upstream.js';
 import { parseUpstreamAddress } from '../config/values.js';
 import { errorLogOf, type ErrorLog } from '../log/error-log.js';
-import { tlsProfile, type TlsProfile } from './proxy-ssl.js';
+import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { compileValue } from '../config/variables.js';
 import { requestContext, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';

@@ -8,7 +8,7 @@ import type { UpstreamBlockConfig } from '../config/model.js';
 import { Balancer, type Chosen, type NoPeer, type StickyHint } from '../upstream/balancer.js';
 import { saltedSid, stickyCookie } from '../upstream/sticky.js';
 import { PeerPool, type PeerPoolOptions } from './peer-pool.js';
-import type { TlsProfile } from './proxy-ssl.js';
+import type { TlsProfile } from '../ssl/proxy.js';
 import { UpstreamQueue } from './upstream-queue.js';
 import { compileValue } from '../config/variables.js';
 

@@ -1,8 +1,9 @@
 // The proxy module's configuration, declared beside its code (composed into the loader's
 // table by config/directives.ts): `proxy_pass` and the `proxy_*` directives of http,
 // server and location. proxy_cache and its kin are the cache module's (cache/config.ts).
-import type { At, InheritableLevel } from '../config/levels.js';
-import type { NextUpstreamCondition } from '../config/model.js';
+import type { At, Context, InheritableLevel } from '../config/levels.js';
+import type { NextUpstreamCondition, Origin, ProxySsl } from '../config/model.js';
+import type { ProxyClientCertificate } from '../ssl/proxy.js';
 import { confFile, readable } from '../config/files.js';
 import { milliseconds, whole } from '../config/numbers.js';
 import { compileRegex } from '../config/regex.js';
@@ -151,8 +152,6 @@ export function proxyOptions(
     return !pass.uri.includes('$') && !pass.regex ? [{ from: pass.url, to: location }] : [];
   };
   const redirects = redirect.kind === 'off' ? [] : redirect.list.flatMap((r) => (r === 'default' ? byDefault() : [r]));
-  const cert = m.proxySslCertificate;
-  if (cert && m.proxySslCertificateKey === undefined) error(cert.origin, `no "proxy_ssl_certificate_key" is defined for certificate "${cert.value}"`);
   return {
     nextUpstreamTimeout: m.proxyNextUpstreamTimeout ?? 0,
     httpVersion: m.proxyHttpVersion ?? '1.1',
@@ -166,9 +165,7 @@ export function proxyOptions(
     cookieDomains: m.proxyCookieDomain ?? [],
     cookiePaths: m.proxyCookiePath ?? [],
     ...(m.proxyMethod !== undefined ? { method: m.proxyMethod } : {}),
-    ...(cert && m.proxySslCertificateKey !== undefined
-      ? { sslCertificate: cert.value, sslCertificateKey: m.proxySslCertificateKey, ...(m.proxySslPasswordFile ? { sslPasswordFile: m.proxySslPasswordFile } : {}) }
-      : {}),
+    ...proxyClientCertificate(m, error),
   };
 }
 
@@ -187,17 +184,65 @@ function proxyTimeout(set: (level: InheritableLevel, ms: number) => void) {
   });
 }
 
-/** `proxy_ssl_server_name`, `proxy_ssl_session_reuse`, `proxy_ssl_verify`: on or off. */
-function proxyFlag(set: (level: InheritableLevel, on: boolean, d: Directive) => void) {
-  return define({
-    contexts: inheritable,
+/** An on|off directive of `contexts`. */
+function onOff<L>(contexts: readonly Context[], set: (level: L, on: boolean, d: Directive) => void): DirectiveSpec {
+  return {
+    contexts,
     args: [1, 1],
     apply(d, level, c) {
       const arg = d.args[0];
       if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
-      else set(level, arg === 'on', d);
+      else set(level as unknown as L, arg === 'on', d);
     },
-  });
+  };
+}
+
+const proxyFlag = (set: (level: InheritableLevel, on: boolean, d: Directive) => void) => onOff(inheritable, set);
+
+/** What a block says of TLS toward the peers (`proxy_ssl_*`): http's blocks and, with
+ * the same directives, stream's. */
+export interface ProxySslLevel {
+  proxySslServerName?: boolean;
+  proxySslName?: string;
+  proxySslVerify?: At<boolean>;
+  /** Absolute path. */
+  proxySslTrustedCertificate?: string;
+  proxySslSessionReuse?: boolean;
+  proxySslCertificate?: At<string>;
+  proxySslCertificateKey?: string;
+  proxySslPasswordFile?: string;
+}
+
+/** The proxy_ssl_* directives are written the same in http and in stream. */
+const PROXY_SSL = [...inheritable, 'stream', 'stream_server'] as const;
+const proxySslFlag = (set: (level: ProxySslLevel, on: boolean, d: Directive) => void) => onOff(PROXY_SSL, set);
+
+/** TLS to the peers of `upstream`, with nginx's defaults (no SNI, no verification,
+ * sessions reused, the name the upstream's); `proxy_ssl_verify on` needs a CA to verify
+ * against, as in nginx (zonal does not read the system's store): undefined then, after
+ * `report`. */
+export function settleProxySsl(l: ProxySslLevel, upstream: string, report: (verify: At<boolean>, message: string) => void): ProxySsl | undefined {
+  const verify = l.proxySslVerify?.value ?? false;
+  if (verify && l.proxySslTrustedCertificate === undefined) {
+    report(l.proxySslVerify!, `no "proxy_ssl_trusted_certificate" for "proxy_ssl_verify"`);
+    return undefined;
+  }
+  return {
+    serverName: l.proxySslServerName ?? false,
+    name: l.proxySslName ?? upstream.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1'),
+    verify,
+    ...(l.proxySslTrustedCertificate !== undefined ? { trusted: l.proxySslTrustedCertificate } : {}),
+    sessionReuse: l.proxySslSessionReuse ?? true,
+  };
+}
+
+/** proxy_ssl_certificate without its key is refused, as nginx's. */
+export function proxyClientCertificate(m: ProxySslLevel, error: (at: Origin, message: string) => void): ProxyClientCertificate {
+  const cert = m.proxySslCertificate;
+  if (cert && m.proxySslCertificateKey === undefined) error(cert.origin, `no "proxy_ssl_certificate_key" is defined for certificate "${cert.value}"`);
+  return cert && m.proxySslCertificateKey !== undefined
+    ? { sslCertificate: cert.value, sslCertificateKey: m.proxySslCertificateKey, ...(m.proxySslPasswordFile ? { sslPasswordFile: m.proxySslPasswordFile } : {}) }
+    : {};
 }
 
 /** Every condition of nginx's proxy_next_upstream but `updating` (the cache's). */
@@ -346,9 +391,9 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
   proxy_cookie_domain: cookieRewrite((l) => l.proxyCookieDomain, (l, list) => (l.proxyCookieDomain = list)),
   proxy_cookie_path: cookieRewrite((l) => l.proxyCookiePath, (l, list) => (l.proxyCookiePath = list)),
 
-  // A client certificate for the peers of `proxy_pass https://`.
+  // A client certificate for the peers of `proxy_pass https://` (and of stream's proxy_ssl).
   proxy_ssl_certificate: define({
-    contexts: inheritable,
+    contexts: PROXY_SSL,
     args: [1, 1],
     apply(d, level, c) {
       if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
@@ -357,7 +402,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
   proxy_ssl_certificate_key: define({
-    contexts: inheritable,
+    contexts: PROXY_SSL,
     args: [1, 1],
     apply(d, level, c) {
       if (d.args[0].includes('$')) return c.error(d.origin, `variables in "${d.name}" are not supported`);
@@ -366,7 +411,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
   proxy_ssl_password_file: define({
-    contexts: inheritable,
+    contexts: PROXY_SSL,
     args: [1, 1],
     apply(d, level, c) {
       const file = confFile(d, c);
@@ -429,11 +474,11 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
 
   // TLS to the peers of `proxy_pass https://`, with nginx's defaults: no SNI, no
   // verification, sessions reused.
-  proxy_ssl_server_name: proxyFlag((level, on) => (level.proxySslServerName = on)),
-  proxy_ssl_session_reuse: proxyFlag((level, on) => (level.proxySslSessionReuse = on)),
-  proxy_ssl_verify: proxyFlag((level, on, d) => (level.proxySslVerify = { value: on, origin: d.origin })),
+  proxy_ssl_server_name: proxySslFlag((level, on) => (level.proxySslServerName = on)),
+  proxy_ssl_session_reuse: proxySslFlag((level, on) => (level.proxySslSessionReuse = on)),
+  proxy_ssl_verify: proxySslFlag((level, on, d) => (level.proxySslVerify = { value: on, origin: d.origin })),
   proxy_ssl_name: define({
-    contexts: inheritable,
+    contexts: PROXY_SSL,
     args: [1, 1],
     apply(d, level, c) {
       if (d.args[0].includes('$')) c.error(d.origin, `variables in "proxy_ssl_name" are not supported`);
@@ -441,7 +486,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
   proxy_ssl_trusted_certificate: define({
-    contexts: inheritable,
+    contexts: PROXY_SSL,
     args: [1, 1],
     apply(d, level, c) {
       const file = confFile(d, c);

@@ -1,14 +1,175 @@
-// The ssl module's directives (ngx_http_ssl_module), composed into the loader's table by
-// config/directives.ts:
+// The ssl modules' directives (ngx_http_ssl_module, ngx_stream_ssl_module), composed into
+// the loader's table by config/directives.ts:
 //
-//   ssl_certificate <file>; ssl_certificate_key <file>;   server
-//   ssl_handshake_timeout <time>;                           server
+//   ssl_certificate <file>; ssl_certificate_key <file>;   http, server (stream declares its own)
+//   ssl_handshake_timeout <time>;                           http, server
+//   ssl_verify_client on|off|optional|optional_no_ca; ssl_client_certificate <file>;
+//   ssl_trusted_certificate <file>; ssl_verify_depth <n>; ssl_crl <file>;
+//   ssl_session_cache off|none|[builtin[:size]] [shared:name:size]; ssl_session_timeout <time>;
+//   ssl_session_tickets on|off; ssl_session_ticket_key <file>; ssl_protocols <p>...;
+//   ssl_ciphers <list>; ssl_prefer_server_ciphers on|off; ssl_password_file <file>;
+//   ssl_conf_command <name> <value>;                        http, server, stream, stream server
+//
+// The second group is written the same in http and stream: one table entry serves the
+// four contexts, and each block keeps what it says in its `tls` field; settleTls() merges a
+// server's into its outer block's, with nginx's defaults.
+import { readFileSync } from 'node:fs';
 import { define, milliseconds, type DirectiveSpec } from '../config/spec.js';
+import { whole } from '../config/numbers.js';
+import type { SecureContextOptions } from 'node:tls';
 import { confFile } from '../config/files.js';
+import { isZoneName, parseSize } from '../config/values.js';
+import { parseTime } from '../../metrics/peers.js';
+import type { Checker } from '../config/levels.js';
+import type { Directive } from '../config/syntax.js';
+import { createPrivateKey } from 'node:crypto';
+import { confCommandOptions, keyWithPassphrase, passwordLines } from './context.js';
+import { nodeTls } from './modules.js';
+import { VERIFY_DEPTH } from './verify.js';
+
+/** What one block says of TLS, before inheritance. */
+export interface TlsWritten {
+  verifyClient?: VerifyClient;
+  clientCertificate?: string;
+  trustedCertificate?: string;
+  verifyDepth?: number;
+  crl?: string;
+  sessionCache?: SessionCache;
+  /** Seconds. */
+  sessionTimeout?: number;
+  sessionTickets?: boolean;
+  sessionTicketKeys?: string[];
+  protocols?: string[];
+  ciphers?: string;
+  preferServerCiphers?: boolean;
+  /** ssl_password_file: its name, and its lines (read once, by the primary). */
+  passwords?: { readonly file: string; readonly lines: readonly string[] };
+  confCommands?: Array<readonly [string, string]>;
+}
+
+export type VerifyClient = 'off' | 'on' | 'optional' | 'optional_no_ca';
+
+/** `ssl_session_cache`: `off` (no session is resumed by id), `none` (nginx's default: the
+ * client is told sessions may be resumed, none is kept), a per-worker cache and/or one
+ * shared by the workers (a shared-memory zone). */
+export interface SessionCache {
+  readonly mode: 'off' | 'none' | 'cache';
+  /** builtin[:size]: sessions a worker keeps (nginx's OpenSSL default, 20480). */
+  readonly builtin?: number;
+  readonly shared?: { readonly name: string; readonly size: number };
+}
+
+/** A server's TLS as the worker runs it: the certificate and everything above, merged. */
+export interface ServerTls {
+  readonly certificate: string;
+  readonly key: string;
+  /** Milliseconds. */
+  readonly handshakeTimeout: number;
+  readonly verifyClient: VerifyClient;
+  readonly clientCertificate?: string;
+  readonly trustedCertificate?: string;
+  readonly verifyDepth: number;
+  readonly crl?: string;
+  readonly sessionCache: SessionCache;
+  readonly sessionTimeout: number;
+  readonly sessionTickets: boolean;
+  readonly sessionTicketKeys: readonly string[];
+  readonly protocols: readonly string[];
+  readonly ciphers: string;
+  readonly preferServerCiphers: boolean;
+  readonly passwords?: { readonly file: string; readonly lines: readonly string[] };
+  readonly confCommands: ReadonlyArray<readonly [string, string]>;
+}
+
+declare module '../config/levels.js' {
+  interface HttpLevel {
+    tls?: TlsWritten;
+    sslCertificate?: string;
+    sslCertificateKey?: string;
+    sslHandshakeTimeout?: number;
+  }
+  interface ServerLevel {
+    tls?: TlsWritten;
+  }
+}
+declare module '../stream/config.js' {
+  interface StreamLevel {
+    tls?: TlsWritten;
+  }
+  interface StreamServerLevel {
+    tls?: TlsWritten;
+  }
+}
+
+/** nginx 1.22's defaults (Debian's, the one the conformance run compares with). */
+export const TLS_DEFAULTS = {
+  verifyClient: 'off',
+  verifyDepth: VERIFY_DEPTH,
+  sessionCache: { mode: 'none' },
+  sessionTimeout: 300,
+  sessionTickets: true,
+  sessionTicketKeys: [],
+  protocols: ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'],
+  ciphers: 'HIGH:!aNULL:!MD5',
+  preferServerCiphers: false,
+  confCommands: [],
+} as const satisfies Partial<ServerTls>;
+
+const PROTOCOLS = new Set(['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3']);
+/** OpenSSL's builtin cache size when none is given (SSL_SESSION_CACHE_MAX_SIZE_DEFAULT). */
+const BUILTIN_SIZE = 20480;
+
+const TLS_CONTEXTS = ['http', 'server', 'stream', 'stream_server'] as const;
+
+/** An entry of the four contexts that sets a field of the block's `tls`. */
+function tlsDirective(args: readonly [number, number], set: (tls: TlsWritten, d: Directive, c: Checker) => void, multiple = false) {
+  return define({
+    contexts: TLS_CONTEXTS,
+    args,
+    multiple,
+    apply(d, level, c) {
+      set((level.tls ??= {}), d, c);
+    },
+  });
+}
+
+const flag = (set: (tls: TlsWritten, on: boolean) => void) =>
+  tlsDirective([1, 1], (tls, d, c) => {
+    const arg = d.args[0];
+    if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+    else set(tls, arg === 'on');
+  });
+
+const file = (set: (tls: TlsWritten, path: string) => void) => tlsDirective([1, 1], (tls, d, c) => set(tls, confFile(d, c)));
+
+/** ssl_session_cache's arguments, or the message for the first bad one (nginx's). */
+function sessionCache(args: readonly string[]): SessionCache | string {
+  if (args.length === 1 && (args[0] === 'off' || args[0] === 'none')) return { mode: args[0] };
+  let builtin: number | undefined;
+  let shared: { name: string; size: number } | undefined;
+  for (const arg of args) {
+    if (arg === 'builtin') builtin = BUILTIN_SIZE;
+    else if (arg.startsWith('builtin:')) {
+      const n = whole(arg.slice('builtin:'.length), 1);
+      if (n === undefined) return `invalid session cache "${arg}"`;
+      builtin = n;
+    } else if (arg.startsWith('shared:')) {
+      const colon = arg.lastIndexOf(':');
+      const name = arg.slice('shared:'.length, colon);
+      const size = colon > 'shared:'.length - 1 ? parseSize(arg.slice(colon + 1)) : undefined;
+      if (colon === 'shared:'.length - 1 || name === '' || size === undefined) return `invalid session cache "${arg}"`;
+      if (!isZoneName(name)) return `invalid zone name "${name}" in "ssl_session_cache" directive: letters, digits, "_", "-" and "." only`;
+      // nginx: eight pages at least.
+      if (size < 8 * 4096) return `session cache "${arg}" is too small`;
+      shared = { name, size };
+    } else return `invalid session cache "${arg}"`;
+  }
+  return { mode: 'cache', ...(builtin !== undefined ? { builtin } : {}), ...(shared ? { shared } : {}) };
+}
 
 export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_certificate: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       server.sslCertificate = confFile(d, c);
@@ -16,7 +177,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   }),
 
   ssl_certificate_key: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       server.sslCertificateKey = confFile(d, c);
@@ -26,7 +187,7 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
   // How long a TLS handshake may take (nginx 1.25's directive, default 60s): a client that
   // stalls it is counted in `ssl.timedout`.
   ssl_handshake_timeout: define({
-    contexts: ['server'],
+    contexts: ['http', 'server'],
     args: [1, 1],
     apply(d, server, c) {
       const ms = milliseconds(d.args[0]);
@@ -34,4 +195,137 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
       else server.sslHandshakeTimeout = ms;
     },
   }),
+
+  ssl_verify_client: tlsDirective([1, 1], (tls, d, c) => {
+    const arg = d.args[0];
+    if (arg === 'on' || arg === 'off' || arg === 'optional' || arg === 'optional_no_ca') tls.verifyClient = arg;
+    else c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on", "off", "optional" or "optional_no_ca"`);
+  }),
+  ssl_client_certificate: file((tls, path) => (tls.clientCertificate = path)),
+  ssl_trusted_certificate: file((tls, path) => (tls.trustedCertificate = path)),
+  ssl_crl: file((tls, path) => (tls.crl = path)),
+  // Read at load, as nginx does (it may be a FIFO, which gives its text once).
+  ssl_password_file: tlsDirective([1, 1], (tls, d, c) => {
+    const file = c.path(d.args[0], 'conf');
+    let text: string | undefined;
+    try {
+      text = c.secret(file);
+    } catch (e) {
+      return c.error(d.origin, `cannot open "${file}" of the "${d.name}" directive (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    if (text === undefined) return c.error(d.origin, `cannot open "${file}" of the "${d.name}" directive`);
+    tls.passwords = { file, lines: passwordLines(text) };
+  }),
+  ssl_verify_depth: tlsDirective([1, 1], (tls, d, c) => {
+    const n = whole(d.args[0], 0);
+    if (n === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+    else tls.verifyDepth = n;
+  }),
+  ssl_session_cache: tlsDirective([1, 2], (tls, d, c) => {
+    const cache = sessionCache(d.args);
+    if (typeof cache === 'string') c.error(d.origin, cache);
+    else tls.sessionCache = cache;
+  }),
+  ssl_session_timeout: tlsDirective([1, 1], (tls, d, c) => {
+    const s = parseTime(d.args[0], false);
+    if (s === undefined || s > 2147483647) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+    else tls.sessionTimeout = s;
+  }),
+  ssl_session_tickets: flag((tls, on) => (tls.sessionTickets = on)),
+  // node's tickets are AES-128 with a 16-byte HMAC secret: nginx's 48-byte files, which
+  // hold the same three parts in the same order. nginx's 80-byte ones (AES-256) it cannot use.
+  ssl_session_ticket_key: tlsDirective(
+    [1, 1],
+    (tls, d, c) => {
+      const path = confFile(d, c);
+      if (c.disk) {
+        let size: number | undefined;
+        try {
+          size = readFileSync(path).length;
+        } catch {
+          // reported by confFile
+        }
+        if (size === 80) return c.error(d.origin, `"${path}" is an 80-byte (AES-256) ticket key, which node's TLS cannot use: a 48-byte one is needed`);
+        if (size !== undefined && size !== 48) return c.error(d.origin, `"${path}" must be 48 or 80 bytes`);
+      }
+      (tls.sessionTicketKeys ??= []).push(path);
+    },
+    true,
+  ),
+  ssl_protocols: tlsDirective([1, 6], (tls, d, c) => {
+    const bad = d.args.find((p) => !PROTOCOLS.has(p));
+    if (bad !== undefined) c.error(d.origin, `invalid value "${bad}" in "${d.name}" directive`);
+    else tls.protocols = [...d.args];
+  }),
+  ssl_ciphers: tlsDirective([1, 1], (tls, d, c) => {
+    const error = contextError({ ciphers: d.args[0] });
+    if (error) c.error(d.origin, `SSL_CTX_set_cipher_list("${d.args[0]}") failed (${error})`);
+    else tls.ciphers = d.args[0];
+  }),
+  ssl_prefer_server_ciphers: flag((tls, on) => (tls.preferServerCiphers = on)),
+  ssl_conf_command: tlsDirective(
+    [2, 2],
+    (tls, d, c) => {
+      const [name, value] = d.args;
+      const options = confCommandOptions([[name, value]]);
+      if (typeof options === 'string') return c.error(d.origin, options);
+      const error = contextError(options);
+      if (error) return c.error(d.origin, `SSL_CONF_cmd("${name}", "${value}") failed (${error})`);
+      (tls.confCommands ??= []).push([name, value]);
+    },
+    true,
+  ),
 };
+
+/** What node's TLS says of options: the error a context made of them meets, if any. */
+function contextError(options: SecureContextOptions): string | undefined {
+  try {
+    nodeTls().createSecureContext(options);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** A server's TLS: what it says over its outer block's, with nginx's defaults. A server
+ * that verifies clients needs a CA to verify them against, as nginx's. */
+export function settleTls(
+  inner: TlsWritten | undefined,
+  outer: TlsWritten | undefined,
+  certificate: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number },
+  report: (message: string) => void,
+  disk = false,
+): ServerTls {
+  const pick = <K extends keyof TlsWritten>(k: K): TlsWritten[K] => inner?.[k] ?? outer?.[k];
+  const tls: ServerTls = {
+    ...certificate,
+    verifyClient: pick('verifyClient') ?? TLS_DEFAULTS.verifyClient,
+    ...optional('clientCertificate', pick('clientCertificate')),
+    ...optional('trustedCertificate', pick('trustedCertificate')),
+    verifyDepth: pick('verifyDepth') ?? TLS_DEFAULTS.verifyDepth,
+    ...optional('crl', pick('crl')),
+    sessionCache: pick('sessionCache') ?? TLS_DEFAULTS.sessionCache,
+    sessionTimeout: pick('sessionTimeout') ?? TLS_DEFAULTS.sessionTimeout,
+    sessionTickets: pick('sessionTickets') ?? TLS_DEFAULTS.sessionTickets,
+    sessionTicketKeys: pick('sessionTicketKeys') ?? TLS_DEFAULTS.sessionTicketKeys,
+    protocols: pick('protocols') ?? TLS_DEFAULTS.protocols,
+    ciphers: pick('ciphers') ?? TLS_DEFAULTS.ciphers,
+    preferServerCiphers: pick('preferServerCiphers') ?? TLS_DEFAULTS.preferServerCiphers,
+    ...optional('passwords', pick('passwords')),
+    confCommands: pick('confCommands') ?? TLS_DEFAULTS.confCommands,
+  };
+  if (tls.verifyClient !== 'off' && tls.verifyClient !== 'optional_no_ca' && tls.clientCertificate === undefined && tls.trustedCertificate === undefined)
+    report('no ssl_client_certificate for ssl_verify_client');
+  // With ssl_password_file, a passphrase of it must open the key now (node reads keys at
+  // run time, where a worker would fail to start).
+  if (disk && tls.passwords)
+    try {
+      const { key, passphrase } = keyWithPassphrase(tls.key, tls.passwords);
+      createPrivateKey(passphrase === undefined ? key : { key, passphrase });
+    } catch (e) {
+      report(`cannot load certificate key "${tls.key}": ${(e as Error).message}`);
+    }
+  return tls;
+}
+
+const optional = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? {} : ({ [k]: v } as Record<K, V>));

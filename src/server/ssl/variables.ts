@@ -1,11 +1,16 @@
-// The variables of nginx's ssl module, as node's TLS socket tells them: empty on a plain
-// connection. (`$ssl_ciphers`, the client's list, is left out: node does not keep it.)
+// The variables of nginx's ssl modules (http's and stream's), as node's TLS socket tells
+// them: empty on a plain connection. A stream session's are read once its handshake is
+// done (its sockets are gone when its log line is written); an http request's from its
+// socket. (`$ssl_ciphers`, the client's list, is left out: node does not keep it.)
 import type { TLSSocket } from 'node:tls';
+import type { X509Certificate } from 'node:crypto';
 import type { VariableTable } from '../../api/variables.js';
 import type { HttpContext } from '../http/variables.js';
+import type { StreamRecord } from '../stream/variables.js';
+// Not ./config.js: it reads the variable tables this module is part of.
+import { clientVerification, VERIFY_DEPTH } from './verify.js';
 
-/** The TLS socket of an https request, undefined for plain http. */
-const tls = (c: HttpContext) => ((c.req.socket as { encrypted?: boolean }).encrypted ? (c.req.socket as TLSSocket & { servername?: string | false }) : undefined);
+type Named = TLSSocket & { servername?: string | false };
 
 /** A DER element at `i`: its tag and where its content lies. */
 function element(der: Buffer, i: number): { tag: number; start: number; end: number } {
@@ -34,20 +39,82 @@ function sessionId(socket: TLSSocket): string | undefined {
   return id.tag === 0x04 && id.end <= der.length ? der.subarray(id.start, id.end).toString('hex') : undefined;
 }
 
-export const sslVariables: VariableTable<HttpContext> = {
-  names: {
-    ssl_protocol: (c) => tls(c)?.getProtocol() ?? undefined,
-    ssl_cipher: (c) => tls(c)?.getCipher()?.name,
-    ssl_server_name: (c) => tls(c)?.servername || undefined,
-    ssl_session_reused: (c) => {
-      const socket = tls(c);
-      return socket ? (socket.isSessionReused() ? 'r' : '.') : '';
-    },
-    ssl_session_id: (c) => {
-      const socket = tls(c);
-      return socket && sessionId(socket);
-    },
-    // zonal asks no client for a certificate (no ssl_verify_client).
-    ssl_client_verify: (c) => (tls(c) ? 'NONE' : undefined),
+/**
+ * A name in RFC 2253 form, as nginx prints $ssl_client_s_dn (OpenSSL's XN_FLAG_RFC2253):
+ * the last RDN first, RDNs joined by commas and an RDN's values by `+`, bytes above 127
+ * escaped. node gives the name one RDN a line, first first, with RFC 2253's escapes of
+ * special characters already made.
+ */
+export function rfc2253(name: string): string {
+  const escaped = name.replace(/[^\x00-\x7f]/gu, (ch) => [...Buffer.from(ch, 'utf8')].map((b) => `\\${b.toString(16).toUpperCase()}`).join(''));
+  return escaped.split('\n').reverse().map((rdn) => rdn.split(' + ').join('+')).join(',');
+}
+
+const cert = (s: TLSSocket): X509Certificate | undefined => clientVerification(s, VERIFY_DEPTH).certificate;
+
+/** nginx's deprecated $ssl_client_cert: the PEM with a tab after each inner line break,
+ * as a header may carry it folded. */
+const folded = (pem: string) => pem.replace(/\n$/, '').replace(/\n/g, '\n\t');
+
+/** Each variable over a TLS socket. */
+const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> = {
+  ssl_protocol: (s) => s.getProtocol() ?? undefined,
+  ssl_cipher: (s) => s.getCipher()?.name,
+  ssl_server_name: (s) => (s as Named).servername || undefined,
+  ssl_session_reused: (s) => (s.isSessionReused() ? 'r' : '.'),
+  ssl_session_id: sessionId,
+  // The verification as ssl_verify_client made it (its depth), else with the default depth.
+  ssl_client_verify: (s) => clientVerification(s, VERIFY_DEPTH).verify,
+  ssl_client_s_dn: (s) => {
+    const c = cert(s);
+    return c && rfc2253(c.subject);
   },
+  ssl_client_i_dn: (s) => {
+    const c = cert(s);
+    return c && rfc2253(c.issuer);
+  },
+  ssl_client_serial: (s) => cert(s)?.serialNumber,
+  ssl_client_fingerprint: (s) => cert(s)?.fingerprint.replace(/:/g, '').toLowerCase(),
+  ssl_client_cert: (s) => {
+    const c = cert(s);
+    return c && folded(c.toString());
+  },
+  ssl_client_raw_cert: (s) => cert(s)?.toString(),
+  ssl_client_escaped_cert: (s) => {
+    const c = cert(s);
+    return c && encodeURIComponent(c.toString());
+  },
+  ssl_client_v_start: (s) => cert(s)?.validFrom,
+  ssl_client_v_end: (s) => cert(s)?.validTo,
+  ssl_client_v_remain: (s) => {
+    const c = cert(s);
+    return c && String(Math.max(0, Math.floor((Date.parse(c.validTo) - Date.now()) / 86_400_000)));
+  },
+};
+
+/** The TLS socket of an https request, undefined for plain http. */
+const tls = (c: HttpContext) => ((c.req.socket as { encrypted?: boolean }).encrypted ? (c.req.socket as TLSSocket) : undefined);
+
+export const sslVariables: VariableTable<HttpContext> = {
+  names: Object.fromEntries(
+    Object.entries(OF_SOCKET).map(([name, of]) => [
+      name,
+      (c: HttpContext) => {
+        const socket = tls(c);
+        // On a plain connection nginx's $ssl_session_reused is empty, not "not found".
+        return socket ? of(socket) : name === 'ssl_session_reused' ? '' : undefined;
+      },
+    ]),
+  ),
+};
+
+/** A stream session's TLS variables, read when its handshake is done. */
+export type TlsFacts = Readonly<Record<string, string | undefined>>;
+
+export function tlsFacts(socket: TLSSocket): TlsFacts {
+  return Object.fromEntries(Object.entries(OF_SOCKET).map(([name, of]) => [name, of(socket)]));
+}
+
+export const streamSslVariables: VariableTable<StreamRecord> = {
+  names: Object.fromEntries(Object.keys(OF_SOCKET).map((name) => [name, (r: StreamRecord) => r.tls?.[name]])),
 };

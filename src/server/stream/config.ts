@@ -13,6 +13,7 @@
 //              proxy_pass <upstream>|<addr>; proxy_connect_timeout; proxy_timeout;
 //              proxy_next_upstream on|off; proxy_next_upstream_tries; proxy_half_close on|off; allow; deny;
 //              ssl_certificate; ssl_certificate_key; ssl_handshake_timeout; proxy_ssl;
+//              proxy_ssl_* (proxy/config.ts); ssl_verify_client and the other ssl_* (ssl/config.ts);
 //              upstream_probe; upstream_probe_timeout; resolver; resolver_timeout; }
 //   }
 //
@@ -33,6 +34,10 @@ import { histogramField } from '../histograms/config.js';
 import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
 import { checkResolvers, streamResolverZones, upstreamResolver } from '../resolver/config.js';
 import { knownStreamVariable } from '../config/variables.js';
+import { proxyClientCertificate, settleProxySsl, type ProxySslLevel } from '../proxy/config.js';
+import { settleTls, type ServerTls } from '../ssl/config.js';
+import type { ProxySsl } from '../config/model.js';
+import type { ProxyClientCertificate } from '../ssl/proxy.js';
 
 export interface StreamListen {
   readonly host: string;
@@ -44,8 +49,9 @@ export interface StreamListen {
   readonly origin: Origin;
 }
 
-/** What `stream` and its servers may both say. */
-interface StreamCommon {
+/** What `stream` and its servers may both say (the proxy_ssl_* settings are declared
+ * with http's, proxy/config.ts; the ssl_* ones in ssl/config.ts). */
+interface StreamCommon extends ProxySslLevel {
   readonly seen: Set<string>;
   /** Only the rules written in this block: a block with any replaces the outer list. */
   readonly access: AccessRule[];
@@ -127,8 +133,8 @@ export interface StreamServerConfig {
   readonly statusZone?: string;
   /** Empty: everything allowed. */
   readonly access: readonly AccessRule[];
-  /** Present when a listen has `ssl`: absolute paths, and the handshake timeout in ms. */
-  readonly ssl?: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number };
+  /** Present when a listen has `ssl`. */
+  readonly ssl?: ServerTls;
   readonly proxy: StreamProxyConfig;
   /** `limit_conn` in force (nginx's preaccess phase, before the access rules): each
    * refusal ends the session with 503. Absent: none. */
@@ -162,6 +168,8 @@ export interface StreamProxyConfig {
   readonly proxyProtocol: boolean;
   /** `proxy_ssl on`: TLS to the peers (no verification, sessions reused, as nginx's defaults). */
   readonly ssl: boolean;
+  /** With `proxy_ssl on`: the proxy_ssl_* settings, and the certificate presented to the peers. */
+  readonly peerTls?: { readonly ssl: ProxySsl; readonly client: ProxyClientCertificate };
   /** `proxy_half_close` (default off, as nginx): on, a side's end (FIN) is passed on and
    * the session lasts until both sides have ended; off, the first side to end ends the
    * session once what it sent is passed on. */
@@ -450,6 +458,18 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
 /** The variables a stream key may use: the connection's (a stream session has no request). */
 export const CONNECTION_VARIABLES: Readonly<Record<string, true>> = { remote_addr: true, binary_remote_addr: true, remote_port: true, server_addr: true, server_port: true };
 
+/** What a stream server inherits of the stream block's proxy_ssl_* settings, one by one. */
+const PROXY_SSL_FIELDS = [
+  'proxySslServerName',
+  'proxySslName',
+  'proxySslVerify',
+  'proxySslTrustedCertificate',
+  'proxySslSessionReuse',
+  'proxySslCertificate',
+  'proxySslCertificateKey',
+  'proxySslPasswordFile',
+] as const satisfies ReadonlyArray<keyof ProxySslLevel>;
+
 /** Whether `127.0.0.1:8443`, `[::1]:8443` name a port. */
 const hasPort = (target: string) => (target.startsWith('[') ? /\]:\d+$/ : /:\d+$/).test(target);
 
@@ -528,6 +548,11 @@ export function resolveStream(
       return zone ? [{ zone: u.zone, key: zone.key, limit: u.limit }] : [];
     });
     if (upstream === undefined) continue;
+    const merged: ProxySslLevel = {};
+    for (const k of PROXY_SSL_FIELDS) (merged as Record<string, unknown>)[k] = s[k] ?? stream[k];
+    const proxySsl = s.proxySsl ?? stream.proxySsl ?? false;
+    const peerSsl = proxySsl ? settleProxySsl(merged, upstream, (v, m) => c.error(v.origin, m)) : undefined;
+    const client = proxyClientCertificate(merged, (at, m) => c.error(at, m));
     const proxyConfig = {
       upstream,
       connectTimeout: s.proxyConnectTimeout ?? stream.proxyConnectTimeout ?? CONNECT_TIMEOUT_MS,
@@ -537,7 +562,8 @@ export function resolveStream(
       nextUpstreamTimeout: s.proxyNextUpstreamTimeout ?? stream.proxyNextUpstreamTimeout ?? 0,
       proxyProtocol: s.proxyProtocol ?? stream.proxyProtocol ?? false,
       ...(variable ? { target: variable } : {}),
-      ssl: s.proxySsl ?? stream.proxySsl ?? false,
+      ssl: proxySsl,
+      ...(peerSsl ? { peerTls: { ssl: peerSsl, client } } : {}),
       halfClose: s.proxyHalfClose ?? stream.proxyHalfClose ?? false,
     };
     if (upstream !== '') {
@@ -550,7 +576,11 @@ export function resolveStream(
       ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
       access: s.access.length ? s.access : stream.access,
       ...(sslListen && certificate !== undefined && key !== undefined
-        ? { ssl: { certificate, key, handshakeTimeout: s.sslHandshakeTimeout ?? stream.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS } }
+        ? {
+            ssl: settleTls(s.tls, stream.tls, { certificate, key, handshakeTimeout: s.sslHandshakeTimeout ?? stream.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS }, (m) =>
+              c.error(s.origin, m), c.disk,
+            ),
+          }
         : {}),
       proxy: proxyConfig,
       ...(s.return ? { return: s.return.value } : {}),

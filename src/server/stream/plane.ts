@@ -20,9 +20,12 @@
 import { errorLogOf } from '../log/error-log.js';
 import { logSession, streamLog } from '../log/access-log.js';
 import { connectionNumber, numberConnection } from '../core/connection.js';
-import { readFileSync } from 'node:fs';
 import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
-import { connect as connectTls, createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
+import { connect as connectTls, createServer as createTlsServer, TLSSocket, type SecureContext } from 'node:tls';
+import { TlsServers } from '../ssl/server.js';
+import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
+import { tlsFacts, type TlsFacts } from '../ssl/variables.js';
+import { clientVerification, verifyRefusal } from '../ssl/verify.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { Status } from '../../metrics/status.js';
@@ -108,7 +111,8 @@ class StreamSite {
   readonly answer?: (r: StreamRecord) => string;
   /** `proxy_pass` with variables: the upstream's name or an address, for a session. */
   readonly target?: (r: StreamRecord) => string;
-  private context: SecureContext | undefined;
+  /** `proxy_ssl on`: how its connections to the peers talk TLS (proxy_ssl_*). */
+  readonly peerTls: TlsProfile | undefined = this.config.proxy.peerTls && tlsProfile(this.config.proxy.peerTls.ssl, this.config.proxy.peerTls.client);
 
   /** `upstream`: proxy_pass's, absent with `return` or variables (`upstreams`: all of
    * them, by name, for a value to name one). */
@@ -135,11 +139,17 @@ class StreamSite {
     }));
   }
 
-  /** The certificate of an `ssl proxy_protocol` listen, which runs its handshakes itself. */
-  secureContext(ticketKeys: Buffer | undefined): SecureContext {
+  /** The context of an `ssl proxy_protocol` listen, which runs its handshakes itself. */
+  secureContext(tls: TlsServers): SecureContext {
+    return tls.context(this.config.ssl!);
+  }
+
+  /** A handshake that completed: the client's certificate must satisfy
+   * ssl_verify_client, else the connection goes as one whose handshake failed (nginx
+   * ends the session there too). */
+  verified(socket: TLSSocket): boolean {
     const ssl = this.config.ssl!;
-    this.context ??= createSecureContext({ cert: readFileSync(ssl.certificate), key: readFileSync(ssl.key), ...(ticketKeys ? { ticketKeys } : {}) });
-    return this.context;
+    return verifyRefusal(ssl.verifyClient, clientVerification(socket, ssl.verifyDepth)) === undefined;
   }
 }
 
@@ -153,6 +163,8 @@ export class StreamPlane {
   private live = 0;
   private draining = false;
   private drained: (() => void) | undefined;
+  /** The TLS servers' contexts and session caches, made with the first `ssl` listen. */
+  private tls?: TlsServers;
   private readonly ticketKeys: Buffer | undefined;
   private readonly budget: ConnectionBudget | undefined;
 
@@ -173,7 +185,7 @@ export class StreamPlane {
         // With proxy_protocol the header comes before the handshake: the listener is
         // plain and the session starts TLS itself (handshake()). Its certificate is
         // read now, as a TLS server's is, not at the first connection.
-        if (listen.ssl && listen.proxyProtocol) site.secureContext(this.ticketKeys);
+        if (listen.ssl && listen.proxyProtocol) site.secureContext(this.tlsServers());
         const server = listen.ssl && !listen.proxyProtocol
           ? this.tlsServer(site, listen)
           : createServer({ allowHalfOpen: true, highWaterMark: QUEUED }, (socket) => this.accept(site, listen, socket));
@@ -190,19 +202,25 @@ export class StreamPlane {
 
   /** node's TLS server: it begins the handshake as the connection comes; the access
    * rules (nginx checks them before the handshake) close the raw socket at once. */
+  private tlsServers(): TlsServers {
+    return (this.tls ??= new TlsServers(this.status, this.ticketKeys));
+  }
+
   private tlsServer(site: StreamSite, listen: StreamListen): Server {
     const ssl = site.config.ssl!;
-    const server = createTlsServer({
-      cert: readFileSync(ssl.certificate),
-      key: readFileSync(ssl.key),
-      handshakeTimeout: ssl.handshakeTimeout,
-      ...(this.ticketKeys ? { ticketKeys: this.ticketKeys } : {}),
-    });
+    const server = createTlsServer(this.tlsServers().serverOptions(ssl));
+    this.tlsServers().keepSessions(server, ssl);
     server.on('connection', (raw: Socket) => this.accept(site, listen, raw));
     server.on('secureConnection', (tls: TLSSocket) => {
       const session = sessionOf(tls);
       if (!session || session.code !== undefined) return void tls.destroy();
+      if (!site.verified(tls)) {
+        site.zone?.sslFailed();
+        tls.destroy();
+        return session.discard();
+      }
       session.handshaked = true;
+      if (site.log) session.tls = tlsFacts(tls);
       site.zone?.sslHandshaked(tls.isSessionReused());
       tls.on('error', () => {});
       session.proxy(tls);
@@ -287,7 +305,8 @@ export class StreamPlane {
    * often the start of the ClientHello. */
   private handshake(session: Session): void {
     const { site, raw } = session;
-    const tls = new TLSSocket(raw, { isServer: true, secureContext: site.secureContext(this.ticketKeys) });
+    const ssl = site.config.ssl!;
+    const tls = new TLSSocket(raw, { isServer: true, secureContext: site.secureContext(this.tlsServers()), requestCert: ssl.verifyClient !== 'off', rejectUnauthorized: false });
     let over = false;
     const end = (): boolean => {
       if (over) return false;
@@ -313,7 +332,13 @@ export class StreamPlane {
     raw.once('close', refused);
     tls.once('secure', () => {
       if (!end()) return;
+      if (!site.verified(tls)) {
+        site.zone?.sslFailed();
+        tls.destroy();
+        return session.discard();
+      }
       session.handshaked = true;
+      if (site.log) session.tls = tlsFacts(tls);
       site.zone?.sslHandshaked(tls.isSessionReused());
       session.proxy(tls);
     });
@@ -346,6 +371,8 @@ class Session {
   handshaked = false;
   /** The client the PROXY protocol header named. */
   source: ProxySource | undefined;
+  /** Its TLS variables, for its log line. */
+  tls: TlsFacts | undefined;
   private ended = false;
   /** For the access log: when it began, and every peer tried. */
   private readonly begun = performance.now();
@@ -430,6 +457,7 @@ class Session {
         peerSent: this.peerSent,
         connectMs: this.code === 200 ? this.connectMs : -1,
         ...(this.hello ? { preread: this.hello } : {}),
+        ...(this.tls ? { tls: this.tls } : {}),
       });
   }
 
@@ -510,12 +538,13 @@ class Session {
    * `proxy_protocol on` (before the TLS handshake of `proxy_ssl`). */
   private peerSocket(host: string, port: number, tlsSession: Buffer | undefined): Socket {
     const proxy = this.site.config.proxy;
-    if (!proxy.proxyProtocol)
-      return proxy.ssl ? connectTls({ host, port, rejectUnauthorized: false, ...(tlsSession ? { session: tlsSession } : {}) }) : connect(plainPeer(host, port));
+    const tls = this.site.peerTls;
+    const secure = (over: { host: string; port: number } | { socket: Socket }) => connectTls({ ...tls!.options, ...over, ...(tlsSession ? { session: tlsSession } : {}) });
+    if (!proxy.proxyProtocol) return tls ? secure({ host, port }) : connect(plainPeer(host, port));
     const plain = connect(plainPeer(host, port));
     // Written once connected, ahead of anything else on the socket.
     plain.write(proxyHeaderV1(this.raw));
-    return proxy.ssl ? connectTls({ socket: plain, rejectUnauthorized: false, ...(tlsSession ? { session: tlsSession } : {}) }) : plain;
+    return tls ? secure({ socket: plain }) : plain;
   }
 
   /** The value of `proxy_pass` named no upstream: its address, without a balancer. */
@@ -528,7 +557,7 @@ class Session {
     const peer = this.peerSocket(host, port, undefined);
     let connected = false;
     const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
-    peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
+    peer.once(this.site.peerTls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       connected = true;
       this.connectMs = performance.now() - this.start;
@@ -555,12 +584,15 @@ class Session {
     this.peerClosed = false;
     const proxy = this.site.config.proxy;
     this.start = performance.now();
-    const session = proxy.ssl ? upstream.sessions.get(chosen.address) : undefined;
+    const tls = this.site.peerTls;
+    // The last session of each peer, by the server's TLS settings too (proxy_ssl_session_reuse).
+    const sessionKey = tls?.reuse ? `${tls.key}\0${chosen.address}` : undefined;
+    const session = sessionKey !== undefined ? upstream.sessions.get(sessionKey) : undefined;
     const peer = this.peerSocket(chosen.host, chosen.port, session);
-    if (proxy.ssl) peer.on('session', (s: Buffer) => upstream.sessions.set(chosen.address, s));
+    if (sessionKey !== undefined) peer.on('session', (s: Buffer) => upstream.sessions.set(sessionKey, s));
     let connected = false;
     const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
-    peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
+    peer.once(tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       connected = true;
       upstream.balancer.connected(chosen);

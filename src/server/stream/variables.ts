@@ -5,6 +5,7 @@ import type { VariableTable } from '../../api/variables.js';
 import { unmapped } from '../../api/variables.js';
 import { clock, msec, seconds } from '../core/time.js';
 import type { ClientHello } from './ssl-preread.js';
+import type { TlsFacts } from '../ssl/variables.js';
 
 /** What a session leaves for its log line. */
 export interface StreamRecord {
@@ -28,6 +29,8 @@ export interface StreamRecord {
   readonly connectMs: number;
   /** The ClientHello `ssl_preread` read. */
   readonly preread?: ClientHello;
+  /** The TLS variables of an `ssl` listen's session, read after its handshake. */
+  readonly tls?: TlsFacts;
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));

@@ -94,7 +94,9 @@ t.test('the resolved model', async (t) => {
   ], 'ssl and proxy_protocol on one listen');
   t.equal(tls.ssl!.handshakeTimeout, 2000);
   t.ok(tls.ssl!.certificate.endsWith('cert.pem'), 'the certificate, inherited, relative to the file');
-  t.same(tls.proxy, { upstream: '127.0.0.1:9005', connectTimeout: 5000, timeout: 60_000, nextUpstream: true, nextUpstreamTries: 2, nextUpstreamTimeout: 0, proxyProtocol: false, ssl: true, halfClose: false });
+  // proxy_ssl on with nginx's defaults: no SNI, no verification, the name proxy_pass's host, sessions reused.
+  const peerTls = { ssl: { serverName: false, name: '127.0.0.1', verify: false, sessionReuse: true }, client: {} };
+  t.same(tls.proxy, { upstream: '127.0.0.1:9005', connectTimeout: 5000, timeout: 60_000, nextUpstream: true, nextUpstreamTries: 2, nextUpstreamTimeout: 0, proxyProtocol: false, ssl: true, peerTls, halfClose: false });
   t.ok(pp.listens[0].proxyProtocol);
   t.notOk(pp.statusZone);
   const [backend, ramp, implicit] = stream.upstreams;

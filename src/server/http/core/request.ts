@@ -7,9 +7,13 @@ import type { CoreSettings } from './config.js';
 /** nginx's own code for a header too large for its buffers, answered as a 400. */
 export const HEADER_TOO_LARGE = 494;
 
-/** nginx's page for it, with zonal's footer as errorPage has. */
-export const HEADER_TOO_LARGE_PAGE =
-  '<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n<hr><center>zonal</center>\r\n</body>\r\n</html>\r\n';
+/** nginx's page of a 400 that says why (its codes 494 to 497), with zonal's footer as
+ * errorPage has. */
+export const badRequestPage = (why: string): string =>
+  `<html>\r\n<head><title>400 ${why}</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>${why}</center>\r\n<hr><center>zonal</center>\r\n</body>\r\n</html>\r\n`;
+
+/** nginx's page for it. */
+export const HEADER_TOO_LARGE_PAGE = badRequestPage('Request Header Or Cookie Too Large');
 
 /**
  * A host as nginx's ngx_http_validate_host keeps it: lowercase, without its port and

@@ -1,13 +1,21 @@
-// TLS to the peers of `proxy_pass https://`: nginx's `proxy_ssl_*` settings turned into
-// the options of node's tls.connect, made once per location (the CA file read once, its
-// secure context shared by every connection).
+// TLS to the peers of http's `proxy_pass https://` and stream's `proxy_ssl on`: nginx's
+// `proxy_ssl_*` settings turned into the options of node's tls.connect, made once per
+// location or stream server (the CA file read once, its secure context shared by every
+// connection).
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { ConnectionOptions, PeerCertificate } from 'node:tls';
-import { createPrivateKey } from 'node:crypto';
 import type { ProxySsl } from '../config/model.js';
-import type { ProxyOptions } from '../proxy/config.js';
-import { nodeTls } from '../ssl/modules.js';
+import { nodeTls } from './modules.js';
+import { keyWithPassphrase, passwordLines } from './context.js';
+
+/** The certificate zonal presents when a peer asks (proxy_ssl_certificate, its key and
+ * proxy_ssl_password_file), as absolute paths. */
+export interface ProxyClientCertificate {
+  readonly sslCertificate?: string;
+  readonly sslCertificateKey?: string;
+  readonly sslPasswordFile?: string;
+}
 
 /** What a location's connections to a peer share: pools are kept apart by `key`. */
 export interface TlsProfile {
@@ -16,7 +24,7 @@ export interface TlsProfile {
   readonly reuse: boolean;
 }
 
-export function tlsProfile(ssl: ProxySsl, client?: Pick<ProxyOptions, 'sslCertificate' | 'sslCertificateKey' | 'sslPasswordFile'>): TlsProfile {
+export function tlsProfile(ssl: ProxySsl, client?: ProxyClientCertificate): TlsProfile {
   const options: ConnectionOptions = { rejectUnauthorized: ssl.verify };
   // SNI carries host names only (RFC 6066): an address as the name sends none.
   if (ssl.serverName && isIP(ssl.name) === 0) options.servername = ssl.name;
@@ -33,19 +41,8 @@ export function tlsProfile(ssl: ProxySsl, client?: Pick<ProxyOptions, 'sslCertif
 }
 
 /** A certificate and its key, decrypted with the first passphrase of the password file
- * that opens it (nginx's proxy_ssl_password_file: one a line, tried in order). */
+ * that opens it. */
 function clientCertificate(certFile: string, keyFile: string, passwordFile: string | undefined): { cert: string; key: string; passphrase?: string } {
-  const cert = readFileSync(certFile, 'utf8');
-  const key = readFileSync(keyFile, 'utf8');
-  if (passwordFile === undefined) return { cert, key };
-  const passphrases = readFileSync(passwordFile, 'utf8').split(/\r?\n/).filter((l) => l !== '');
-  for (const passphrase of passphrases) {
-    try {
-      createPrivateKey({ key, passphrase });
-      return { cert, key, passphrase };
-    } catch {
-      // the next one
-    }
-  }
-  throw new Error(`cannot load certificate key "${keyFile}": no passphrase of "${passwordFile}" opens it`);
+  const passwords = passwordFile === undefined ? undefined : { file: passwordFile, lines: passwordLines(readFileSync(passwordFile, 'utf8')) };
+  return { cert: readFileSync(certFile, 'utf8'), ...keyWithPassphrase(keyFile, passwords) };
 }
