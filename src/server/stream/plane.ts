@@ -61,7 +61,7 @@ export interface StreamPlaneOptions {
  * each peer (`proxy_ssl`). */
 class StreamUpstream {
   readonly balancer: Balancer;
-  readonly key?: (client: Client) => string;
+  readonly key?: (session: Session) => string;
   readonly sessions = new Map<string, Buffer>();
 
   constructor(status: Status, config: UpstreamBlockConfig) {
@@ -73,30 +73,10 @@ class StreamUpstream {
   }
 }
 
-/** What a key or an access rule knows of a connection: its socket's addresses, the
- * client's taken from the PROXY protocol header when there was one. */
-type Client = Pick<Socket, 'remoteAddress' | 'remotePort' | 'localAddress' | 'localPort'>;
-
-/** A hash key with the connection's variables: $remote_addr, $remote_port, $server_addr,
- * $server_port; any other is empty, as a stream connection has no request. */
-function streamKey(text: string): (client: Client) => string {
-  const values: Record<string, (s: Client) => string> = {
-    remote_addr: (s) => s.remoteAddress ?? '',
-    binary_remote_addr: (s) => s.remoteAddress ?? '',
-    remote_port: (s) => String(s.remotePort ?? ''),
-    server_addr: (s) => s.localAddress ?? '',
-    server_port: (s) => String(s.localPort ?? ''),
-  };
-  const parts: Array<string | ((s: Client) => string)> = [];
-  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
-  let last = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    if (m.index > last) parts.push(text.slice(last, m.index));
-    parts.push(values[m[1] ?? m[2]] ?? '');
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) parts.push(text.slice(last));
-  return (s) => parts.map((p) => (typeof p === 'string' ? p : p(s))).join('');
+/** A hash or limit_conn key: any stream variable, with the session's values so far. */
+function streamKey(text: string): (session: Session) => string {
+  const value = streamVariables.compile(text);
+  return (session) => value(session.record());
 }
 
 /** A stream server in a worker. */
@@ -104,7 +84,7 @@ class StreamSite {
   readonly zone?: StreamZone;
   readonly allowed: AccessChecker;
   /** `limit_conn`: each a limiter over its zone (counts shared by the workers) and its key. */
-  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Client) => string }>;
+  readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Session) => string }>;
   /** `access_log` of the server, compiled (absent: none). */
   readonly log = streamLog(this.config.accessLogs);
   /** `return`'s value, for a session. */
@@ -456,13 +436,14 @@ class Session {
         peerReceived: this.peerReceived,
         peerSent: this.peerSent,
         connectMs: this.code === 200 ? this.connectMs : -1,
+        ...(this.source ? { proxyProtocol: this.source } : {}),
         ...(this.hello ? { preread: this.hello } : {}),
         ...(this.tls ? { tls: this.tls } : {}),
       });
   }
 
   /** The session's variables as they stand (before its end: no status yet). */
-  private record(): StreamRecord {
+  record(): StreamRecord {
     const session = this;
     return {
       get remoteAddress() {
@@ -486,7 +467,9 @@ class Session {
       peerReceived: this.peerReceived,
       peerSent: this.peerSent,
       connectMs: -1,
+      ...(this.source ? { proxyProtocol: this.source } : {}),
       ...(this.hello ? { preread: this.hello } : {}),
+      ...(this.tls ? { tls: this.tls } : {}),
     };
   }
 

@@ -29,6 +29,8 @@ export interface StreamRecord {
   readonly connectMs: number;
   /** The ClientHello `ssl_preread` read. */
   readonly preread?: ClientHello;
+  /** The addresses of a PROXY protocol header the session began with. */
+  readonly proxyProtocol?: { readonly address: string; readonly port: number };
   /** The TLS variables of an `ssl` listen's session, read after its handshake. */
   readonly tls?: TlsFacts;
 }
@@ -41,6 +43,8 @@ const last = (r: StreamRecord, i: number) => i === r.peers.length - 1;
 export const streamCoreVariables: VariableTable<StreamRecord> = {
   names: {
     remote_addr: (r) => address(r.remoteAddress),
+    proxy_protocol_addr: (r) => r.proxyProtocol && unmapped(r.proxyProtocol.address),
+    proxy_protocol_port: (r) => r.proxyProtocol && String(r.proxyProtocol.port),
     remote_port: (r) => (r.remotePort === undefined ? undefined : String(r.remotePort)),
     server_addr: (r) => address(r.localAddress),
     server_port: (r) => (r.localPort === undefined ? undefined : String(r.localPort)),

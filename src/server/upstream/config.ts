@@ -23,6 +23,7 @@ import { parseResolvedServer } from '../resolver/config.js';
 import { milliseconds, seconds, whole } from '../config/numbers.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import type { Directive } from '../config/syntax.js';
+import { knownStreamVariable } from '../config/variables.js';
 import { checkVariables, defaultPeer, isZoneName, parseSize, parseUpstreamAddress, requestVariable, type UpstreamAddress } from '../config/values.js';
 import { checkUpstreamBlock, newUpstreamBlock } from './check.js';
 
@@ -186,10 +187,11 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     return { kind: 'random', two: two !== undefined };
   }),
 
-  hash: balancing([1, 2], (d, c) => {
+  hash: balancing([1, 2], (d, c, upstream) => {
     const [key, consistent] = d.args;
     if (consistent !== undefined && consistent !== 'consistent') return void c.error(d.origin, `invalid parameter "${consistent}"`);
-    const error = checkVariables(key, requestVariable);
+    // A stream upstream's key has the session's variables, an http one the request's.
+    const error = checkVariables(key, upstream.protocol === 'stream' ? knownStreamVariable : requestVariable);
     if (error) return void c.error(d.origin, error);
     return { kind: 'hash', key, consistent: consistent !== undefined };
   }),
