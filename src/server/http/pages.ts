@@ -22,7 +22,15 @@ export function errorPage(code: number, footer = 'zonal'): string {
   return `<html>\r\n<head><title>${line}</title></head>\r\n<body>\r\n<center><h1>${line}</h1></center>\r\n<hr><center>${footer}</center>\r\n</body>\r\n</html>\r\n`;
 }
 
+/** Marks a response nginx makes as a special response (an error's page, a redirect): one
+ * made while an error page is answered has its own status, where the page's other
+ * answers take the error's (content.ts, overrideStatus). */
+export const SPECIAL = Symbol('zonal.special');
+export type Special = ServerResponse & { [SPECIAL]?: true };
+export const special = (res: ServerResponse): void => void ((res as Special)[SPECIAL] = true);
+
 export function sendPage(res: ServerResponse, code: number, head: boolean, extra?: Record<string, string>): void {
+  special(res);
   const body = errorPage(code);
   res.writeHead(code, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(body), ...extra });
   res.end(head ? undefined : body);
@@ -118,15 +126,21 @@ export class Return {
   readonly variables: boolean;
   /** Closing the connection after it: nginx does for 444, which answers nothing. */
   readonly close: boolean;
+  /** A redirect with its Location: a special response, which `error_page` may replace. */
+  readonly redirect: boolean;
   readonly status: number;
   /** An error code without text: nginx's own page, which `error_page` may replace. */
   readonly page: boolean;
 
-  constructor(config: ReturnConfig) {
+  /** `value`: what the text or URL is for a request, when the text is made otherwise
+   * than from variables (a rewrite's redirect). */
+  constructor(config: ReturnConfig, value?: (c: HttpContext) => string) {
     this.code = this.status = config.code;
     this.page = config.code >= 400 && config.code !== 444 && config.text === undefined;
     this.close = config.code === 444;
-    if (config.text?.includes('$')) this.value = compileValue(config.text);
+    this.redirect = REDIRECTS.has(config.code) && config.text !== undefined;
+    if (value) this.value = value;
+    else if (config.text?.includes('$')) this.value = compileValue(config.text);
     this.variables = this.value !== undefined;
     ({ headers: this.headers, body: this.body } = this.answer(config.text));
   }
@@ -155,12 +169,18 @@ export class Return {
     return { status: this.code, headers, body: head ? '' : this.body };
   }
 
+  /** A redirect's Location for the request. */
+  location(c: HttpContext): string {
+    return this.value ? headerSafe(this.value(c)) : String(this.headers.Location);
+  }
+
   /** `c`: the request's variables, for a text or URL that holds some. */
   send(res: ServerResponse, head: boolean, c?: HttpContext): void {
     if (this.close) {
       res.socket?.destroy();
       return;
     }
+    if (this.redirect || this.page) special(res);
     if (this.value && c) {
       const { headers, body } = this.answer(this.value(c));
       res.writeHead(this.code, headers);
