@@ -206,7 +206,7 @@ export type RewriteStep =
   | { readonly kind: 'set'; readonly variable: string; readonly value: string }
   /** `rewrite regex replacement [flag]`: `redirect` and `permanent` as written, or
    * `redirect` for a replacement that starts with `http://`, `https://` or `$scheme`. */
-  | { readonly kind: 'rewrite'; readonly regex: RegExp; readonly replacement: string; readonly flag?: 'last' | 'break' | 'redirect' | 'permanent' }
+  | { readonly kind: 'rewrite'; readonly regex: RegExp; readonly source: string; readonly replacement: string; readonly flag?: 'last' | 'break' | 'redirect' | 'permanent' }
   | { readonly kind: 'break' }
   | { readonly kind: 'return'; readonly value: ReturnConfig }
   /** The block's `if` (its index among the block's `ifs`). */

@@ -82,7 +82,7 @@ export const rewriteDirectives: Readonly<Record<string, DirectiveSpec | readonly
       // unless it says `permanent`.
       const url = /^(https?:\/\/|\$scheme)/.test(replacement);
       const resolved = url && flag !== 'permanent' ? 'redirect' : (flag as RewriteFlag | undefined);
-      level.script.push({ kind: 'rewrite', regex, replacement, ...(resolved ? { flag: resolved } : {}) });
+      level.script.push({ kind: 'rewrite', regex, source, replacement, ...(resolved ? { flag: resolved } : {}) });
     },
   }),
 

@@ -90,7 +90,7 @@ class Rewrite {
   constructor(s: Extract<RewriteStep, { kind: 'rewrite' }>) {
     const r = s.regex;
     this.regex = r.global || r.sticky ? new RegExp(r.source, r.flags.replace(/[gy]/g, '')) : r;
-    this.source = s.regex.source;
+    this.source = s.source;
     this.status = s.flag === 'redirect' ? 302 : s.flag === 'permanent' ? 301 : 0;
     if (s.flag === 'last' || s.flag === 'break') this.flag = s.flag;
     let text = s.replacement;
@@ -162,7 +162,11 @@ function steps(script: Script, r: Rewriting, req: IncomingMessage, res: ServerRe
         r.captures = c.captures;
         r.place = step.place;
         const inner = step.place.script;
-        if (!inner) break;
+        // A block whose one directive is `return` has it as its answer.
+        if (!inner) {
+          if (step.place.return) return 'answer';
+          break;
+        }
         const end = steps(inner, r, req, res, state);
         if (end !== 'next') return end;
         c = { req, res, uri: r.uri, ...(r.captures ? { captures: r.captures } : {}) };
