@@ -6,7 +6,7 @@ import { constants, statSync, type Stats } from 'node:fs';
 import type { IfCondition } from '../config/model.js';
 import { compileValue } from '../config/variables.js';
 import type { HttpContext } from './variables.js';
-import { setVariable } from '../rewrite/variables.js';
+import { setGroups } from '../rewrite/variables.js';
 
 /** What a condition reads, and where a matching regex puts its groups. */
 export interface ConditionContext extends HttpContext {
@@ -41,7 +41,7 @@ export function compileCondition(condition: IfCondition): Condition {
         if (m === null) return negate;
         c.captures = m.slice(1).map((g) => g ?? '');
         // Its named groups are variables too, as nginx makes them.
-        if (m.groups) for (const [name, value] of Object.entries(m.groups)) setVariable(c.req, name, value ?? '');
+        setGroups(c.req, m.groups);
         return !negate;
       };
     }

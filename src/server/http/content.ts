@@ -301,8 +301,8 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
 }
 
 /** Checks access at the new place, then answers there. */
-function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri: string, place: Place, captures: readonly string[] | undefined): void {
-  if (place.script) ({ uri, place, captures } = rewriteLocation(site, { place, captures }, req, res, uri));
+function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri: string, place: Place, captures: readonly string[] | undefined, groups?: Route['groups']): void {
+  ({ uri, place, captures } = rewriteLocation(site, { place, captures, ...(groups ? { groups } : {}) }, req, res, uri));
   if (place.warn) warnUninitialized(req, place.warn);
   if (place.guard.open) return serveContent(req, res, uri, place, captures);
   const answer = (verdict: number) => {
@@ -335,7 +335,7 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
   if (server?.answered) return serveContent(req, res, server.uri, server.place, server.captures);
   const route = site.route(server?.uri ?? uri);
-  enterPlace(req, res, site, server?.uri ?? uri, route.place, route.captures);
+  enterPlace(req, res, site, server?.uri ?? uri, route.place, route.captures, route.groups);
 }
 
 function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, from: ContentConfig, c: HttpContext): void {

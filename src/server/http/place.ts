@@ -53,5 +53,7 @@ export interface Place {
 export interface Route {
   readonly place: Place;
   readonly captures?: readonly string[];
+  /** The named groups of its regex location. */
+  readonly groups?: Readonly<Record<string, string | undefined>>;
   readonly redirect?: string;
 }

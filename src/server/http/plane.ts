@@ -349,8 +349,8 @@ export class HttpPlane {
       return;
     }
     // The location's rewrite directives, and the search again of the URI they change.
-    const rewritten = server?.answered ? undefined : rewriteLocation(site, routed, req, res, uri);
-    const redirect = rewritten ? rewritten.redirect : routed.redirect;
+    const rewritten = server?.answered || routed.redirect !== undefined ? undefined : rewriteLocation(site, routed, req, res, uri);
+    const redirect = routed.redirect ?? rewritten?.redirect;
     if (redirect !== undefined) {
       // A location's auto redirect: answered as nginx does once it found the location,
       // before the location's `if` blocks, limits and access checks.

@@ -198,7 +198,7 @@ export class Site {
     const match = this.index.match(uri);
     if (match === undefined) return this;
     const place = this.places.get(match.location)!;
-    return match.redirect ? { place, redirect: match.location.path } : { place, captures: match.captures };
+    return match.redirect ? { place, redirect: match.location.path } : { place, captures: match.captures, ...(match.groups ? { groups: match.groups } : {}) };
   }
 }
 

@@ -11,7 +11,7 @@ import type { Place, Route } from '../http/place.js';
 import { retarget, rewrittenHere, type HttpContext } from '../http/variables.js';
 import { errorLogOf, type ErrorLog, type ErrorLogTarget } from '../log/error-log.js';
 import { logForRequest } from '../log/request-error.js';
-import { setVariable } from './variables.js';
+import { setGroups, setVariable } from './variables.js';
 
 /** A rewrite directive ready to run. An `if` step's block is a place of its own, whose
  * script holds the block's directives. */
@@ -182,7 +182,7 @@ function steps(script: Script, r: Rewriting, req: IncomingMessage, res: ServerRe
         }
         if (log) logForRequest(log, 'notice', `"${rw.source}" matches "${r.uri}"`, req);
         const captures = m.slice(1).map((g) => g ?? '');
-        if (m.groups) for (const [name, value] of Object.entries(m.groups)) setVariable(req, name, value ?? '');
+        setGroups(req, m.groups);
         r.captures = captures;
         c = { req, res, uri: r.uri, captures };
         if (rw.answer) {
@@ -246,6 +246,7 @@ export function rewriteServer(site: Rewriter, req: IncomingMessage, res: ServerR
  * searches the locations again and runs the new one's, until none changes it. */
 export function rewriteLocation(site: Rewriter, route: Route, req: IncomingMessage, res: ServerResponse, uri: string): Rewritten {
   const r: Rewriting = { uri, place: route.place, captures: route.captures };
+  setGroups(req, route.groups);
   for (;;) {
     const script = r.place.script;
     if (!script) return r;
@@ -261,5 +262,6 @@ export function rewriteLocation(site: Rewriter, route: Route, req: IncomingMessa
     if (found.redirect !== undefined) return { uri: r.uri, place: found.place, captures: undefined, redirect: found.redirect };
     r.place = found.place;
     r.captures = found.captures;
+    setGroups(req, found.groups);
   }
 }

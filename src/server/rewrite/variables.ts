@@ -18,6 +18,11 @@ export function setVariable(req: IncomingMessage, name: string, value: string): 
   ((req as Carrying)[VALUES] ??= new Map()).set(name, value);
 }
 
+/** A matching regex's named groups, variables from now on (a group that took no part is empty). */
+export function setGroups(req: IncomingMessage, groups: Readonly<Record<string, string | undefined>> | undefined): void {
+  if (groups) for (const name in groups) setVariable(req, name, groups[name] ?? '');
+}
+
 /** Where the place the request is at wants the use of an unset variable told (its error
  * log), or undefined under `uninitialized_variable_warn off`. */
 export function warnUninitialized(req: IncomingMessage, log: ErrorLog | undefined): void {

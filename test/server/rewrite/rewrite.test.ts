@@ -107,6 +107,8 @@ http {
             rewrite ^/named/(?<first>\\w+)/(?<second>\\w+)$ /plain/$second/$first last;
         }
 
+        location ~ ^/tail/(?<tail>.*)$ { return 200 "tail=$tail\\n"; }
+
         location /warn/ {
             return 200 "[$never_set]\\n";
         }
@@ -176,6 +178,7 @@ t.test('last searches the locations again with the new URI', async (t) => {
   t.equal(server.text, 'plain uri=/plain/s args=k=v request_uri=/server-old/s?k=v\n', "the server's rewrite runs before the search");
   const named = await get('/named/left/right');
   t.equal(named.text, 'plain uri=/plain/right/left args= request_uri=/named/left/right\n', 'named captures are variables');
+  t.equal((await get('/tail/a/b')).text, 'tail=a/b\n', "a regex location's named group");
   t.equal((await get('/ifs/w')).text, 'plain uri=/plain/if-w args= request_uri=/ifs/w\n', 'a rewrite in an if block, with its captures');
   t.equal((await get('/ifs/')).text, 'no if\n');
 });
