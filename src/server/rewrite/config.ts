@@ -38,12 +38,17 @@ const FLAGS: ReadonlySet<string> = new Set<RewriteFlag>(['last', 'break', 'redir
 /** nginx's variables that `set` may change: they have a way to be set. */
 const SETTABLE: ReadonlySet<string> = new Set(['args']);
 
-function onOff(d: Directive, c: Checker): boolean | undefined {
-  const v = d.args[0];
-  if (v === 'on' || v === 'off') return v === 'on';
-  c.error(d.origin, `invalid value "${v}" in "${d.name}" directive, it must be "on" or "off"`);
-  return undefined;
-}
+/** `rewrite_log` and `uninitialized_variable_warn`: on or off, inherited. */
+const onOffSetting = (field: 'rewriteLog' | 'uninitializedVariableWarn') =>
+  define({
+    contexts: ['http', 'server', 'location', 'if'],
+    args: [1, 1],
+    apply(d, level, c) {
+      const v = d.args[0];
+      if (v === 'on' || v === 'off') level[field] = v === 'on';
+      else c.error(d.origin, `invalid value "${v}" in "${d.name}" directive, it must be "on" or "off"`);
+    },
+  });
 
 export const rewriteDirectives: Readonly<Record<string, DirectiveSpec | readonly DirectiveSpec[]>> = {
   // nginx lets a second `return` pass silently (the first one answers); zonal calls it
@@ -112,23 +117,8 @@ export const rewriteDirectives: Readonly<Record<string, DirectiveSpec | readonly
     },
   }),
 
-  rewrite_log: define({
-    contexts: ['http', 'server', 'location', 'if'],
-    args: [1, 1],
-    apply(d, level, c) {
-      const on = onOff(d, c);
-      if (on !== undefined) level.rewriteLog = on;
-    },
-  }),
-
-  uninitialized_variable_warn: define({
-    contexts: ['http', 'server', 'location', 'if'],
-    args: [1, 1],
-    apply(d, level, c) {
-      const on = onOff(d, c);
-      if (on !== undefined) level.uninitializedVariableWarn = on;
-    },
-  }),
+  rewrite_log: onOffSetting('rewriteLog'),
+  uninitialized_variable_warn: onOffSetting('uninitializedVariableWarn'),
 
   if: [
     // nginx's `if` in a location: an implicit nested location (levels.ts, IfLevel). The
