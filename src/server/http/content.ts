@@ -18,7 +18,7 @@ import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { encodePath, errorPage, special, SPECIAL, type Special } from './pages.js';
 import type { Place, Route } from './place.js';
-import { rewriteLocation, rewriteServer } from '../rewrite/script.js';
+import { rewriteLocation, rewriteServer, uriChanged } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
 import { serveStatic } from './static.js';
 import { setErrorPages } from './error-pages.js';
@@ -37,15 +37,11 @@ export interface Router {
   named(name: string): Place | undefined;
 }
 
-/** nginx's limit of internal redirects and named location jumps per request (10): past
- * it, a loop is a 500. */
-const MAX_REDIRECTS = 10;
 
 const STATE = Symbol('zonal.content');
 
 /** A request's content state, made at its first internal redirect or error page. */
 interface State {
-  redirects: number;
   /** It reached its place by an internal redirect: an `internal` location serves it. */
   internal: boolean;
   /** An error page is being served: a second error gets the default page (nginx's
@@ -63,7 +59,7 @@ export function enter(res: ServerResponse, site: Router): void {
   (res as Carried)[SITE] = site;
 }
 
-const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { redirects: 0, internal: false, erring: false, get: false });
+const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { internal: false, erring: false, get: false });
 
 const apis = new WeakMap<ApiHandler, ApiListener>();
 const compiled = new Map<string, (c: HttpContext) => string>();
@@ -315,17 +311,18 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri
   else verdict.then(answer, () => answer(403));
 }
 
-function tooMany(res: ServerResponse): boolean {
-  const state = stateOf(res);
-  state.internal = true;
-  return ++state.redirects > MAX_REDIRECTS;
+/** Counts an internal redirect or a jump to a named location among the request's URI
+ * changes, which nginx limits (rewrite/script.ts): past the limit, a 500. */
+function tooMany(req: IncomingMessage, res: ServerResponse, what: string): boolean {
+  stateOf(res).internal = true;
+  return uriChanged(req, what);
 }
 
 /** nginx's internal redirect: the location of `target` (a path, maybe with a query)
  * answers it. */
 function internalRedirect(req: IncomingMessage, res: ServerResponse, target: string): void {
   const site = (res as Carried)[SITE];
-  if (!site || tooMany(res)) return defaultPage(req, res, 500, undefined);
+  if (!site || tooMany(req, res, `internally redirecting to "${target}"`)) return defaultPage(req, res, 500, undefined);
   const q = target.indexOf('?');
   const uri = normalizeUri(q < 0 ? target : target.slice(0, q));
   if (uri === undefined) return defaultPage(req, res, 500, undefined);
@@ -342,7 +339,7 @@ function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, 
   const site = (res as Carried)[SITE];
   const place = site?.named(name);
   // nginx logs "could not find named location" and answers 500.
-  if (!place || !site || tooMany(res)) return defaultPage(req, res, 500, from);
+  if (!place || !site || tooMany(req, res, 'redirect to named location')) return defaultPage(req, res, 500, from);
   enterPlace(req, res, site, c.uri, place, undefined);
 }
 

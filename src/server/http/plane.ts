@@ -318,6 +318,7 @@ export class HttpPlane {
     }
     zone?.requestStarted();
     enter(res, site);
+    site.nameVariables(req);
     const head = req.method === 'HEAD';
     if (uri === undefined || refused !== 0) {
       // nginx closes the connection after these.

@@ -26,7 +26,9 @@ import { placeLog } from '../log/access-log.js';
 import type { Place, Route } from './place.js';
 import { compileScript } from '../rewrite/script.js';
 import { errorLogOf } from '../log/error-log.js';
-import { hasConfiguredVariables } from '../rewrite/variables.js';
+import { groupNames, hasConfiguredVariables, setGroups } from '../rewrite/variables.js';
+import { nameRegex, normaliseHost } from './server-names.js';
+import type { IncomingMessage } from 'node:http';
 export type { Place, Route } from './place.js';
 
 /** An `if` block has none in it: nginx allows `if` in a server and a location only. */
@@ -69,6 +71,9 @@ export class Site {
   get serverName(): string {
     return this.config.names[0] ?? '';
   }
+  /** Its `server_name` regexes with named groups: the host that selected the server sets
+   * them as variables, as nginx does. */
+  private readonly nameGroups?: readonly RegExp[];
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
   /** `location @name` by its name, `@` included. */
@@ -125,6 +130,8 @@ export class Site {
       return { condition: compileCondition(i.condition), place: { ...server, script: compileScript(i.script, config.rewrite, config.errorLogs, noIf) } };
     };
     this.place = config.script ? { ...server, script: compileScript(config.script, config.rewrite, config.errorLogs, serverIf) } : server;
+    const named = config.names.filter((n) => n.startsWith('~') && groupNames(n).length > 0);
+    if (named.length) this.nameGroups = named.map((n) => nameRegex(n.slice(1)));
     this.index = new LocationIndex(config.locations);
     const acceptHost = apiHostRule(config);
     const audit = options.audit;
@@ -191,6 +198,16 @@ export class Site {
   /** The named location `name` (`@fallback`), if the server has it. */
   named(name: string): Place | undefined {
     return this.names.get(name);
+  }
+
+  /** Sets the named groups of the `server_name` regex the request's Host matches. */
+  nameVariables(req: IncomingMessage): void {
+    if (!this.nameGroups) return;
+    const host = normaliseHost(req.headers.host ?? '');
+    for (const regex of this.nameGroups) {
+      const m = regex.exec(host);
+      if (m) return setGroups(req, m.groups);
+    }
   }
 
   route(uri: string): Route {

@@ -9,7 +9,7 @@ import type { Condition, ConditionContext } from '../http/conditions.js';
 import { absoluteLocation, encodePath, requestOrigin, Return } from '../http/pages.js';
 import type { Place, Route } from '../http/place.js';
 import { retarget, rewrittenHere, type HttpContext } from '../http/variables.js';
-import { errorLogOf, type ErrorLog, type ErrorLogTarget } from '../log/error-log.js';
+import { errorLogOf, mainErrorLog, type ErrorLog, type ErrorLogTarget } from '../log/error-log.js';
 import { logForRequest } from '../log/request-error.js';
 import { setGroups, setVariable } from './variables.js';
 
@@ -229,8 +229,18 @@ export interface Rewriter {
 
 const CYCLES = Symbol('zonal.uriChanges');
 type Counted = IncomingMessage & { [CYCLES]?: number };
-/** nginx's NGX_HTTP_MAX_URI_CHANGES: searches of a rewritten URI a request may make. */
+/** nginx's NGX_HTTP_MAX_URI_CHANGES: the searches of a rewritten URI, internal redirects
+ * and jumps to named locations a request may make, together. */
 const MAX_URI_CHANGES = 10;
+
+/** Counts a change of the request's URI; true, with nginx's error, past the limit. */
+export function uriChanged(req: IncomingMessage, what: string, log: ErrorLog = mainErrorLog()): boolean {
+  const counted = req as Counted;
+  counted[CYCLES] = (counted[CYCLES] ?? 0) + 1;
+  if (counted[CYCLES] <= MAX_URI_CHANGES) return false;
+  logForRequest(log, 'error', `rewrite or internal redirection cycle while ${what}`, req);
+  return true;
+}
 
 /** The server's rewrite phase: its script, run on the request's URI; `answered` when it
  * ends with a `return` or a redirect. */
@@ -252,12 +262,7 @@ export function rewriteLocation(site: Rewriter, route: Route, req: IncomingMessa
     if (!script) return r;
     const { end, changed } = runScript(script, r, req, res);
     if (end === 'answer' || !changed) return r;
-    const counted = req as Counted;
-    counted[CYCLES] = (counted[CYCLES] ?? 0) + 1;
-    if (counted[CYCLES] > MAX_URI_CHANGES) {
-      logForRequest(script.errors, 'error', `rewrite or internal redirection cycle while processing "${r.uri}"`, req);
-      return { ...r, place: { ...r.place, return: INTERNAL_ERROR } };
-    }
+    if (uriChanged(req, `processing "${r.uri}"`, script.errors)) return { ...r, place: { ...r.place, return: INTERNAL_ERROR } };
     const found = site.route(r.uri);
     if (found.redirect !== undefined) return { uri: r.uri, place: found.place, captures: undefined, redirect: found.redirect };
     r.place = found.place;

@@ -1,7 +1,8 @@
 // The rewrite module's variables: those the configuration makes with `set`, and the named
-// groups of its regexes (`(?<name>...)` of a location, an `if` or a `rewrite`), which
-// nginx makes variables too. They live on the request; one that no `set` reached yet is
-// empty, with nginx's warning when `uninitialized_variable_warn` is on where it is read.
+// groups of its regexes (`(?<name>...)` of a location, an `if`, a `rewrite` or a
+// `server_name`), which nginx makes variables too. They live on the request; one that no
+// `set` reached yet is empty, with nginx's warning when `uninitialized_variable_warn` is
+// on where it is read.
 import type { IncomingMessage } from 'node:http';
 import type { Variable } from '../../api/variables.js';
 import { eachDirective, type Directive } from '../config/syntax.js';
@@ -52,7 +53,7 @@ export function configuredVariables(directives: readonly Directive[], builtIn: (
   const http = (d: Directive) => {
     const args = d.args;
     if (d.name === 'set' && /^\$\w+$/.test(args[0] ?? '')) names.add(args[0].slice(1));
-    const regexes = d.name === 'rewrite' ? args.slice(0, 1) : d.name === 'location' && args.length === 2 ? args.slice(1) : d.name === 'if' ? args : [];
+    const regexes = d.name === 'rewrite' ? args.slice(0, 1) : d.name === 'location' && args.length === 2 ? args.slice(1) : d.name === 'if' || d.name === 'server_name' ? args : [];
     for (const r of regexes) for (const n of groupNames(r)) names.add(n);
   };
   eachDirective(directives, (d) => {

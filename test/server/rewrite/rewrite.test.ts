@@ -3,7 +3,7 @@
 // peer that answers with the request target it was sent, and the error log nginx writes.
 import t from 'tap';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, freePorts, Zonal } from '../zonal.js';
@@ -91,6 +91,12 @@ http {
             return 200 "not reached\\n";
         }
 
+        location /bounce/ {
+            # Internal redirects count with the rewrites: one counter of URI changes.
+            rewrite ^/bounce/a$ /bounce/b;
+            try_files /nothing-here /bounce/a;
+        }
+
         location /loop/ {
             rewrite ^/loop/a$ /loop/b last;
             rewrite ^/loop/b$ /loop/a last;
@@ -137,6 +143,11 @@ http {
         location /empty/ {
             rewrite ^ "" ;
         }
+    }
+    server {
+        listen 127.0.0.1:${site};
+        server_name "~^(?<sub>\\w+)\\Q.named.test\\E$";
+        location / { return 200 "sub=$sub\\n"; }
     }
 }
 `;
@@ -214,6 +225,8 @@ t.test('ten searches at most, then 500 and the cycle in the error log', async (t
   const r = await get('/loop/a');
   t.equal(r.status, 500);
   t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while processing "\/loop\/[ab]", client: 127\.0\.0\.1, request: "GET \/loop\/a HTTP\/1\.1"/.test(errorLog())), 'the cycle logged');
+  t.equal((await get('/bounce/a')).status, 500, 'rewrites and internal redirects, together');
+  t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while (processing|internally redirecting to) "\/bounce\/[ab]", client: 127\.0\.0\.1, request: "GET \/bounce\/a HTTP\/1\.1"/.test(errorLog() + zonal.log)), 'their cycle logged');
   const empty = await get('/empty/');
   t.equal(empty.status, 500, 'an empty URI');
   t.ok(await eventually(async () => /the rewritten URI has a zero length/.test(errorLog())));
@@ -224,6 +237,19 @@ t.test('rewrite_log: notices of each match', async (t) => {
   t.ok(await eventually(async () => /\[notice\] \d+#0: \*\d+ "\^\/last\/\(\\w\+\)\/\(\\w\+\)\$" matches "\/last\/one\/two", client: 127\.0\.0\.1/.test(errorLog())), 'a match, with the regex as written');
   t.ok(await eventually(async () => /\[notice\] .*rewritten data: "\/plain\/two-one", args: ""/.test(errorLog())), 'what it was rewritten to');
   t.ok(await eventually(async () => /\[notice\] .*does not match "\/last\/one\/two"/.test(errorLog())), "the server's rewrite that did not match");
+});
+
+t.test("a server_name regex's named groups are variables", async (t) => {
+  const text = await new Promise<string>((resolve, reject) => {
+    request({ host: '127.0.0.1', port: site, path: '/', headers: { Host: 'shop.named.test' } }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    })
+      .on('error', reject)
+      .end();
+  });
+  t.equal(text, 'sub=shop\n');
 });
 
 t.test('-x is true of a directory and an executable file, as in nginx', async (t) => {
