@@ -350,7 +350,9 @@ export class HttpPlane {
       return;
     }
     // The location's rewrite directives, and the search again of the URI they change.
-    const rewritten = server?.answered || routed.redirect !== undefined ? undefined : rewriteLocation(site, routed, req, res, uri);
+    const rewrites = !server?.answered && routed.redirect === undefined && (routed.place.script !== undefined || routed.groups !== undefined);
+    const rewritten = rewrites ? rewriteLocation(site, routed, req, res, uri) : undefined;
+    if (rewritten) uri = rewritten.uri;
     const redirect = routed.redirect ?? rewritten?.redirect;
     if (redirect !== undefined) {
       // A location's auto redirect: answered as nginx does once it found the location,
@@ -365,7 +367,6 @@ export class HttpPlane {
     }
     const place = rewritten?.place ?? routed.place;
     const captures: readonly string[] | undefined = rewritten ? rewritten.captures : routed.captures;
-    if (rewritten) uri = rewritten.uri;
     if (place.warn) warnUninitialized(req, place.warn);
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
