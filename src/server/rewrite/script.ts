@@ -69,9 +69,14 @@ function setter(name: string, value: (c: HttpContext) => string): (c: ConditionC
   return (c) => setVariable(c.req, name, value(c));
 }
 
-/** What nginx escapes in a capture copied into arguments or a redirect, when the
- * request's URI came escaped (NGX_ESCAPE_ARGS). */
-const escapeArgs = (s: string): string => s.replace(/[\x00-\x20"#%&'+;<>?\x7f-\u{10ffff}]/gu, (ch) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+const percent = (ch: string) => [...Buffer.from(ch)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+
+/** What nginx escapes in a capture copied into arguments, when the request's URI came
+ * escaped (NGX_ESCAPE_ARGS)... */
+const escapeArgs = (s: string): string => s.replace(/[\x00-\x20"#%&'+;<>?\x7f-\u{10ffff}]/gu, percent);
+/** ... and into the path of a redirect (as nginx 1.22 answers: a space or `%` escaped, a
+ * `?` or `+` not). */
+const escapeRedirect = (s: string): string => s.replace(/[\x00-\x20"%'\x7f-\u{10ffff}]/gu, percent);
 
 class Rewrite {
   readonly regex: RegExp;
@@ -106,7 +111,7 @@ class Rewrite {
   target(c: ConditionContext, redirect: boolean): { path: string; args: string | undefined } {
     const quoted = c.captures && /[%+]/.test(c.req.url ?? '');
     const escaped = quoted ? { ...c, captures: c.captures!.map(escapeArgs) } : c;
-    const path = this.path(redirect ? escaped : c);
+    const path = this.path(redirect && quoted ? { ...c, captures: c.captures!.map(escapeRedirect) } : c);
     const url = c.req.url ?? '';
     const q = url.indexOf('?');
     const old = this.keepArgs && q >= 0 ? url.slice(q + 1) : undefined;

@@ -165,6 +165,9 @@ t.test('redirects: the flags, a URL replacement, and the arguments', async (t) =
   const keep = await get('/redirect/keep/a?x=1');
   t.equal(keep.status, 302, 'redirect: 302');
   t.equal(keep.location, `http://127.0.0.1:${site}/to/a?x=1`, "a relative replacement is made absolute, the request's arguments appended");
+  // As nginx 1.22 answers: in the path a space (and `%`) of a capture escaped, `+` and `?` not.
+  t.equal((await get('/redirect/keep/a%20b?k=1')).location, `http://127.0.0.1:${site}/to/a%20b?k=1`, 'a capture with a space');
+  t.equal((await get('/redirect/keep/a+b%3Fc')).location, `http://127.0.0.1:${site}/to/a+b?c`, 'a capture with + and ?');
   const add = await get('/redirect/add/a?x=1');
   t.equal(add.status, 301, 'permanent: 301');
   t.equal(add.location, `http://127.0.0.1:${site}/to/a?c=d&x=1`, "the replacement's arguments, then the request's");
