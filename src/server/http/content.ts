@@ -315,7 +315,7 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri
  * changes, which nginx limits (rewrite/script.ts): past the limit, a 500. */
 function tooMany(req: IncomingMessage, res: ServerResponse, what: string): boolean {
   stateOf(res).internal = true;
-  return uriChanged(req, what);
+  return uriChanged(req, res, what);
 }
 
 /** nginx's internal redirect: the location of `target` (a path, maybe with a query)

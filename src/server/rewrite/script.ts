@@ -182,23 +182,23 @@ function steps(script: Script, r: Rewriting, req: IncomingMessage, res: ServerRe
         const log = script.log;
         const m = rw.regex.exec(r.uri);
         if (m === null) {
-          if (log) logForRequest(log, 'notice', `"${rw.source}" does not match "${r.uri}"`, req);
+          if (log) logForRequest(log, 'notice', `"${rw.source}" does not match "${r.uri}"`, req, res);
           break;
         }
-        if (log) logForRequest(log, 'notice', `"${rw.source}" matches "${r.uri}"`, req);
+        if (log) logForRequest(log, 'notice', `"${rw.source}" matches "${r.uri}"`, req, res);
         const captures = m.slice(1).map((g) => g ?? '');
         setGroups(req, m.groups);
         r.captures = captures;
         c = { req, res, uri: r.uri, captures };
         if (rw.answer) {
-          if (log) logForRequest(log, 'notice', `rewritten redirect: "${rw.location(c)}"`, req);
+          if (log) logForRequest(log, 'notice', `rewritten redirect: "${rw.location(c)}"`, req, res);
           r.place = { ...r.place, return: rw.answer };
           return 'answer';
         }
         const { path, args } = rw.target(c, false);
-        if (log) logForRequest(log, 'notice', `rewritten data: "${path}", args: "${args ?? ''}"`, req);
+        if (log) logForRequest(log, 'notice', `rewritten data: "${path}", args: "${args ?? ''}"`, req, res);
         if (path === '') {
-          logForRequest(script.errors, 'error', `the rewritten URI has a zero length`, req);
+          logForRequest(script.errors, 'error', `the rewritten URI has a zero length`, req, res);
           r.place = { ...r.place, return: INTERNAL_ERROR };
           return 'answer';
         }
@@ -239,11 +239,11 @@ type Counted = IncomingMessage & { [CYCLES]?: number };
 const MAX_URI_CHANGES = 10;
 
 /** Counts a change of the request's URI; true, with nginx's error, past the limit. */
-export function uriChanged(req: IncomingMessage, what: string, log: ErrorLog = mainErrorLog()): boolean {
+export function uriChanged(req: IncomingMessage, res: ServerResponse, what: string, log: ErrorLog = mainErrorLog()): boolean {
   const counted = req as Counted;
   counted[CYCLES] = (counted[CYCLES] ?? 0) + 1;
   if (counted[CYCLES] <= MAX_URI_CHANGES) return false;
-  logForRequest(log, 'error', `rewrite or internal redirection cycle while ${what}`, req);
+  logForRequest(log, 'error', `rewrite or internal redirection cycle while ${what}`, req, res);
   return true;
 }
 
@@ -267,7 +267,7 @@ export function rewriteLocation(site: Rewriter, route: Route, req: IncomingMessa
     if (!script) return r;
     const { end, changed } = runScript(script, r, req, res);
     if (end === 'answer' || !changed) return r;
-    if (uriChanged(req, `processing "${r.uri}"`, script.errors)) return { ...r, place: { ...r.place, return: INTERNAL_ERROR } };
+    if (uriChanged(req, res, `processing "${r.uri}"`, script.errors)) return { ...r, place: { ...r.place, return: INTERNAL_ERROR } };
     const found = site.route(r.uri);
     if (found.redirect !== undefined) return { uri: r.uri, place: found.place, captures: undefined, redirect: found.redirect };
     r.place = found.place;

@@ -36,7 +36,7 @@ function userVariable(name: string): Variable<HttpContext> {
     const value = req[VALUES]?.get(name);
     if (value !== undefined) return value;
     const log = req[WARN];
-    if (log) logForRequest(log, 'warn', `using uninitialized "${name}" variable`, req);
+    if (log) logForRequest(log, 'warn', `using uninitialized "${name}" variable`, req, c.res);
     return '';
   };
 }

@@ -219,7 +219,7 @@ t.test('set, in a location and an if block, read by return and add_header', asyn
 
 t.test('an unset variable is empty, and told in the error log unless turned off', async (t) => {
   t.equal((await get('/warn/')).text, '[]\n');
-  t.ok(await eventually(async () => /\[warn\] \d+#0: \*\d+ using uninitialized "never_set" variable, client: 127\.0\.0\.1, request: "GET \/warn\/ HTTP\/1\.1"/.test(errorLog())), 'warned');
+  t.ok(await eventually(async () => /\[warn\] \d+#0: \*\d+ using uninitialized "never_set" variable, client: 127\.0\.0\.1, server: localhost, request: "GET \/warn\/ HTTP\/1\.1"/.test(errorLog())), 'warned');
   t.equal((await get('/nowarn/')).text, '[]\n');
   t.notMatch(errorLog(), /using uninitialized .*request: "GET \/nowarn\//, 'uninitialized_variable_warn off');
 });
@@ -227,9 +227,9 @@ t.test('an unset variable is empty, and told in the error log unless turned off'
 t.test('ten searches at most, then 500 and the cycle in the error log', async (t) => {
   const r = await get('/loop/a');
   t.equal(r.status, 500);
-  t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while processing "\/loop\/[ab]", client: 127\.0\.0\.1, request: "GET \/loop\/a HTTP\/1\.1"/.test(errorLog())), 'the cycle logged');
+  t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while processing "\/loop\/[ab]", client: 127\.0\.0\.1, server: localhost, request: "GET \/loop\/a HTTP\/1\.1"/.test(errorLog())), 'the cycle logged');
   t.equal((await get('/bounce/a')).status, 500, 'rewrites and internal redirects, together');
-  t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while (processing|internally redirecting to) "\/bounce\/[ab]", client: 127\.0\.0\.1, request: "GET \/bounce\/a HTTP\/1\.1"/.test(errorLog() + zonal.log)), 'their cycle logged');
+  t.ok(await eventually(async () => /\[error\] .*rewrite or internal redirection cycle while (processing|internally redirecting to) "\/bounce\/[ab]", client: 127\.0\.0\.1, server: localhost, request: "GET \/bounce\/a HTTP\/1\.1"/.test(errorLog() + zonal.log)), 'their cycle logged');
   const empty = await get('/empty/');
   t.equal(empty.status, 500, 'an empty URI');
   t.ok(await eventually(async () => /the rewritten URI has a zero length/.test(errorLog())));
@@ -237,7 +237,7 @@ t.test('ten searches at most, then 500 and the cycle in the error log', async (t
 
 t.test('rewrite_log: notices of each match', async (t) => {
   await get('/last/one/two');
-  t.ok(await eventually(async () => /\[notice\] \d+#0: \*\d+ "\^\/last\/\(\\w\+\)\/\(\\w\+\)\$" matches "\/last\/one\/two", client: 127\.0\.0\.1/.test(errorLog())), 'a match, with the regex as written');
+  t.ok(await eventually(async () => /\[notice\] \d+#0: \*\d+ "\^\/last\/\(\\w\+\)\/\(\\w\+\)\$" matches "\/last\/one\/two", client: 127\.0\.0\.1, server: localhost, request: /.test(errorLog())), 'a match, with the regex as written');
   t.ok(await eventually(async () => /\[notice\] .*rewritten data: "\/plain\/two-one", args: ""/.test(errorLog())), 'what it was rewritten to');
   t.ok(await eventually(async () => /\[notice\] .*does not match "\/last\/one\/two"/.test(errorLog())), "the server's rewrite that did not match");
 });
