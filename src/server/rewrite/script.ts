@@ -11,7 +11,7 @@ import type { Place, Route } from '../http/place.js';
 import { retarget, rewrittenHere, type HttpContext } from '../http/variables.js';
 import { errorLogOf, mainErrorLog, type ErrorLog, type ErrorLogTarget } from '../log/error-log.js';
 import { logForRequest } from '../log/request-error.js';
-import { setGroups, setVariable } from './variables.js';
+import { setGroups, setVariable, warnUninitialized } from './variables.js';
 
 /** A rewrite directive ready to run. An `if` step's block is a place of its own, whose
  * script holds the block's directives. */
@@ -166,6 +166,7 @@ function steps(script: Script, r: Rewriting, req: IncomingMessage, res: ServerRe
         if (!step.condition(c)) break;
         r.captures = c.captures;
         r.place = step.place;
+        warnUninitialized(req, r.place.warn);
         const inner = step.place.script;
         // A block whose one directive is `return` has it as its answer.
         if (!inner) {
@@ -251,6 +252,7 @@ export function uriChanged(req: IncomingMessage, res: ServerResponse, what: stri
  * ends with a `return` or a redirect. */
 export function rewriteServer(site: Rewriter, req: IncomingMessage, res: ServerResponse, uri: string): Rewriting & { answered: boolean } {
   const r: Rewriting = { uri, place: site.place, captures: undefined };
+  warnUninitialized(req, site.place.warn);
   const script = site.place.script;
   if (!script) return { ...r, answered: false };
   const { end } = runScript(script, r, req, res);
@@ -263,6 +265,7 @@ export function rewriteLocation(site: Rewriter, route: Route, req: IncomingMessa
   const r: Rewriting = { uri, place: route.place, captures: route.captures };
   setGroups(req, route.groups);
   for (;;) {
+    warnUninitialized(req, r.place.warn);
     const script = r.place.script;
     if (!script) return r;
     const { end, changed } = runScript(script, r, req, res);
