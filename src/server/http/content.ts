@@ -16,7 +16,7 @@ import { apiListener, type ApiHandler, type ApiListener } from '../../transport/
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
-import { encodePath, errorPage, special, SPECIAL, type Special } from './pages.js';
+import { encodePath, errorPage, queryOf, special, SPECIAL, type Special } from './pages.js';
 import type { Place, Route } from './place.js';
 import { rewriteLocation, rewriteServer, uriChanged } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
@@ -26,7 +26,7 @@ import { TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
-import { requestContext, retarget, SERVER as SITE, type HttpContext } from './variables.js';
+import { isRewrittenHere, requestContext, retarget, rewrittenHere, SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
@@ -299,7 +299,7 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
 /** Checks access at the new place, then answers there. */
 function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri: string, place: Place, captures: readonly string[] | undefined, groups?: Route['groups']): void {
   ({ uri, place, captures } = rewriteLocation(site, { place, captures, ...(groups ? { groups } : {}) }, req, res, uri));
-  if (place.warn) warnUninitialized(req, place.warn);
+  warnUninitialized(req, place.warn);
   if (place.guard.open) return serveContent(req, res, uri, place, captures);
   const answer = (verdict: number) => {
     if (res.destroyed) return;
@@ -326,8 +326,10 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   const q = target.indexOf('?');
   const uri = normalizeUri(q < 0 ? target : target.slice(0, q));
   if (uri === undefined) return defaultPage(req, res, 500, undefined);
-  // New arguments replace the request's (nginx's r->args).
-  if (q >= 0) retarget(req, encodePath(uri) + target.slice(q));
+  // The new URI is the request's from now on (a proxy_pass without a URI part passes it),
+  // and new arguments replace the request's (nginx's r->args).
+  retarget(req, encodePath(uri) + (q >= 0 ? target.slice(q) : queryOf(req.url ?? '')));
+  if (isRewrittenHere(req)) rewrittenHere(req, false);
   // The server's rewrite directives run again for the new URI, as nginx's do.
   const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
   if (server?.answered) return serveContent(req, res, server.uri, server.place, server.captures);

@@ -367,7 +367,7 @@ export class HttpPlane {
     }
     const place = rewritten?.place ?? routed.place;
     const captures: readonly string[] | undefined = rewritten ? rewritten.captures : routed.captures;
-    if (place.warn) warnUninitialized(req, place.warn);
+    warnUninitialized(req, place.warn);
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
     noteRequest(res, place, uri);

@@ -65,9 +65,10 @@ export const requestUri = (req: IncomingMessage): string => (req as Retargeted)[
 export const requestLine = (req: IncomingMessage): string => `${req.method} ${requestUri(req)} HTTP/${req.httpVersion}`;
 
 /** `rewrite ... break` changed the URI in the location it stays in (nginx's
- * `valid_location` off): a `proxy_pass` with a URI passes the changed URI whole. */
+ * `valid_location` off): a `proxy_pass` with a URI passes the changed URI whole. An
+ * internal redirect finds a location for its URI again (`yes` false). */
 export function rewrittenHere(req: IncomingMessage, yes = true): void {
-  if (yes || (req as Retargeted)[REWRITTEN_HERE]) (req as Retargeted)[REWRITTEN_HERE] = yes;
+  (req as Retargeted)[REWRITTEN_HERE] = yes;
 }
 export const isRewrittenHere = (req: IncomingMessage): boolean => (req as Retargeted)[REWRITTEN_HERE] === true;
 

@@ -141,7 +141,8 @@ type End = 'next' | 'stop' | 'last' | 'answer';
 
 const INTERNAL_ERROR = new Return({ code: 500 });
 
-/** Runs a script; true: the URI changed and the locations are to be searched again. */
+/** Runs a script: how it ended, and whether it changed the URI (without `break`: the
+ * locations are searched again). */
 function runScript(script: Script, r: Rewriting, req: IncomingMessage, res: ServerResponse): { end: End; changed: boolean } {
   const state = { changed: false };
   const end = steps(script, r, req, res, state);

@@ -84,6 +84,11 @@ http {
             proxy_pass http://127.0.0.1:${backendPort};
         }
 
+        location /ep/ {
+            error_page 404 /passed/from-error-page;
+            return 404;
+        }
+
         location /stop/ {
             set $a first;
             break;
@@ -205,6 +210,9 @@ t.test('break stops the rewrite directives; the location stays', async (t) => {
 
 t.test('proxy_pass without a URI passes the rewritten URI and arguments', async (t) => {
   t.equal((await get('/pass/a%20b?x=1')).text, 'peer /passed/a%20b?x=1');
+  const page = await get('/ep/?x=2');
+  t.equal(page.status, 404, "an error page keeps the error's status");
+  t.equal(page.text, 'peer /passed/from-error-page?x=2', "and an internal redirect's URI is what is passed, as nginx's");
 });
 
 t.test('set, in a location and an if block, read by return and add_header', async (t) => {
