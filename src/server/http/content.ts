@@ -16,7 +16,7 @@ import { apiListener, type ApiHandler, type ApiListener } from '../../transport/
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
-import { encodePath, errorPage, queryOf, special, SPECIAL, type Special } from './pages.js';
+import { encodePath, errorPage, queryOf, sendRedirect, special, SPECIAL, type Special } from './pages.js';
 import type { Place, Route } from './place.js';
 import { rewriteLocation, rewriteServer, uriChanged } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
@@ -334,6 +334,8 @@ function internalRedirect(req: IncomingMessage, res: ServerResponse, target: str
   const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
   if (server?.answered) return serveContent(req, res, server.uri, server.place, server.captures);
   const route = site.route(server?.uri ?? uri);
+  // A location's auto redirect answers here too, as nginx's search does.
+  if (route.redirect !== undefined) return sendRedirect(req, res, route.redirect);
   enterPlace(req, res, site, server?.uri ?? uri, route.place, route.captures, route.groups);
 }
 

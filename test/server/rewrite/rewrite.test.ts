@@ -89,6 +89,11 @@ http {
             return 404;
         }
 
+        location /ep2/ {
+            error_page 404 /passed;
+            return 404;
+        }
+
         location /stop/ {
             set $a first;
             break;
@@ -213,6 +218,9 @@ t.test('proxy_pass without a URI passes the rewritten URI and arguments', async 
   const page = await get('/ep/?x=2');
   t.equal(page.status, 404, "an error page keeps the error's status");
   t.equal(page.text, 'peer /passed/from-error-page?x=2', "and an internal redirect's URI is what is passed, as nginx's");
+  const auto = await get('/ep2/');
+  t.equal(auto.status, 301, "an internal redirect to a proxied location's path without its slash: the auto redirect");
+  t.equal(auto.location, `http://127.0.0.1:${site}/passed/`);
 });
 
 t.test('set, in a location and an if block, read by return and add_header', async (t) => {
