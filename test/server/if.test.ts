@@ -7,7 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { parseIfCondition } from '../../src/server/rewrite/condition.js';
 import { loadConfig } from '../../src/server/config/load.js';
-import type { LocationConfig, ServerConfig } from '../../src/server/config/model.js';
+import type { LocationConfig, RewriteStep, ServerConfig } from '../../src/server/config/model.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-if-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -138,8 +138,8 @@ t.test('an if block inherits its location, and sets what it may', async (t) => {
   t.same(plain.return, { code: 200, text: '$1 $host' });
   t.equal(api.api, '/status/http/');
   t.same(api.condition, { kind: 'file', test: 'f', path: path.join(path.dirname(file), 'site.html'), negate: false }, 'a relative path is relative to the file');
-  t.equal(app.ifsBeforeReturn, undefined, 'no return in the location');
-  t.equal(ret.ifsBeforeReturn, 1, "the location's return comes after one if block");
+  t.same(app.script?.map((s) => s.kind), ['if', 'if', 'if', 'if'], 'its if blocks, in order, no return');
+  t.same(ret.script?.map((s) => s.kind), ['if', 'return', 'if'], "the location's return comes after one if block");
   t.same(config!.http!.upstreams.map((u) => u.name), ['u']);
 });
 
@@ -147,15 +147,16 @@ t.test('a server holds if blocks with return, in order with its own return', asy
   const { config, errors } = load(server('    if ($arg_a) { return 401; }', '    if ($http_x) { }', '    return 200;', '    if ($arg_b) { return 402; }', '    location / { }'));
   t.same(errors, []);
   const s = config!.http!.servers[0];
+  const returned = (steps: readonly RewriteStep[]) => steps.map((r) => (r.kind === 'return' ? r.value.code : r.kind));
   t.same(
-    s.ifs?.map((i) => [i.condition.kind, i.return?.code]),
+    s.ifs?.map((i) => [i.condition.kind, returned(i.script)]),
     [
-      ['variable', 401],
-      ['variable', undefined],
-      ['variable', 402],
+      ['variable', [401]],
+      ['variable', []],
+      ['variable', [402]],
     ],
   );
-  t.equal(s.ifsBeforeReturn, 2);
+  t.same(s.script && returned(s.script), ['if', 'if', 200, 'if'], 'the server runs them in the order written');
 });
 
 t.test('if blocks add their zones to the status catalog', async (t) => {
@@ -217,6 +218,7 @@ t.test('the directives allowed in an if block are those whose entry names the if
   const inIf = names.filter((name) => specsOf(name).some((s) => (s.contexts as readonly string[]).includes('if')));
   t.same(inIf.sort(), [
     'api',
+    'break',
     'limit_conn',
     'limit_conn_dry_run',
     'limit_conn_log_level',
@@ -227,7 +229,11 @@ t.test('the directives allowed in an if block are those whose entry names the if
     'limit_req_status',
     'proxy_pass',
     'return',
+    'rewrite',
+    'rewrite_log',
     'root',
+    'set',
     'status_zone',
+    'uninitialized_variable_warn',
   ]);
 });

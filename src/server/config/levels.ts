@@ -1,6 +1,6 @@
 // What each block of the configuration says by itself, before inheritance: the directive
 // table fills these in, resolve.ts merges them into the model.
-import type { AccessRule, BalancingMethod, IfCondition, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig, StatusZoneKey } from './model.js';
+import type { AccessRule, BalancingMethod, IfCondition, RewriteStep, ListenConfig, LocationConfig, NextUpstreamCondition, Origin, PeerParams, ReturnConfig, StatusZoneKey } from './model.js';
 import type { Directive } from './syntax.js';
 
 interface Level {
@@ -20,6 +20,9 @@ export interface InheritableLevel extends Level {
   readonly access: AccessRule[];
   /** `false` for `auth_basic off`. */
   authBasic?: At<string | false>;
+  /** `rewrite_log`, `uninitialized_variable_warn`. */
+  rewriteLog?: boolean;
+  uninitializedVariableWarn?: boolean;
   authUserFile?: string;
   /** `api_origins`: origins allowed to write to the API from a browser, normalised. */
   apiOrigins?: string[];
@@ -103,8 +106,8 @@ export interface ServerLevel extends InheritableLevel {
   readonly locations: LocationLevel[];
   /** `if` blocks, in order. */
   readonly ifs: ServerIfLevel[];
-  /** How many `if` blocks came before `return`. */
-  ifsBeforeReturn?: number;
+  /** The rewrite directives, `if` blocks among them, in order. */
+  readonly script: RewriteStep[];
 }
 
 /** An `if` block in a server (the context `server_if`): nginx runs it before any location
@@ -115,6 +118,7 @@ export interface ServerIfLevel extends Level {
   /** Undefined after an error in it. */
   readonly condition?: IfCondition;
   return?: At<ReturnConfig>;
+  readonly script: RewriteStep[];
 }
 
 export interface LocationLevel extends InheritableLevel {
@@ -133,8 +137,8 @@ export interface LocationLevel extends InheritableLevel {
   readonly locations: LocationLevel[];
   /** `if` blocks, in order. */
   readonly ifs: IfLevel[];
-  /** How many `if` blocks came before `return`. */
-  ifsBeforeReturn?: number;
+  /** The rewrite directives, `if` blocks among them, in order. */
+  readonly script: RewriteStep[];
 }
 
 /**
@@ -150,6 +154,7 @@ export interface IfLevel extends InheritableLevel {
   readonly path: string;
   /** Undefined after an error in it. */
   readonly condition?: IfCondition;
+  readonly script: RewriteStep[];
   statusZone?: string | false;
   statusZoneKey?: StatusZoneKey;
   return?: At<ReturnConfig>;

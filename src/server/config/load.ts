@@ -8,6 +8,7 @@ import type { Checker, MainLevel } from './levels.js';
 import type { ConfigError, ServerConfig } from './model.js';
 import { resolveHttp } from './resolve.js';
 import { walk } from './walk.js';
+import { declareConfiguredVariables } from './variables.js';
 import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
 import { coreConfigOf } from '../core/config.js';
@@ -56,6 +57,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
     specsOf,
   };
   const level: MainLevel = { kind: 'main', seen: new Set() };
+  declareConfiguredVariables(directives);
   walk(directives, level, checker);
   const http = level.http && resolveHttp(level.http, checker);
   // The http block's shared zones, which no stream zone may take: their names, and what they are.

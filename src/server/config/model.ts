@@ -55,6 +55,8 @@ export interface Inherited {
   /** `api_origins`: the origins besides the server's own whose browser pages may write
    * to /config (`scheme://host[:port]`, lowercase, default port left out); absent: none. */
   readonly apiOrigins?: readonly string[];
+  /** `rewrite_log`, `uninitialized_variable_warn`; absent: nginx's defaults. */
+  readonly rewrite?: RewriteSettings;
 }
 
 /** `proxy_next_upstream` conditions: nginx's, but the cache's `updating`. */
@@ -226,6 +228,26 @@ export type IfCondition =
   /** `(-f path)`, `-d`, `-e`, `-x`, each with `!`: a file, a directory, either, executable. */
   | { readonly kind: 'file'; readonly test: 'f' | 'd' | 'e' | 'x'; readonly path: string; readonly negate: boolean };
 
+/** One directive of the rewrite module, as nginx's rewrite phase runs them: in the order
+ * written, an `if` block's own directives inside it. */
+export type RewriteStep =
+  /** `set $variable value`. */
+  | { readonly kind: 'set'; readonly variable: string; readonly value: string }
+  /** `rewrite regex replacement [flag]`: `redirect` and `permanent` as written, or
+   * `redirect` for a replacement that starts with `http://`, `https://` or `$scheme`. */
+  | { readonly kind: 'rewrite'; readonly regex: RegExp; readonly source: string; readonly replacement: string; readonly flag?: 'last' | 'break' | 'redirect' | 'permanent' }
+  | { readonly kind: 'break' }
+  | { readonly kind: 'return'; readonly value: ReturnConfig }
+  /** The block's `if` (its index among the block's `ifs`). */
+  | { readonly kind: 'if'; readonly index: number };
+
+/** `rewrite_log` and `uninitialized_variable_warn` where they differ from nginx's
+ * defaults (off, on). */
+export interface RewriteSettings {
+  readonly log: boolean;
+  readonly warn: boolean;
+}
+
 /**
  * `status_zone <key> zone=<name>[:<count>]` (Angie 1.8): the zone `<name>` is a group of
  * zones made at run time, each named by a request's key (metrics/zone-groups.ts): up to
@@ -252,6 +274,8 @@ export interface IfConfig extends Inherited {
   /** With `status_zone <key> zone=...`: `statusZone` is a group, each request's key its zone. */
   readonly statusZoneKey?: StatusZoneKey;
   readonly return?: ReturnConfig;
+  /** Its rewrite directives in order, when it has more than a `return`. */
+  readonly script?: readonly RewriteStep[];
   readonly api?: string;
   /** Its own `proxy_pass`, with the location's `proxy_*` settings. */
   readonly proxy?: ProxyConfig;
@@ -275,9 +299,9 @@ export interface LocationConfig extends Inherited {
   readonly return?: ReturnConfig;
   /** `if` blocks in the order written, not inherited by nested locations. */
   readonly ifs?: readonly IfConfig[];
-  /** With `return` and `ifs`: how many `if` blocks come before the `return`, which nginx
-   * runs in the order written (the `return` answers unless an `if` before it did). */
-  readonly ifsBeforeReturn?: number;
+  /** The rewrite directives (`if` blocks among them) in the order nginx runs them, when
+   * there is more than a `return`. */
+  readonly script?: readonly RewriteStep[];
   /** `api <path>`: the API element path, with variables. Not inherited. */
   readonly api?: string;
   /** `proxy_pass`: not inherited (as nginx), its `proxy_*` settings are. */
@@ -305,11 +329,11 @@ export interface VirtualServerConfig extends Inherited {
   readonly admin: boolean;
   /** A server-level `return`: answers every request before locations are searched. */
   readonly return?: ReturnConfig;
-  /** `if` blocks of the server, in order: the first true one with a `return` answers
-   * before locations are searched. */
-  readonly ifs?: ReadonlyArray<{ readonly condition: IfCondition; readonly return?: ReturnConfig; readonly origin: Origin }>;
-  /** With `return` and `ifs`: how many `if` blocks come before the `return`. */
-  readonly ifsBeforeReturn?: number;
+  /** `if` blocks of the server, in order, with their rewrite directives. */
+  readonly ifs?: ReadonlyArray<{ readonly condition: IfCondition; readonly script: readonly RewriteStep[]; readonly origin: Origin }>;
+  /** The server's rewrite directives, run before locations are searched, when there is
+   * more than a `return`. */
+  readonly script?: readonly RewriteStep[];
   readonly locations: readonly LocationConfig[];
   readonly origin: Origin;
 }

@@ -3,7 +3,8 @@
 // configuration means the same here.
 
 /** `(?P<name>...)` -> `(?<name>...)`, `(?P=name)` -> `\k<name>`, a leading `(?i)` -> the
- * `i` flag. Throws a SyntaxError when the result does not compile. */
+ * `i` flag, `\Q...\E` -> the text escaped, `\p{...}` -> the `u` flag. Throws a
+ * SyntaxError when the result does not compile. */
 export function compileRegex(source: string, caseless: boolean): RegExp {
   let flags = caseless ? 'i' : '';
   let body = source;
@@ -12,5 +13,9 @@ export function compileRegex(source: string, caseless: boolean): RegExp {
     flags = 'i';
   }
   body = body.replace(/\(\?P<(?=[A-Za-z_])/g, '(?<').replace(/\(\?P=([A-Za-z_]\w*)\)/g, '\\k<$1>');
+  // `\Q...\E`: the text between as it is.
+  body = body.replace(/\\Q([\s\S]*?)(?:\\E|$)/g, (_, text: string) => text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&'));
+  // A Unicode property (`\p{N}`) is known to V8 only in its Unicode mode.
+  if (/\\[pP]\{/.test(body)) flags += 'u';
   return new RegExp(body, flags);
 }

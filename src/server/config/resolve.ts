@@ -11,6 +11,8 @@ import type {
   NextUpstreamCondition,
   ProxyConfig,
   ProxySsl,
+  RewriteSettings,
+  RewriteStep,
   UpstreamBlockConfig,
   VirtualServerConfig,
 } from './model.js';
@@ -88,9 +90,12 @@ interface Merged {
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
   readonly gzip: GzipConfig;
+  readonly rewrite: RewriteSettings;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
+
+const TOP_REWRITE: RewriteSettings = { log: false, warn: true };
 
 const TOP: Merged = {
   access: [],
@@ -105,6 +110,7 @@ const TOP: Merged = {
   core: TOP_CORE,
   content: TOP_CONTENT,
   gzip: TOP_GZIP,
+  rewrite: TOP_REWRITE,
 };
 
 function merge(outer: Merged, level: InheritableLevel & { readonly kind: string }): Merged {
@@ -143,6 +149,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     content: mergeContent(outer.content, level, addHeaders),
     gzip: mergeGzip(outer.gzip, level),
     ...histogramField(level.histogram ?? outer.histogram),
+    rewrite: mergeRewrite(outer.rewrite, level),
   };
 }
 
@@ -274,6 +281,7 @@ class Resolver {
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;
+    if (m.rewrite !== TOP_REWRITE) out.rewrite = m.rewrite;
     const realm = m.authBasic?.value;
     if (m.authBasic && realm !== false && realm !== undefined) {
       if (m.authUserFile !== undefined) out.authBasic = { realm, userFile: m.authUserFile };
@@ -343,6 +351,7 @@ class Resolver {
       admin: s.listens.some((l) => l.admin),
       ...(s.return ? { return: s.return.value } : {}),
       ...serverIfs(s),
+      ...scriptOf(s.script),
       ...this.limits(merged),
       locations: s.locations.map((l) => this.location(l, merged, undefined, false)),
       origin: s.directive.origin,
@@ -384,7 +393,7 @@ class Resolver {
       ...statusZone,
       ...(l.return ? { return: l.return.value } : {}),
       ...(ifs.length ? { ifs } : {}),
-      ...(ifs.length && l.return ? { ifsBeforeReturn: l.ifsBeforeReturn ?? 0 } : {}),
+      ...scriptOf(l.script),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       ...(l.dashboard ? { dashboard: l.dashboard.value } : {}),
@@ -409,6 +418,7 @@ class Resolver {
       condition: i.condition,
       ...statusZone,
       ...(i.return ? { return: i.return.value } : {}),
+      ...scriptOf(i.script),
       ...(i.api ? { api: i.api.value } : {}),
       ...(proxy ? { proxy } : {}),
       ...this.limits(merged),
@@ -430,11 +440,21 @@ function zoneSetting(level: LocationLevel | IfLevel, outer: ZoneSetting | undefi
   return level.statusZoneKey ? { statusZone: level.statusZone, statusZoneKey: level.statusZoneKey } : { statusZone: level.statusZone };
 }
 
-/** A server's `if` blocks: only those that answer do anything. */
-function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs' | 'ifsBeforeReturn'> {
-  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, ...(i.return ? { return: i.return.value } : {}), origin: i.origin }] : []));
-  if (!ifs.length) return {};
-  return { ifs, ...(s.return ? { ifsBeforeReturn: s.ifsBeforeReturn ?? 0 } : {}) };
+/** A server's `if` blocks. (One with an error makes the configuration fail: leaving it
+ * out here does not move the index its `if` step names.) */
+function serverIfs(s: ServerLevel): Pick<VirtualServerConfig, 'ifs'> {
+  const ifs = s.ifs.flatMap((i) => (i.condition ? [{ condition: i.condition, script: i.script, origin: i.origin }] : []));
+  return ifs.length ? { ifs } : {};
+}
+
+/** A block's rewrite directives, when they are more than a `return` (which answers alone). */
+const scriptOf = (steps: readonly RewriteStep[]): { script?: readonly RewriteStep[] } =>
+  steps.length === 0 || (steps.length === 1 && steps[0].kind === 'return') ? {} : { script: steps };
+
+function mergeRewrite(outer: RewriteSettings, level: InheritableLevel): RewriteSettings {
+  const log = level.rewriteLog ?? outer.log;
+  const warn = level.uninitializedVariableWarn ?? outer.warn;
+  return log === outer.log && warn === outer.warn ? outer : { log, warn };
 }
 
 export const resolveHttp = (http: HttpLevel, c: Checker): HttpBlockConfig => new Resolver(c, http.upstreams).http(http);

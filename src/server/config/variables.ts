@@ -14,6 +14,8 @@ import { authBasicVariables } from '../auth-basic/variables.js';
 import { gzipVariables } from '../gzip/variables.js';
 import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
 import { sslPrereadVariables } from '../stream/ssl-preread.js';
+import { configuredVariables } from '../rewrite/variables.js';
+import type { Directive } from './syntax.js';
 
 export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, gzipVariables]);
 
@@ -33,3 +35,9 @@ export function compileValue(text: string): (c: HttpContext) => string {
 
 /** Whether `-t` lets an http value name it. */
 export const knownHttpVariable = httpVariables.known;
+
+/** The variables of the configuration about to be checked (`set`, named groups), known
+ * to every value from now on, in place of the previous configuration's. */
+export function declareConfiguredVariables(directives: readonly Directive[]): void {
+  httpVariables.declare(configuredVariables(directives, httpVariables.builtIn));
+}

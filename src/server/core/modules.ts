@@ -33,8 +33,7 @@ export const NGINX_MODULES: readonly NginxModule[] = [
   m('http_map_module', true, false),
   m('http_split_clients_module', true, false),
   m('http_referer_module', true, false),
-  // zonal has `if` and `return` of it, not `set`, `rewrite` or `break`.
-  m('http_rewrite_module', true, false),
+  m('http_rewrite_module', true, true),
   m('http_proxy_module', true, true),
   m('http_fastcgi_module', true, false),
   m('http_uwsgi_module', true, false),

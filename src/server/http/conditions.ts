@@ -1,10 +1,12 @@
 // `if` conditions at run time, compiled once per block. A regex that matches leaves its
-// groups as the request's captures ($1..$9), as nginx's do, whether or not the condition
-// is negated; one that does not match leaves the captures as they were.
-import { constants, accessSync, statSync, type Stats } from 'node:fs';
+// groups as the request's captures ($1..$9, and its named groups as variables), as
+// nginx's do, whether or not the condition is negated; one that does not match leaves
+// the captures as they were.
+import { constants, statSync, type Stats } from 'node:fs';
 import type { IfCondition } from '../config/model.js';
 import { compileValue } from '../config/variables.js';
 import type { HttpContext } from './variables.js';
+import { setGroups } from '../rewrite/variables.js';
 
 /** What a condition reads, and where a matching regex puts its groups. */
 export interface ConditionContext extends HttpContext {
@@ -38,6 +40,8 @@ export function compileCondition(condition: IfCondition): Condition {
         const m = regex.exec(left(c));
         if (m === null) return negate;
         c.captures = m.slice(1).map((g) => g ?? '');
+        // Its named groups are variables too, as nginx makes them.
+        setGroups(c.req, m.groups);
         return !negate;
       };
     }
@@ -66,13 +70,6 @@ const fileTests: Record<'f' | 'd' | 'e' | 'x', (path: string) => boolean> = {
   f: (p) => stat(p)?.isFile() ?? false,
   d: (p) => stat(p)?.isDirectory() ?? false,
   e: (p) => stat(p) !== undefined,
-  x: (p) => {
-    if (!(stat(p)?.isFile() ?? false)) return false;
-    try {
-      accessSync(p, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  },
+  // nginx's ngx_is_exec: the owner's execute bit, of a file or a directory alike.
+  x: (p) => ((stat(p)?.mode ?? 0) & constants.S_IXUSR) !== 0,
 };

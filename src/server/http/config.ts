@@ -55,6 +55,7 @@ function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Check
     proxySetHeaders: [],
     locations: [],
     ifs: [],
+    script: [],
   };
 }
 
@@ -101,7 +102,7 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, http, c) {
-      const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [], ifs: [] };
+      const server: ServerLevel = { kind: 'server', seen: new Set(), directive: d, listens: [], names: [], access: [], proxySetHeaders: [], locations: [], ifs: [], script: [] };
       http.servers.push(server);
       c.walk(d.block ?? [], server);
       checkServer(server, c);

@@ -15,8 +15,10 @@ import { apiListener, type ApiHandler, type ApiListener } from '../../transport/
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
-import { absoluteLocation, encodePath, errorPage, requestOrigin } from './pages.js';
-import { runIfs, type Place, type Route } from './place.js';
+import { absoluteLocation, encodePath, errorPage, queryOf, requestOrigin, sendRedirect, special, SPECIAL, type Special } from './pages.js';
+import type { Place, Route } from './place.js';
+import { rewriteLocation, rewriteServer, uriChanged } from '../rewrite/script.js';
+import { warnUninitialized } from '../rewrite/variables.js';
 import { serveStatic } from './static.js';
 import { filterGzip } from '../gzip/filter.js';
 import { gzipStatic } from '../gzip/static.js';
@@ -26,24 +28,22 @@ import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
-import { requestContext, SERVER as SITE, type HttpContext } from './variables.js';
+import { isRewrittenHere, requestContext, retarget, rewrittenHere, SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
   readonly serverName: string;
+  /** The server's own place: its rewrite directives run for every internal redirect. */
+  readonly place: Place;
   route(uri: string): Route;
   named(name: string): Place | undefined;
 }
 
-/** nginx's limit of internal redirects and named location jumps per request (10): past
- * it, a loop is a 500. */
-const MAX_REDIRECTS = 10;
 
 const STATE = Symbol('zonal.content');
 
 /** A request's content state, made at its first internal redirect or error page. */
 interface State {
-  redirects: number;
   /** It reached its place by an internal redirect: an `internal` location serves it. */
   internal: boolean;
   /** An error page is being served: a second error gets the default page (nginx's
@@ -61,7 +61,7 @@ export function enter(res: ServerResponse, site: Router): void {
   (res as Carried)[SITE] = site;
 }
 
-const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { redirects: 0, internal: false, erring: false, get: false });
+const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { internal: false, erring: false, get: false });
 
 const apis = new WeakMap<ApiHandler, ApiListener>();
 const compiled = new Map<string, (c: HttpContext) => string>();
@@ -112,6 +112,11 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
     // `return <code>` without text for an error is nginx's special response: error_page applies.
     if (ret.page) return answerError(req, res, ret.status, content, contextOf(req, res, uri, captures));
     const c = ret.variables || content.addHeaders.length > 0 ? contextOf(req, res, uri, captures) : undefined;
+    // A redirect is a special response too: its Location stays, and its error page answers.
+    if (ret.redirect && hasPage(res, content, ret.status)) {
+      res.setHeader('Location', ret.location(c ?? { req, res, uri }));
+      return answerError(req, res, ret.status, content, c ?? contextOf(req, res, uri, captures));
+    }
     if (content !== TOP_CONTENT) addHeaders(res, content, ret.status, c ?? { req, res, uri });
     const absolute = ret.relative && content.redirect.absolute ? (path: string) => absoluteLocation(path, requestOrigin(req), content.redirect, (res as Carried)[SITE]?.serverName) : undefined;
     return ret.send(res, req.method === 'HEAD', ret.variables ? c : undefined, absolute);
@@ -244,12 +249,9 @@ async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place,
 }
 
 /** Checks access at the new place, then answers there. */
-function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-  if (place.ifs) {
-    const c = { req, res, uri, ...(captures ? { captures } : {}) };
-    place = runIfs(place, c);
-    captures = c.captures;
-  }
+function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri: string, place: Place, captures: readonly string[] | undefined, groups?: Route['groups']): void {
+  ({ uri, place, captures } = rewriteLocation(site, { place, captures, ...(groups ? { groups } : {}) }, req, res, uri));
+  warnUninitialized(req, place.warn);
   if (place.guard.open) return serveContent(req, res, uri, place, captures);
   const answer = (verdict: number) => {
     if (res.destroyed) return;
@@ -261,24 +263,32 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, uri: string, plac
   else verdict.then(answer, () => answer(403));
 }
 
-function tooMany(res: ServerResponse): boolean {
-  const state = stateOf(res);
-  state.internal = true;
-  return ++state.redirects > MAX_REDIRECTS;
+/** Counts an internal redirect or a jump to a named location among the request's URI
+ * changes, which nginx limits (rewrite/script.ts): past the limit, a 500. */
+function tooMany(req: IncomingMessage, res: ServerResponse, what: string): boolean {
+  stateOf(res).internal = true;
+  return uriChanged(req, res, what);
 }
 
 /** nginx's internal redirect: the location of `target` (a path, maybe with a query)
  * answers it. */
 function internalRedirect(req: IncomingMessage, res: ServerResponse, target: string): void {
   const site = (res as Carried)[SITE];
-  if (!site || tooMany(res)) return defaultPage(req, res, 500, undefined);
+  if (!site || tooMany(req, res, `internally redirecting to "${target}"`)) return defaultPage(req, res, 500, undefined);
   const q = target.indexOf('?');
   const uri = normalizeUri(q < 0 ? target : target.slice(0, q));
   if (uri === undefined) return defaultPage(req, res, 500, undefined);
-  // New arguments replace the request's (nginx's r->args).
-  if (q >= 0) req.url = encodePath(uri) + target.slice(q);
-  const route = site.route(uri);
-  enterPlace(req, res, uri, route.place, route.captures);
+  // The new URI is the request's from now on (a proxy_pass without a URI part passes it),
+  // and new arguments replace the request's (nginx's r->args).
+  retarget(req, encodePath(uri) + (q >= 0 ? target.slice(q) : queryOf(req.url ?? '')));
+  if (isRewrittenHere(req)) rewrittenHere(req, false);
+  // The server's rewrite directives run again for the new URI, as nginx's do.
+  const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
+  if (server?.answered) return serveContent(req, res, server.uri, server.place, server.captures);
+  const route = site.route(server?.uri ?? uri);
+  // A location's auto redirect answers here too, as nginx's search does.
+  if (route.redirect !== undefined) return sendRedirect(req, res, route.redirect, route.place.content?.redirect, site.serverName);
+  enterPlace(req, res, site, server?.uri ?? uri, route.place, route.captures, route.groups);
 }
 
 // A peer's X-Accel-Redirect (proxy.ts): a URI or a named location, the request's URI
@@ -292,13 +302,14 @@ function namedLocation(req: IncomingMessage, res: ServerResponse, name: string, 
   const site = (res as Carried)[SITE];
   const place = site?.named(name);
   // nginx logs "could not find named location" and answers 500.
-  if (!place || tooMany(res)) return defaultPage(req, res, 500, from);
-  enterPlace(req, res, c.uri, place, undefined);
+  if (!place || !site || tooMany(req, res, 'redirect to named location')) return defaultPage(req, res, 500, from);
+  enterPlace(req, res, site, c.uri, place, undefined);
 }
 
 /** The page nginx writes for `status` itself, with the place's headers. */
 function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, given: ContentConfig | undefined, extra?: Record<string, string>, c?: HttpContext): void {
   if (cannotAnswer(res)) return;
+  special(res);
   const content = given ?? TOP_CONTENT;
   if (given) addHeaders(res, given, status, c ?? { req, res, uri: '' });
   // Statuses below 400 (a `=code` of try_files) answer with no page, as nginx's.
@@ -311,7 +322,9 @@ function defaultPage(req: IncomingMessage, res: ServerResponse, status: number, 
  * error's own code when the page's URI answers with another. */
 function overrideStatus(res: ServerResponse, status: number): void {
   const writeHead = res.writeHead;
-  res.writeHead = function (this: ServerResponse, _code: number, ...rest: unknown[]) {
+  res.writeHead = function (this: ServerResponse, code: number, ...rest: unknown[]) {
+    // A special response (an error's page, a redirect) has its own status, as nginx's.
+    if ((this as Special)[SPECIAL]) return (writeHead as (...a: unknown[]) => ServerResponse).call(this, code, ...rest);
     // The reason phrase of the other code would be wrong.
     if (typeof rest[0] === 'string') rest.shift();
     return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
@@ -327,10 +340,13 @@ function cannotAnswer(res: ServerResponse): boolean {
   return true;
 }
 
+/** The error page of `status` at a place, unless one is being answered already. */
+const hasPage = (res: ServerResponse, content: ContentConfig, status: number) =>
+  (res as Carried)[STATE]?.erring ? undefined : content.errorPages.find((p) => p.status === status);
+
 function answerError(req: IncomingMessage, res: ServerResponse, status: number, content: ContentConfig, c: HttpContext, extra?: Record<string, string>): void {
   if (cannotAnswer(res)) return;
-  const state = (res as Carried)[STATE];
-  const page = state?.erring ? undefined : content.errorPages.find((p) => p.status === status);
+  const page = hasPage(res, content, status);
   if (!page) return defaultPage(req, res, status, content, extra, c);
   stateOf(res).erring = true;
   const uri = expand(page.uri, c);

@@ -7,6 +7,8 @@ export interface LocationMatch {
   /** The groups of the last regex location that matched on the way ($1 is `captures[0]`);
    * a group that took no part in the match is `''`, as nginx's `$n` is empty. */
   readonly captures: string[];
+  /** Its named groups, which nginx makes variables. */
+  readonly groups?: Readonly<Record<string, string | undefined>>;
   /** nginx's auto redirect: the URI is `location.path` without its final slash, and the
    * answer is a 301 to `location.path` (the query kept), before anything else of the
    * location runs. */
@@ -71,7 +73,8 @@ export class LocationIndex {
     find(this.root, uri, search);
     if (search.location === undefined) return undefined;
     if (search.redirect) return { location: search.location, captures: [], redirect: true };
-    return { location: search.location, captures: captures(search.captures) };
+    const groups = search.captures?.groups;
+    return { location: search.location, captures: captures(search.captures), ...(groups ? { groups } : {}) };
   }
 }
 

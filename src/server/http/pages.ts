@@ -43,7 +43,15 @@ export function errorPage(code: number, footer = 'zonal'): string {
   return `<html>\r\n<head><title>${line}</title></head>\r\n<body>\r\n<center><h1>${line}</h1></center>\r\n<hr><center>${footer}</center>\r\n</body>\r\n</html>\r\n`;
 }
 
+/** Marks a response nginx makes as a special response (an error's page, a redirect): one
+ * made while an error page is answered has its own status, where the page's other
+ * answers take the error's (content.ts, overrideStatus). */
+export const SPECIAL = Symbol('zonal.special');
+export type Special = ServerResponse & { [SPECIAL]?: true };
+export const special = (res: ServerResponse): void => void ((res as Special)[SPECIAL] = true);
+
 export function sendPage(res: ServerResponse, code: number, head: boolean, extra?: Record<string, string>): void {
+  special(res);
   const body = errorPage(code);
   res.writeHead(code, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(body), ...extra });
   res.end(head ? undefined : body);
@@ -155,15 +163,21 @@ export class Return {
   /** A redirect to a path: nginx's header filter makes its Location absolute
    * (`absolute_redirect`), from the request's Host and port. */
   readonly relative: boolean;
+  /** A redirect with its Location: a special response, which `error_page` may replace. */
+  readonly redirect: boolean;
   readonly status: number;
   /** An error code without text: nginx's own page, which `error_page` may replace. */
   readonly page: boolean;
 
-  constructor(config: ReturnConfig) {
+  /** `value`: what the text or URL is for a request, when the text is made otherwise
+   * than from variables (a rewrite's redirect). */
+  constructor(config: ReturnConfig, value?: (c: HttpContext) => string) {
     this.code = this.status = config.code;
     this.page = config.code >= 400 && config.code !== 444 && config.text === undefined;
     this.close = config.code === 444;
-    if (config.text?.includes('$')) this.value = compileValue(config.text);
+    this.redirect = REDIRECTS.has(config.code) && config.text !== undefined;
+    if (value) this.value = value;
+    else if (config.text?.includes('$')) this.value = compileValue(config.text);
     this.variables = this.value !== undefined;
     this.relative = REDIRECTS.has(config.code) && config.text !== undefined && (config.text.startsWith('/') || this.variables);
     ({ headers: this.headers, body: this.body } = this.answer(config.text));
@@ -194,6 +208,11 @@ export class Return {
     return { status: this.code, headers, body: head ? '' : this.body };
   }
 
+  /** A redirect's Location for the request. */
+  location(c: HttpContext): string {
+    return this.value ? headerSafe(this.value(c)) : String(this.headers.Location);
+  }
+
   /** `c`: the request's variables, for a text or URL that holds some. `absolute`: makes a
    * redirect's path a URL (only given when `relative`). */
   send(res: ServerResponse, head: boolean, c?: HttpContext, absolute?: (path: string) => string): void {
@@ -201,6 +220,7 @@ export class Return {
       res.socket?.destroy();
       return;
     }
+    if (this.redirect || this.page) special(res);
     if (this.value && c) {
       const { headers, body } = this.answer(this.value(c), absolute);
       res.writeHead(this.code, headers);

@@ -1,13 +1,14 @@
 // A place: what answers the requests of a location (or an `if` block in it, or a server
 // none of whose locations matches), as site.ts builds it for the data plane, the admin
-// listeners and the content phase (content.ts); and how its `if` blocks choose.
+// listeners and the content phase (content.ts).
 import type { PlaceLog } from '../log/access-log.js';
 import type { CoreSettings } from './core/config.js';
 import type { ApiHandler } from '../../api/index.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { PlaceLimits } from '../limits/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
-import type { Condition, ConditionContext } from './conditions.js';
+import type { Script } from '../rewrite/script.js';
+import type { ErrorLog } from '../log/error-log.js';
 import type { ContentConfig } from './content-config.js';
 import type { GzipConfig } from '../gzip/config.js';
 import type { Guard } from './guard.js';
@@ -37,8 +38,11 @@ export interface Place {
   readonly proxy?: Proxy;
   /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
   readonly limits?: PlaceLimits;
-  /** The location's `if` blocks, run before anything else answers. */
-  readonly ifs?: IfScript;
+  /** Its rewrite directives (`if` blocks among them), run before anything else answers;
+   * a `return` alone is `return`. */
+  readonly script?: Script;
+  /** Where the use of a variable no `set` reached is told (`uninitialized_variable_warn`). */
+  readonly warn?: ErrorLog;
   /** `access_log` in force (only where traffic is recorded: workers). */
   readonly log?: PlaceLog;
   /** The http core module's settings here (types, body size, keep-alive). */
@@ -47,41 +51,12 @@ export interface Place {
   readonly gzip?: GzipConfig;
 }
 
-/** A location's `if` blocks and its `return`, in the order nginx runs them. */
-export interface IfScript {
-  readonly branches: ReadonlyArray<{ readonly condition: Condition; readonly place: Place }>;
-  /** The index of the branch the location's own `return` comes before; absent: none. */
-  readonly returnAt?: number;
-}
-
-/**
- * Runs a location's `if` blocks as nginx's rewrite phase does: in order, each true one
- * switching the request to its block (the last true one wins), one with `return`
- * answering at once, and the location's own `return` answering where it is written,
- * with the settings (the zone) of the block the request is in by then. Returns the place
- * the request goes on with; a regex that matched left its groups in `c.captures`.
- */
-export function runIfs(place: Place, c: ConditionContext): Place {
-  const script = place.ifs!;
-  let routed: Place = place;
-  let matched = false;
-  const { branches, returnAt } = script;
-  for (let i = 0; i < branches.length; i++) {
-    if (i === returnAt) break;
-    const branch = branches[i];
-    if (!branch.condition(c)) continue;
-    routed = branch.place;
-    matched = true;
-    if (routed.return) return routed;
-  }
-  if (returnAt !== undefined && place.return) return matched ? { ...routed, return: place.return } : place;
-  return routed;
-}
-
 /** Where a request goes: a place, with its regex captures, or a redirect (`redirect`: the
  * path, as the location is written, that a 301 sends the client to). */
 export interface Route {
   readonly place: Place;
   readonly captures?: readonly string[];
+  /** The named groups of its regex location. */
+  readonly groups?: Readonly<Record<string, string | undefined>>;
   readonly redirect?: string;
 }

@@ -22,8 +22,9 @@ import { auditLine } from '../audit.js';
 import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage, sendRedirect, useNginxReasons } from './pages.js';
 import { ServerNames } from './server-names.js';
-import type { ConditionContext } from './conditions.js';
-import { runIfs, Site, type Place, type Route } from './site.js';
+import { Site, type Place, type Route } from './site.js';
+import { rewriteLocation, rewriteServer } from '../rewrite/script.js';
+import { warnUninitialized } from '../rewrite/variables.js';
 import { enter, refuse, serveContent } from './content.js';
 import { UpstreamRuntime } from './upstream.js';
 import { normalizeUri } from './uri.js';
@@ -313,7 +314,7 @@ export class HttpPlane {
     // The response time histograms' start, the request's headers in: read only for a
     // server whose zones have histograms (0 otherwise: nothing is timed).
     const started = site.timed ? performance.now() : 0;
-    const uri = normalizeUri(req.url ?? '/');
+    let uri = normalizeUri(req.url ?? '/');
     // A group's zone is the one the request's key names ($uri as normalised).
     const zone = site.zoneOf ? site.zoneOf({ req, uri: uri ?? '', serverName: site.config.names[0] ?? '' }) : site.zone;
     if (conn?.handshake) {
@@ -322,6 +323,7 @@ export class HttpPlane {
     }
     zone?.requestStarted();
     enter(res, site);
+    site.nameVariables(req);
     const head = req.method === 'HEAD';
     if (uri === undefined || refused !== 0) {
       // nginx closes the connection after these.
@@ -335,9 +337,10 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, undefined, started);
       return;
     }
-    // The server's `if` blocks may answer before any location is searched.
-    const answered = site.place.ifs ? this.serverIfs(site.place, req, res, uri) : undefined;
-    const routed: Route = answered ?? site.route(uri);
+    // The server's rewrite directives run before any location is searched, and may answer.
+    const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
+    if (server) uri = server.uri;
+    const routed: Route = server?.answered ? server : site.route(uri);
     const core = routed.place.core ?? site.place.core ?? listen.core;
     keepAlive(req, res, conn, core, listen);
     if (core.sendTimeout !== TOP_CORE.sendTimeout) (res as Sending)[SEND_TIMEOUT] = core.sendTimeout;
@@ -352,24 +355,25 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, location, started);
       return;
     }
-    if (routed.redirect !== undefined) {
+    // The location's rewrite directives, and the search again of the URI they change.
+    const rewrites = !server?.answered && routed.redirect === undefined && (routed.place.script !== undefined || routed.groups !== undefined);
+    const rewritten = rewrites ? rewriteLocation(site, routed, req, res, uri) : undefined;
+    if (rewritten) uri = rewritten.uri;
+    const redirect = routed.redirect ?? rewritten?.redirect;
+    if (redirect !== undefined) {
       // A location's auto redirect: answered as nginx does once it found the location,
       // before the location's `if` blocks, limits and access checks.
-      const location = routed.place.zoneOf ? routed.place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : routed.place.zone;
+      const found = rewritten?.place ?? routed.place;
+      const location = found.zoneOf ? found.zoneOf({ req, uri, serverName: site.config.names[0] ?? '' }) : found.zone;
       location?.requestStarted();
-      noteRequest(res, routed.place, uri);
-      sendRedirect(req, res, routed.redirect, routed.place.content?.redirect, site.serverName);
+      noteRequest(res, found, uri);
+      sendRedirect(req, res, redirect, found.content?.redirect, site.serverName);
       this.answered(socket, conn, res, zone, location, started);
       return;
     }
-    let place = routed.place;
-    let captures: readonly string[] | undefined = routed.captures;
-    // The location's `if` blocks choose the settings the request goes on with.
-    if (place.ifs && !answered) {
-      const c: ConditionContext = { req, res, uri, ...(captures ? { captures } : {}) };
-      place = runIfs(place, c);
-      captures = c.captures;
-    }
+    const place = rewritten?.place ?? routed.place;
+    const captures: readonly string[] | undefined = rewritten ? rewritten.captures : routed.captures;
+    warnUninitialized(req, place.warn);
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
     noteRequest(res, place, uri);
@@ -400,13 +404,6 @@ export class HttpPlane {
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
-  }
-
-  /** The place of the server's `if` block (or `return`) that answers, if one does. */
-  private serverIfs(server: Place, req: IncomingMessage, res: ServerResponse, uri: string): { place: Place; captures?: readonly string[] } | undefined {
-    const c: ConditionContext = { req, res, uri };
-    const place = runIfs(server, c);
-    return place.return ? { place, ...(c.captures ? { captures: c.captures } : {}) } : undefined;
   }
 
   private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {

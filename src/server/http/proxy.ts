@@ -22,7 +22,7 @@ import { parseUpstreamAddress } from '../config/values.js';
 import { errorLogOf, type ErrorLog } from '../log/error-log.js';
 import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { compileValue } from '../config/variables.js';
-import { requestContext, type HttpContext } from './variables.js';
+import { isRewrittenHere, requestContext, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
@@ -258,6 +258,8 @@ export class Proxy {
     const url = req.url ?? '/';
     if (this.config.uri === undefined) return url;
     if (this.uriValue) return encodeUnsafe(this.uriValue(c));
+    // After `rewrite ... break` nginx passes the changed URI, whatever the URI part says.
+    if (isRewrittenHere(req)) return url;
     const q = url.indexOf('?');
     const rest = this.prefix === '' ? '' : uri.slice(this.prefix!.length);
     return this.config.uri + escapeUri(rest) + (q < 0 ? '' : url.slice(q));

@@ -134,7 +134,7 @@ function hasUpperCase(s: string): boolean {
 /** nginx compiles a server_name regex caseless when it holds an uppercase letter (hosts are
  * lowercased, so it could never match otherwise); compileRegex reads PCRE's spellings, as
  * the configuration check does. */
-function nameRegex(source: string): RegExp {
+export function nameRegex(source: string): RegExp {
   return compileRegex(source, /[A-Z]/.test(source));
 }
 

@@ -23,8 +23,23 @@ import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
 import { placeLog } from '../log/access-log.js';
 
-import type { IfScript, Place, Route } from './place.js';
-export { runIfs, type IfScript, type Place, type Route } from './place.js';
+import type { Place, Route } from './place.js';
+import { compileScript } from '../rewrite/script.js';
+import { errorLogOf } from '../log/error-log.js';
+import { groupNames, hasConfiguredVariables, setGroups } from '../rewrite/variables.js';
+import { nameRegex, normaliseHost } from './server-names.js';
+import type { IncomingMessage } from 'node:http';
+export type { Place, Route } from './place.js';
+
+/** An `if` block has none in it: nginx allows `if` in a server and a location only. */
+const noIf = (): never => {
+  throw new Error('"if" in an "if" block');
+};
+
+/** Where a block tells of a variable of the configuration used before any `set`
+ * (`uninitialized_variable_warn`, on unless turned off): only when there are some. */
+const warnOf = (block: Inherited): Pick<Place, 'warn'> =>
+  hasConfiguredVariables() && block.rewrite?.warn !== false ? { warn: errorLogOf(block.errorLogs) } : {};
 
 export interface SiteOptions {
   readonly status: Status;
@@ -56,6 +71,9 @@ export class Site {
   get serverName(): string {
     return this.config.names[0] ?? '';
   }
+  /** Its `server_name` regexes with named groups: the host that selected the server sets
+   * them as variables, as nginx does. */
+  private readonly nameGroups?: readonly RegExp[];
   private readonly index: LocationIndex;
   private readonly places = new Map<LocationConfig, Place>();
   /** `location @name` by its name, `@` included. */
@@ -105,15 +123,16 @@ export class Site {
       ...(block.gzip ? { gzip: block.gzip } : {}),
     });
     const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
-    const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
-    // The server's `if` blocks answer with their `return`, before locations are searched.
-    const ifs: IfScript | undefined = config.ifs?.length
-      ? {
-          branches: config.ifs.map((i) => ({ condition: compileCondition(i.condition), place: i.return ? { ...bare, return: new Return(i.return) } : bare })),
-          ...(config.ifsBeforeReturn !== undefined ? { returnAt: config.ifsBeforeReturn } : {}),
-        }
-      : undefined;
-    this.place = ifs ? { ...server, ifs } : server;
+    const server: Place = { ...bare, ...warnOf(config), ...(config.return && !config.script ? { return: new Return(config.return) } : {}) };
+    // The server's `if` blocks run the rewrite directives in them; the rest of a block's
+    // settings mean nothing before a location is found.
+    const serverIf = (index: number) => {
+      const i = config.ifs![index];
+      return { condition: compileCondition(i.condition), place: { ...server, script: compileScript(i.script, config.rewrite, config.errorLogs, noIf) } };
+    };
+    this.place = config.script ? { ...server, script: compileScript(config.script, config.rewrite, config.errorLogs, serverIf) } : server;
+    const named = config.names.filter((n) => n.startsWith('~') && groupNames(n).length > 0);
+    if (named.length) this.nameGroups = named.map((n) => nameRegex(n.slice(1)));
     this.index = new LocationIndex(config.locations);
     const acceptHost = apiHostRule(config);
     const audit = options.audit;
@@ -132,7 +151,8 @@ export class Site {
         const place: Place = {
           ...zoneOf('location', l),
           guard: new Guard(l),
-          ...(l.return ? { return: new Return(l.return) } : {}),
+          ...warnOf(l),
+          ...(l.return && !l.script ? { return: new Return(l.return) } : {}),
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
           ...(l.proxy ? { proxy: proxyOf(options, l.proxy, l) } : {}),
@@ -148,7 +168,9 @@ export class Site {
           return {
             ...zoneOf('location', i),
             guard: new Guard(i),
-            ...(i.return ? { return: new Return(i.return) } : {}),
+            ...warnOf(i),
+            ...(i.return && !i.script ? { return: new Return(i.return) } : {}),
+            ...(i.script ? { script: compileScript(i.script, i.rewrite, i.errorLogs, noIf) } : {}),
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
             ...(i.proxy ? { proxy: proxyOf(options, i.proxy, l) } : !own && place.proxy ? { proxy: place.proxy } : {}),
@@ -160,10 +182,8 @@ export class Site {
             ...(i.core ? { core: i.core } : {}),
           };
         };
-        const ifs: IfScript | undefined = l.ifs?.length
-          ? { branches: l.ifs.map((i) => ({ condition: compileCondition(i.condition), place: ifBlock(i) })), ...(l.ifsBeforeReturn !== undefined ? { returnAt: l.ifsBeforeReturn } : {}) }
-          : undefined;
-        this.places.set(l, ifs ? { ...place, ifs } : place);
+        const ifAt = (index: number) => ({ condition: compileCondition(l.ifs![index].condition), place: ifBlock(l.ifs![index]) });
+        this.places.set(l, l.script ? { ...place, script: compileScript(l.script, l.rewrite, l.errorLogs, ifAt) } : place);
         if (l.modifier === '@') this.names.set(l.path, this.places.get(l)!);
         visit(l.locations);
       }
@@ -181,12 +201,22 @@ export class Site {
     return this.names.get(name);
   }
 
+  /** Sets the named groups of the `server_name` regex the request's Host matches. */
+  nameVariables(req: IncomingMessage): void {
+    if (!this.nameGroups) return;
+    const host = normaliseHost(req.headers.host ?? '');
+    for (const regex of this.nameGroups) {
+      const m = regex.exec(host);
+      if (m) return setGroups(req, m.groups);
+    }
+  }
+
   route(uri: string): Route {
     if (this.place.return) return this;
     const match = this.index.match(uri);
     if (match === undefined) return this;
     const place = this.places.get(match.location)!;
-    return match.redirect ? { place, redirect: match.location.path } : { place, captures: match.captures };
+    return match.redirect ? { place, redirect: match.location.path } : { place, captures: match.captures, ...(match.groups ? { groups: match.groups } : {}) };
   }
 }
 

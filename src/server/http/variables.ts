@@ -46,6 +46,32 @@ export function requestContext(req: IncomingMessage, res: ServerResponse, uri: s
   return more ? Object.defineProperties(c, more) : c;
 }
 
+const REQUEST_URI = Symbol('zonal.requestUri');
+const REWRITTEN_HERE = Symbol('zonal.rewrittenHere');
+type Retargeted = IncomingMessage & { [REQUEST_URI]?: string; [REWRITTEN_HERE]?: boolean };
+
+/** Gives the request a new URI and arguments (`req.url`: a rewrite, an internal
+ * redirect), keeping what the client sent for `$request_uri` and `$request`. */
+export function retarget(req: IncomingMessage, url: string): void {
+  const r = req as Retargeted;
+  r[REQUEST_URI] ??= req.url;
+  req.url = url;
+}
+
+/** `$request_uri`: the target as the client sent it. */
+export const requestUri = (req: IncomingMessage): string => (req as Retargeted)[REQUEST_URI] ?? req.url ?? '';
+
+/** `$request`: the request line as the client sent it. */
+export const requestLine = (req: IncomingMessage): string => `${req.method} ${requestUri(req)} HTTP/${req.httpVersion}`;
+
+/** `rewrite ... break` changed the URI in the location it stays in (nginx's
+ * `valid_location` off): a `proxy_pass` with a URI passes the changed URI whole. An
+ * internal redirect finds a location for its URI again (`yes` false). */
+export function rewrittenHere(req: IncomingMessage, yes = true): void {
+  (req as Retargeted)[REWRITTEN_HERE] = yes;
+}
+export const isRewrittenHere = (req: IncomingMessage): boolean => (req as Retargeted)[REWRITTEN_HERE] === true;
+
 /** `$remote_addr`. */
 export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => unmapped(req.socket?.remoteAddress ?? '');
 

@@ -6,11 +6,11 @@ import { ConnectionLimiter, HOLD_REFUSED, HOLD_TAKEN, limitRequest, RequestLimit
 import type { LimitKey } from '../../engine/index.js';
 import type { Status } from '../../metrics/status.js';
 import { sendPage } from '../http/pages.js';
-import { clientAddress, type HttpContext } from '../http/variables.js';
+import type { HttpContext } from '../http/variables.js';
 import { compileKey, connectionKey } from './key.js';
 import type { LimitsConfig, LogLevel } from './config.js';
 import { errorLogOf, type ErrorLogTarget } from '../log/error-log.js';
-import { connectionNumber } from '../core/connection.js';
+import { logForRequest } from '../log/request-error.js';
 
 type Key = (c: HttpContext) => string | Buffer;
 
@@ -23,10 +23,7 @@ const BELOW: Record<LogLevel, LogLevel> = { error: 'warn', warn: 'notice', notic
 
 /** To the place's error logs (its `error_log`, else the main context's), in nginx's words. */
 function log(level: LogLevel, message: string, req: IncomingMessage, logs: readonly ErrorLogTarget[] | undefined): void {
-  const errorLog = errorLogOf(logs);
-  if (!errorLog.enabled(level)) return;
-  const request = `${req.method} ${req.url} HTTP/${req.httpVersion}`;
-  errorLog.log(level, `${message}, client: ${clientAddress(req)}, request: "${request}", host: "${req.headers.host ?? ''}"`, connectionNumber(req.socket));
+  logForRequest(errorLogOf(logs), level, message, req);
 }
 
 export class PlaceLimits {

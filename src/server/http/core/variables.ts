@@ -8,7 +8,7 @@ import type { VariableTable } from '../../../api/variables.js';
 import { unmapped } from '../../../api/variables.js';
 import { connectionNumber, connectionTime, requestsOf } from '../../core/connection.js';
 import { clock, msec, seconds } from '../../core/time.js';
-import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, serverNameOf, startOf, type HttpContext } from '../variables.js';
+import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, requestLine, requestUri, serverNameOf, startOf, type HttpContext } from '../variables.js';
 
 /** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
  * naming it twice, or two logs of one request, show one id). */
@@ -105,9 +105,9 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     pid: () => String(process.pid),
     scheme: (c) => (encrypted(c) ? 'https' : 'http'),
     https: (c) => (encrypted(c) ? 'on' : ''),
-    request: (c) => `${c.req.method} ${c.req.url} HTTP/${c.req.httpVersion}`,
+    request: (c) => requestLine(c.req),
     request_method: (c) => c.req.method,
-    request_uri: (c) => c.req.url,
+    request_uri: (c) => requestUri(c.req),
     uri: (c) => c.uri,
     document_uri: (c) => c.uri,
     args: query,
