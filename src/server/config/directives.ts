@@ -25,6 +25,7 @@ import type { DirectiveSpec } from './spec.js';
 import { logDirectives } from '../log/config.js';
 import { httpSettingsDirectives } from '../http/core/config.js';
 import { contentDirectives } from '../http/content-config.js';
+import { mapDirectives } from '../map/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -51,6 +52,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   proxyDirectives,
   logDirectives,
   httpSettingsDirectives,
+  mapDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -11,6 +11,7 @@ import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
 import { coreConfigOf } from '../core/config.js';
 import { mainLogs } from '../log/config.js';
+import { forgetDefinedVariables } from './variables.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -46,6 +47,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
     specsOf,
   };
   const level: MainLevel = { kind: 'main', seen: new Set() };
+  forgetDefinedVariables();
   walk(directives, level, checker);
   const http = level.http && resolveHttp(level.http, checker);
   // The http block's shared zones, which no stream zone may take: their names, and what they are.

@@ -26,5 +26,11 @@ export function compileValue(text: string): (c: HttpContext) => string {
   return httpVariables.compile(text);
 }
 
+/** Another configuration is read: the variables the last one defined (map, geo) go. */
+export function forgetDefinedVariables(): void {
+  httpVariables.forget();
+  streamVariables.forget();
+}
+
 /** Whether `-t` lets an http value name it. */
 export const knownHttpVariable = httpVariables.known;

@@ -25,6 +25,8 @@ export interface StreamRecord {
   readonly peerReceived: number;
   readonly peerSent: number;
   readonly connectMs: number;
+  /** $1..$9: the groups of a `map`'s regex, where its value is evaluated. */
+  readonly captures?: readonly string[];
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));
@@ -34,6 +36,7 @@ const last = (r: StreamRecord, i: number) => i === r.peers.length - 1;
 
 export const streamCoreVariables: VariableTable<StreamRecord> = {
   names: {
+    ...Object.fromEntries(Array.from({ length: 9 }, (_, i) => [String(i + 1), (r: StreamRecord) => r.captures?.[i]])),
     remote_addr: (r) => address(r.remoteAddress),
     remote_port: (r) => (r.remotePort === undefined ? undefined : String(r.remotePort)),
     server_addr: (r) => address(r.localAddress),
