@@ -26,6 +26,7 @@ import { logDirectives } from '../log/config.js';
 import { httpSettingsDirectives } from '../http/core/config.js';
 import { contentDirectives } from '../http/content-config.js';
 import { mapDirectives } from '../map/config.js';
+import { realipDirectives } from '../realip/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -53,6 +54,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   logDirectives,
   httpSettingsDirectives,
   mapDirectives,
+  realipDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

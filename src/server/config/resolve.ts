@@ -26,6 +26,7 @@ import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
 import { mergeProxyOptions, proxyOptions, type MergedProxyOptions } from '../proxy/config.js';
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
+import { mergeRealip, settleRealip, type RealipLevel } from '../realip/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -84,6 +85,7 @@ interface Merged {
   readonly content: ContentConfig;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
+  readonly realip?: RealipLevel;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -137,8 +139,11 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     core: mergeCore(outer.core, level),
     content: mergeContent(outer.content, level, addHeaders),
     ...histogramField(level.histogram ?? outer.histogram),
+    ...fieldOf('realip', mergeRealip(outer.realip, level)),
   };
 }
+
+const fieldOf = <K extends string, V>(key: K, value: V | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
 
 function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly ProbeConfig[] | undefined): UpstreamBlockConfig {
   const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
@@ -269,7 +274,7 @@ class Resolver {
   }
 
   private settle(m: Merged): Inherited {
-    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs) };
+    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs), ...settleRealip(m.realip) };
     // Absent where no core directive applies: the runtime's defaults are nginx's.
     if (m.core !== TOP_CORE) out.core = m.core;
     if (!defaultContent(m.content)) out.content = m.content;

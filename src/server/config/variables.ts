@@ -11,9 +11,10 @@ import { proxyVariables } from '../proxy/variables.js';
 import { sslVariables } from '../ssl/variables.js';
 import { cacheVariables } from '../cache/variables.js';
 import { authBasicVariables } from '../auth-basic/variables.js';
+import { realipVariables } from '../realip/variables.js';
 import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
 
-export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables]);
+export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, realipVariables]);
 
 export const streamVariables = new Variables<StreamRecord>([streamCoreVariables]);
 

@@ -6,6 +6,7 @@ import type { CoreSettings } from './core/config.js';
 import type { ApiHandler } from '../../api/index.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { PlaceLimits } from '../limits/runtime.js';
+import type { Realip } from '../realip/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
 import type { Condition, ConditionContext } from './conditions.js';
 import type { ContentConfig } from './content-config.js';
@@ -42,6 +43,8 @@ export interface Place {
   readonly log?: PlaceLog;
   /** The http core module's settings here (types, body size, keep-alive). */
   readonly core?: CoreSettings;
+  /** `set_real_ip_from` in force: finds the request's client address. */
+  readonly realip?: Realip;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */

@@ -34,7 +34,7 @@ import { logRequest, noteRequest } from '../log/access-log.js';
 import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js';
 import { nodeHttps, nodeTls } from '../ssl/modules.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
-import { requestContext } from './variables.js';
+import { clientAddress, requestContext } from './variables.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -332,6 +332,9 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, undefined, started);
       return;
     }
+    // realip with the server's settings reads the client's address as the request comes
+    // in (nginx's post-read phase), before the server's `if` blocks.
+    site.place.realip?.(req);
     // The server's `if` blocks may answer before any location is searched.
     const answered = site.place.ifs ? this.serverIfs(site.place, req, res, uri) : undefined;
     const routed: Route = answered ?? site.route(uri);
@@ -367,6 +370,8 @@ export class HttpPlane {
       place = runIfs(place, c);
       captures = c.captures;
     }
+    // The location's realip, unless the server's found the address (nginx's preaccess).
+    place.realip?.(req);
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
     noteRequest(res, place, uri);
@@ -390,10 +395,9 @@ export class HttpPlane {
   }
 
   private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, requestContext(req, res, uri, captures));
+      const verdict = place.guard.check(clientAddress(req), req.headers.authorization, requestContext(req, res, uri, captures));
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }

@@ -22,6 +22,7 @@ import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
 import { placeLog } from '../log/access-log.js';
+import { realipOf } from '../realip/runtime.js';
 
 import type { IfScript, Place, Route } from './place.js';
 export { runIfs, type IfScript, type Place, type Route } from './place.js';
@@ -103,7 +104,7 @@ export class Site {
       ...(block.content ? { content: block.content } : {}),
       ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
     });
-    const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
+    const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}), ...realipOf(config) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks answer with their `return`, before locations are searched.
     const ifs: IfScript | undefined = config.ifs?.length
@@ -139,6 +140,7 @@ export class Site {
           ...limits(l),
           ...logs(l),
           ...(l.core ? { core: l.core } : {}),
+          ...realipOf(l),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -157,6 +159,7 @@ export class Site {
             ...limits(i),
             ...logs(i),
             ...(i.core ? { core: i.core } : {}),
+            ...realipOf(i),
           };
         };
         const ifs: IfScript | undefined = l.ifs?.length
