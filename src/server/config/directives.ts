@@ -27,6 +27,7 @@ import { httpSettingsDirectives } from '../http/core/config.js';
 import { contentDirectives } from '../http/content-config.js';
 import { mapDirectives } from '../map/config.js';
 import { realipDirectives } from '../realip/config.js';
+import { geoDirectives } from '../geo/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -55,6 +56,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   httpSettingsDirectives,
   mapDirectives,
   realipDirectives,
+  geoDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */
