@@ -35,6 +35,7 @@ import { keepaliveDisabled, TOP_CORE, type CoreSettings } from './core/config.js
 import { nodeHttps, nodeTls } from '../ssl/modules.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { clientAddress, requestContext } from './variables.js';
+import { acceptProxied } from './proxy-protocol.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -118,6 +119,8 @@ export class HttpPlane {
   private readonly status: Status;
   private readonly conns: Connections;
   private readonly servers: Server[] = [];
+  /** The listeners of `proxy_protocol` listens, which hand their connections to a server. */
+  private readonly fronts: NetServer[] = [];
   private readonly live = new Roster<Conn>();
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
@@ -182,10 +185,13 @@ export class HttpPlane {
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
+      // With proxy_protocol, a listener of its own reads the header before node:http.
+      const listener = listen.proxyProtocol ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket)) : server;
+      if (listener !== server) this.fronts.push(listener);
       await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(listenOptions(listen), () => {
-          server.off('error', reject);
+        listener.once('error', reject);
+        listener.listen(listenOptions(listen), () => {
+          listener.off('error', reject);
           resolve();
         });
       });
@@ -538,7 +544,7 @@ export class HttpPlane {
       for (const server of this.servers) server.closeIdleConnections();
     }, DRAIN_IDLE_MS);
     // node:http's close() closes the idle connections too: net.Server's only stops listening.
-    const closed = this.servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
+    const closed = [...this.servers, ...this.fronts].map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
     return Promise.all(closed).then(() => {
       clearTimeout(sweep);
       clearInterval(this.sendCheck);

@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Inherited } from '../config/model.js';
 import { header, realAddressOf, setRealAddress } from '../http/variables.js';
 import { forwardedAddress, trustedSet } from './forwarded.js';
+import { proxyProtocolOf } from '../http/proxy-protocol.js';
 
 /** Finds a request's client address, once: a place's realip, when it has one. */
 export type Realip = (req: IncomingMessage) => void;
@@ -17,12 +18,13 @@ export function realipOf(block: Inherited): { realip?: Realip } {
   return {
     realip: (req) => {
       if (realAddressOf(req)) return;
-      const value = name === 'proxy_protocol' ? undefined : header(req, name);
+      const proxied = name === 'proxy_protocol' ? proxyProtocolOf(req.socket) : undefined;
+      const value = proxied ? proxied.address : name === 'proxy_protocol' ? undefined : header(req, name);
       if (value === undefined) return;
-      const socket = req.socket;
       // A Unix-domain client has no address: only `unix:` trusts it.
-      const found = forwardedAddress(socket.remoteAddress, value, trusted, recursive);
-      if (found) setRealAddress(req, found);
+      const found = forwardedAddress(req.socket.remoteAddress, value, trusted, recursive);
+      // The PROXY protocol's port is the client's (nginx).
+      if (found) setRealAddress(req, proxied ? { address: found.address, port: proxied.port } : found);
     },
   };
 }
