@@ -73,8 +73,9 @@ http {
 }
 `;
 
+const text = conf.replace('${INCLUDED}', 'more.map').replace('${LOG}', 'm.log');
 const z = await Zonal.start({
-  'zonal.conf': conf.replace('${INCLUDED}', 'more.map').replace('${LOG}', 'm.log'),
+  'zonal.conf': text,
   'more.map': '/included from-include;\n',
 });
 t.teardown(() => z.stop());
@@ -160,6 +161,14 @@ t.test('evaluated once per request, unless volatile', async (t) => {
   const m = /cached=(\S+) volatile=(\S+)/.exec(line);
   t.equal(m?.[1], cachedSent, 'the log reads the value the request kept');
   t.ok(Number(m?.[2]) >= 0.14, `volatile: evaluated again at the log (${m?.[2]})`);
+});
+
+t.test('a reload defines the maps anew', async (t) => {
+  t.ok(await z.reload(text.replace('/Exact exact;', '/Exact reloaded;').replace('map $arg_k $escaped', 'map $arg_k $unused').replace('location /esc { return 200 $escaped; }', '')));
+  t.equal((await at('/exact')).text.split('|')[0], 'reloaded');
+  t.equal((await at('/exact')).text.split('|')[0], 'reloaded', 'in every worker');
+  t.notOk(await z.reload(text.replace('return 200 $escaped;', 'return 200 $gone;')), 'a configuration with an unknown variable is refused');
+  t.equal((await at('/exact')).text.split('|')[0], 'reloaded', 'and the running maps stay');
 });
 
 t.test('-t refuses what nginx refuses', async (t) => {
