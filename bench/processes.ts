@@ -189,15 +189,20 @@ export interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body as it came (a compressed one is no text). */
+  bytes: Buffer;
 }
 
-/** One GET on a fresh connection, with a 2 s timeout. */
-export function getOnce(port: number, path: string): Promise<Answer> {
+/** One GET on a fresh connection, with a 2 s timeout; `headers`: the request's. */
+export function getOnce(port: number, path: string, headers?: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000 }, (res) => {
+    const req = httpGet({ host: HOST, port, path, agent: false, timeout: 2000, ...(headers ? { headers } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: bytes.toString('utf8'), bytes });
+      });
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${path} on port ${port} took over 2 s`)));

@@ -37,6 +37,10 @@
 //   is a miss: its key, MD5, lookup in the shared keys and the tap, the response not
 //   written, since wrk asks one URL) | zonal's plain proxy_pass (keepalive 64) | nginx the same two ways;
 //   miss_overhead_pct = (plain - miss) / plain * 100, for each.
+// - gzip_json_20k: a 20 KB JSON file compressed on the way out (issue 33): zonal's
+//   `gzip on` (node's zlib, in libuv's thread pool) | nginx's, with the same settings
+//   (`gzip_types application/json`, level 1), wrk asking with `Accept-Encoding: gzip`;
+//   both sides' first answer must gunzip to the file.
 // - proxy_keepalive_limit_req: zonal's proxy_keepalive server with a `limit_req` that never
 //   rejects (rate=1000000r/s, burst=1000 nodelay, keyed by $binary_remote_addr: one
 //   shared-memory decision per request) | the same server without it. limit_req_overhead_pct
@@ -85,6 +89,7 @@ import { Agent, createServer as createHttpServer, request as httpRequest } from 
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import type * as UWS from 'uWebSockets.js';
 import { alternate, broken, checkCounted, childPids, endToEnd, freePort, getOnce, headerLine, HOST, nginxCommand, peerSelected, ready, ROOT, runBench, start, startNginx, statusNumber, wholeOption, ZONAL, type Answer, type Child } from './processes.js';
 import { median, round2, table } from './report.js';
@@ -201,6 +206,8 @@ interface DataPorts {
   cache?: { hit: number; miss: number; dir: string };
   /** hello's and proxyKeepalive's servers with an access_log into `dir` (metrics on only). */
   logged?: { hello: number; proxyKeepalive: number; dir: string };
+  /** The gzip row's server: GZIP_JSON under `root` (metrics on only). */
+  gzip?: { port: number; root: string };
 }
 
 /** The access_log of the *_access_log rows, zonal's and nginx's alike. */
@@ -208,6 +215,26 @@ const accessLog = (file: string) => `access_log ${file} combined buffer=64k;`;
 
 /** The cache rows' bodies, files of the backend. */
 const CACHE_BODIES = { '1k': 1024, '100k': 100 * 1024 } as const;
+
+/** The gzip row's answer: a JSON file of 20 KB (records of a listing, as an API answers),
+ * served as a file by both sides with the same settings. */
+const GZIP_JSON = { name: 'data.json', bytes: 20 * 1024 } as const;
+const gzipSettings = (root: string) => `root ${root}; types { application/json json; } gzip on; gzip_types application/json;`;
+const ACCEPT_GZIP = { 'Accept-Encoding': 'gzip' } as const;
+
+/** GZIP_JSON's text: records until the size, padded with spaces inside the array. */
+function gzipJson(): string {
+  const records: string[] = [];
+  let size = 2;
+  for (let i = 0; ; i++) {
+    const record = JSON.stringify({ id: i, name: `user ${i}`, email: `user${i}@example.com`, active: i % 3 !== 0, score: (i * 7919) % 1000, tags: ['a', 'b', `t${i % 17}`] });
+    if (size + record.length + 1 > GZIP_JSON.bytes) break;
+    records.push(record);
+    size += record.length + 1;
+  }
+  const text = `[${records.join(',')}]`;
+  return text.slice(0, -1) + ' '.repeat(GZIP_JSON.bytes - text.length) + ']';
+}
 
 /** The upstreams (every peer is the backend) and the server zones of the data plane. */
 const UPSTREAM = { proxyDefault: 'u_default', proxyOff: 'u_keepalive_off', proxyKeepalive: 'u_keepalive' } as const;
@@ -263,6 +290,7 @@ ${server(p.cache.hit, 'cache_hit', `proxy_pass http://${UPSTREAM.proxyKeepalive}
 ${server(p.cache.miss, 'cache_miss', `proxy_pass http://${UPSTREAM.proxyKeepalive}; proxy_cache bench_cache; proxy_cache_valid 200 10m; proxy_cache_key miss$request_uri; proxy_no_cache 1;`)}`
     : ''
 }
+${p.gzip ? server(p.gzip.port, 'gzip', gzipSettings(p.gzip.root)) : ''}
     server {
         listen ${HOST}:${p.admin} admin;
         location / {
@@ -284,6 +312,8 @@ interface NginxPorts {
   helloLog: number;
   proxyKeepaliveLog: number;
   logDir: string;
+  gzip: number;
+  gzipRoot: string;
 }
 
 /** nginx as the reference: its four sides, a port each. */
@@ -338,6 +368,12 @@ server {
         proxy_set_header Connection "";
     }
 }
+server {
+    listen ${HOST}:${p.gzip};
+    location / {
+        ${gzipSettings(p.gzipRoot)}
+    }
+}
 proxy_cache_path ${p.cacheDir} levels=1:2 keys_zone=bench_cache:10m;
 server {
     listen ${HOST}:${p.cacheHit};
@@ -388,7 +424,8 @@ type RowName =
   | 'proxy_keepalive_access_log'
   | 'cache_hit_1k'
   | 'cache_hit_100k'
-  | 'cache_miss';
+  | 'cache_miss'
+  | 'gzip_json_20k';
 
 /** One server under load: its key in the JSON, where wrk sends its requests, the
  * processes whose CPU it is, and what its first answer must be (an error message, or
@@ -400,6 +437,8 @@ interface Side {
   path: string;
   pids: number[];
   check: (a: Answer) => string | undefined;
+  /** The request's headers, its first one's and wrk's. */
+  headers?: Record<string, string>;
 }
 
 interface Row {
@@ -453,6 +492,8 @@ async function main(): Promise<void> {
     mkdirSync(join(dir, 'www', 'files'), { recursive: true, mode: 0o755 });
     chmodSync(dir, 0o755);
     for (const [name, bytes] of Object.entries(CACHE_BODIES)) writeFileSync(join(dir, 'www', 'files', name), Buffer.alloc(bytes, 'c'), { mode: 0o644 });
+    const gzipped = gzipJson();
+    writeFileSync(join(dir, 'www', GZIP_JSON.name), gzipped, { mode: 0o644 });
     const backend = startNginx('backend nginx', nginx.command, join(dir, 'backend'), backendHttp(backendPort, join(dir, 'www')));
     const backendFirst = await ready(backend, backendPort);
     if (isHello(backendFirst)) broken(`the backend ${isHello(backendFirst)}`);
@@ -468,6 +509,7 @@ async function main(): Promise<void> {
       admin: await freePort(),
       cache: { hit: await freePort(), miss: await freePort(), dir: join(dir, 'zonal-cache') },
       logged: { hello: await freePort(), proxyKeepalive: await freePort(), dir: join(dir, 'logs') },
+      gzip: { port: await freePort(), root: join(dir, 'www') },
     };
     // nginx's worker runs as nobody when the bench runs as root: it must write there too.
     mkdirSync(join(dir, 'logs'), { mode: 0o777 });
@@ -486,6 +528,8 @@ async function main(): Promise<void> {
       helloLog: await freePort(),
       proxyKeepaliveLog: await freePort(),
       logDir: join(dir, 'logs'),
+      gzip: await freePort(),
+      gzipRoot: join(dir, 'www'),
     };
     const nodePorts = { hello: await freePort(), proxyClose: await freePort(), proxyKeepalive: await freePort() };
     const uwsPort = await freePort();
@@ -537,6 +581,15 @@ async function main(): Promise<void> {
     };
     const isBytes = (n: number) => (a: Answer) => (a.status === 200 && Buffer.byteLength(a.body) === n ? undefined : `answered ${a.status} with ${Buffer.byteLength(a.body)} bytes`);
     const zonalCache = onPorts.cache!;
+    // The JSON, compressed: gunzipped, it is the file.
+    const isGzippedJson = (a: Answer) => {
+      if (a.status !== 200 || a.headers['content-encoding'] !== 'gzip') return `answered ${a.status}, Content-Encoding ${a.headers['content-encoding']}`;
+      try {
+        return gunzipSync(a.bytes).toString() === gzipped ? undefined : 'answered another body';
+      } catch (e) {
+        return `answered a body that does not gunzip: ${(e as Error).message}`;
+      }
+    };
     const cacheHitRow = (name: 'cache_hit_1k' | 'cache_hit_100k', file: keyof typeof CACHE_BODIES): Row => ({
       name,
       title: `proxy_cache hit, ${file === '1k' ? '1 KB' : '100 KB'} (levels=1:2, proxy_cache_valid 200 10m, keepalive upstream)`,
@@ -641,6 +694,14 @@ async function main(): Promise<void> {
           { key: 'nginx_plain', name: 'nginx proxy_pass, no cache', port: nginxPorts.proxyKeepalive, path: '/files/1k', pids: nginxPids, check: isBytes(1024) },
         ],
       },
+      {
+        name: 'gzip_json_20k',
+        title: `gzip on (gzip_comp_level 1), a ${GZIP_JSON.bytes / 1024} KB JSON file, Accept-Encoding: gzip`,
+        sides: [
+          { key: 'zonal', name: 'zonal gzip, metrics on', port: onPorts.gzip!.port, path: `/${GZIP_JSON.name}`, pids: zonalOnPids, check: isGzippedJson, headers: ACCEPT_GZIP },
+          { key: 'nginx', name: 'nginx gzip', port: nginxPorts.gzip, path: `/${GZIP_JSON.name}`, pids: nginxPids, check: isGzippedJson, headers: ACCEPT_GZIP },
+        ],
+      },
     ];
 
     // `--rows a,b`: only those rows (all by default), for measuring one path at a time.
@@ -656,7 +717,7 @@ async function main(): Promise<void> {
     const first = new Map<Side, Answer>();
     for (const row of rows)
       for (const side of row.sides) {
-        const a = await getOnce(side.port, side.path);
+        const a = await getOnce(side.port, side.path, side.headers);
         const wrong = side.check(a);
         if (wrong) broken(`${row.name}, ${side.name}: GET ${side.path} ${wrong}`);
         first.set(side, a);
@@ -670,7 +731,8 @@ async function main(): Promise<void> {
         const side = byKey.get(key)!;
         const label = `${row.name}, ${side.name}`;
         const trees = row.backend ? [side.pids, row.backend] : [side.pids];
-        const { measured, cpu } = await wrk(wrkTool.command, label, `http://${HOST}:${side.port}${side.path}`, { threads, connections, seconds: secs }, trees);
+        const extra = Object.entries(side.headers ?? {}).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+        const { measured, cpu } = await wrk(wrkTool.command, label, `http://${HOST}:${side.port}${side.path}`, { threads, connections, seconds: secs }, trees, extra);
         return { side: key, ...measured, cpuUsPerRequest: (cpu[0] * 1e6) / measured.requests, backendUsPerRequest: row.backend ? (cpu[1] * 1e6) / measured.requests : 0 };
       };
       results.set(row.name, await alternate(row.sides.map((s) => s.key), rounds, warmupSeconds, seconds, measure));

@@ -7,7 +7,8 @@
 // are moving averages in milliseconds. Each worker keeps its own:
 //     average = average * f + sample * (1 - f),   f = response_time_factor / 100 (0.9)
 // starting from its first sample; the API shows the workers' averages weighted by how
-// many samples each took, rounded to whole milliseconds.
+// many samples each took, rounded to whole milliseconds. least_time balances on the
+// same weighted averages, unrounded (Peer.timing()), read from every worker's shard.
 import type { AtomicCells, GaugeBlock, Histogram } from '../engine/index.js';
 import { peerName, type UpstreamConfig } from './catalog.js';
 import { boundsOf, histogramIn, histogramKey } from './histograms.js';
@@ -105,6 +106,10 @@ function peerLayout(protocol: Protocol) {
     connectTime: average('stream'),
     firstByteTime: average('stream'),
     lastByteTime: average('stream'),
+    // least_time inflight: this worker's incomplete requests to the peer, and the sum of
+    // their start times (ms after INFLIGHT_EPOCH); every worker's are summed to read them.
+    inflight: layout.reserve(1),
+    inflightStarts: layout.reserve(1),
   };
   return { layout, l };
 }
@@ -197,6 +202,13 @@ function upstreams(status: StatusStore, protocol: Protocol): UpstreamConfig[] {
   const c = status.catalog();
   return (protocol === 'http' ? c.http?.upstreams : c.stream?.upstreams) ?? [];
 }
+
+/** The averages least_time may balance on: /status's names for them. */
+export type TimeAverage = 'header_time' | 'response_time' | 'connect_time' | 'first_byte_time' | 'last_byte_time';
+
+/** Start times of incomplete requests are kept from here, so that their sum over tens of
+ * thousands of requests stays an exact float64 integer. */
+const INFLIGHT_EPOCH = Date.UTC(2025, 0, 1);
 
 /** What a worker calls as it uses a peer. */
 export class Peer {
@@ -304,6 +316,36 @@ export class Peer {
     this.block.set(this.l.probeLast, now);
   }
 
+  /** Reads the average of `which` as /status shows it, unrounded: every worker's
+   * average weighted by its samples (0 before the first sample, or for the other
+   * protocol's averages). */
+  timing(which: TimeAverage): () => number {
+    const l = this.l;
+    const avg = { header_time: l.headerTime, response_time: l.responseTime, connect_time: l.connectTime, first_byte_time: l.firstByteTime, last_byte_time: l.lastByteTime }[which];
+    const block = this.block;
+    return avg === NO_AVERAGE ? () => 0 : () => block.weightedMean(avg.value, avg.samples);
+  }
+
+  /** least_time inflight: a request to the peer began at `at` (epoch ms, whole). */
+  inflightBegan(at: number): void {
+    this.block.add(this.l.inflight);
+    this.block.add(this.l.inflightStarts, at - INFLIGHT_EPOCH);
+  }
+
+  /** The request begun at `at` ended. */
+  inflightEnded(at: number): void {
+    this.block.sub(this.l.inflight);
+    this.block.sub(this.l.inflightStarts, at - INFLIGHT_EPOCH);
+  }
+
+  /** The mean time (ms) that the peer's incomplete requests, in every worker, have taken
+   * so far; 0 without any. */
+  inflightTime(now: number): number {
+    const n = this.block.value(this.l.inflight);
+    if (n <= 0) return 0;
+    return Math.max(0, now - INFLIGHT_EPOCH - this.block.value(this.l.inflightStarts) / n);
+  }
+
   private sample(avg: Average, ms: number): void {
     const n = this.block.own(avg.samples);
     this.block.set(avg.value, n === 0 ? ms : this.block.own(avg.value) * this.factor + ms * (1 - this.factor));
@@ -409,6 +451,8 @@ export function repairSlot(status: StatusStore, slot: number): void {
       // Removed peers too: their memory waits for their connections to end.
       for (const p of [...set.peers, ...set.retired]) {
         const { block, cells } = peerStorage(status, protocol, u, p.id);
+        // Its least_time inflight requests ended with it.
+        for (const i of [spec.l.inflight, spec.l.inflightStarts]) if (block.shardValue(slot, i) !== 0) block.setShard(slot, i, 0);
         const inFlight = block.shardValue(slot, current);
         if (inFlight === 0) continue;
         if (inFlight > 0) cells.sub(PeerCell.conns, inFlight);

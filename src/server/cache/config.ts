@@ -6,7 +6,7 @@
 //   proxy_cache <zone> | off;   proxy_cache_key <string>;   proxy_cache_valid [codes|any] <time>;
 //   proxy_cache_methods GET|HEAD|POST ...;   proxy_cache_min_uses <n>;
 //   proxy_cache_bypass <string> ...;   proxy_no_cache <string> ...;
-//   proxy_cache_use_stale off | error timeout updating http_500 http_502 http_503 http_504 http_404 ...;
+//   proxy_cache_use_stale off | error timeout invalid_header updating http_500 http_502 http_503 http_504 http_403 http_404 http_429;
 //   proxy_cache_background_update on|off;   proxy_cache_revalidate on|off;
 //   proxy_cache_lock on|off;   proxy_cache_lock_timeout <time>;   proxy_cache_lock_age <time>;
 //
@@ -15,7 +15,7 @@
 // given once (the first that gives it), each shard has its own max_size.
 import { addon } from '../../engine/native.js';
 import { parseTime } from '../../metrics/peers.js';
-import type { DirectiveSpec } from '../config/spec.js';
+import { onOff, type DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, InheritableLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
@@ -23,8 +23,8 @@ import { checkVariables, isZoneName } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 import type { ValidRule } from './policy.js';
 
-export type StaleCondition = 'error' | 'timeout' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_404';
-const STALE: readonly StaleCondition[] = ['error', 'timeout', 'updating', 'http_500', 'http_502', 'http_503', 'http_504', 'http_404'];
+export type StaleCondition = 'error' | 'timeout' | 'invalid_header' | 'updating' | 'http_500' | 'http_502' | 'http_503' | 'http_504' | 'http_403' | 'http_404' | 'http_429';
+const STALE: readonly StaleCondition[] = ['error', 'timeout', 'invalid_header', 'updating', 'http_500', 'http_502', 'http_503', 'http_504', 'http_403', 'http_404', 'http_429'];
 
 export interface CacheShardPath {
   /** Absolute. */
@@ -133,13 +133,6 @@ export function parseBytes(arg: string): number | undefined {
   if (!m) return undefined;
   const unit = m[2].toLowerCase();
   return Number(m[1]) * (unit === '' ? 1 : unit === 'k' ? 1024 : unit === 'm' ? 1 << 20 : 1 << 30);
-}
-
-function onOff(d: Directive, c: Checker): boolean | undefined {
-  const v = d.args[0];
-  if (v === 'on' || v === 'off') return v === 'on';
-  c.error(d.origin, `invalid value "${v}" in "${d.name}" directive, it must be "on" or "off"`);
-  return undefined;
 }
 
 function time(d: Directive, arg: string, c: Checker): number | undefined {
@@ -308,7 +301,7 @@ export const cacheDirectives: Record<string, DirectiveSpec> = {
   }),
   proxy_cache_use_stale: define({
     contexts: inheritable,
-    args: [1, 9],
+    args: [1, 11],
     apply(d, level, c) {
       if (d.args.length === 1 && d.args[0] === 'off') return void (levelOf(level).useStale = []);
       for (const a of d.args) if (!STALE_SET.has(a)) return c.error(d.origin, `invalid value "${a}" in "${d.name}" directive`);

@@ -61,6 +61,9 @@ export function reusable(res: ServerResponse): boolean {
     r._defaultKeepAlive &&
     r.sendDate &&
     r._header === null &&
+    // A filter on the response (gzip, limit_rate) sees its head and body: none is.
+    !Object.hasOwn(r, 'writeHead') &&
+    !Object.hasOwn(r, 'write') &&
     socket !== null &&
     socket._httpMessage === r &&
     socket.writable &&

@@ -10,7 +10,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CacheLookupState as S, type CacheEvicted, type CacheKeys } from '../../engine/index.js';
 import { cache as cacheRecorder, type Cache, type CacheStatus } from '../../metrics/caches.js';
 import type { StatusStore } from '../../metrics/store.js';
-import type { ProxyTap, TappedProxy } from '../http/proxy-tap.js';
+import type { ProxyFailure, ProxyTap, TappedProxy } from '../http/proxy-tap.js';
+
+/** The statuses proxy_cache_use_stale can name. */
+const STALE_STATUSES = new Set([403, 404, 429, 500, 502, 503, 504]);
 import { compileValue } from '../config/variables.js';
 import { requestContext, type HttpContext } from '../http/variables.js';
 import type { CacheUse, CacheZone, StaleCondition } from './config.js';
@@ -566,7 +569,7 @@ class CachedRequest implements ProxyTap {
   }
 
   private staleFor(status: number): boolean {
-    return (status === 500 || status === 502 || status === 503 || status === 504 || status === 404) && this.location.staleOn(`http_${status}` as StaleCondition);
+    return STALE_STATUSES.has(status) && this.location.staleOn(`http_${status}` as StaleCondition);
   }
 
   data(chunk: Buffer): void {
@@ -617,7 +620,7 @@ class CachedRequest implements ProxyTap {
     if (!this.background) this.runtime.recorder.served(this.status, this.bodyLength, written);
   }
 
-  failed(status: number, failure: 'error' | 'timeout' | 'client' | 'status'): boolean {
+  failed(status: number, failure: ProxyFailure | 'client' | 'status'): boolean {
     this.release();
     this.body = undefined;
     if (failure === 'client') return false;

@@ -7,6 +7,7 @@ import { limitDirectives } from '../limits/config.js';
 import { streamDirectives } from '../stream/config.js';
 import { cacheDirectives } from '../cache/config.js';
 import { headerDirectives } from '../headers/config.js';
+import { gzipDirectives } from '../gzip/config.js';
 import { resolverDirectives } from '../resolver/config.js';
 import { probeDirectives } from '../probes/config.js';
 import { dashboardDirectives } from '../dashboard/config.js';
@@ -45,6 +46,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   streamDirectives,
   cacheDirectives,
   headerDirectives,
+  gzipDirectives,
   resolverDirectives,
   probeDirectives,
   dashboardDirectives,

@@ -61,6 +61,11 @@ export interface UpstreamLevel extends Level {
   /** A `server` was written, even one refused: an error for it is enough. */
   serverWritten?: boolean;
   method?: BalancingMethod;
+  /** Which block it is in: some methods and parameters are one protocol's. */
+  readonly protocol: 'http' | 'stream';
+  sticky?: { mode: 'cookie' | 'route'; cookie?: string; expires?: number | 'max'; attributes?: string[]; variables?: string[]; origin: Origin };
+  stickySecret?: string;
+  stickyStrict?: boolean;
   keepalive?: number;
   reuse?: { requests?: number; time?: number; timeout?: number };
   queue?: { readonly size: number; readonly timeout: number };

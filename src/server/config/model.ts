@@ -150,7 +150,33 @@ export type BalancingMethod =
   /** `key` as written; its variables (checked) are those of `proxy_set_header` but
    * proxy_host and proxy_add_x_forwarded_for. */
   | { readonly kind: 'hash'; readonly key: string; readonly consistent: boolean }
-  | { readonly kind: 'ip_hash' };
+  | { readonly kind: 'ip_hash' }
+  /** Angie's least_time: the least average `time` (the one /status shows) times active
+   * connections plus one, per unit of weight. http: header, last_byte; stream: connect,
+   * first_byte, last_byte. `inflight`: incomplete requests count in the average. */
+  | { readonly kind: 'least_time'; readonly time: LeastTime; readonly inflight: boolean };
+
+export type LeastTime = 'header' | 'last_byte' | 'connect' | 'first_byte';
+
+/** Angie's `sticky` (http only): where a request's server id comes from, and how a
+ * request without one (or whose server cannot take it) is bound. */
+export interface StickyConfig {
+  /** `cookie <name>`: the id comes in, and goes out, in the cookie; `route`: the first
+   * non-empty of `variables` is the id. */
+  readonly mode: 'cookie' | 'route';
+  /** The cookie's name (cookie). */
+  readonly cookie?: string;
+  /** Seconds, or `max` (cookie; absent: a session cookie). */
+  readonly expires?: number | 'max';
+  /** The cookie's other attributes, as written (`path=/` unless one is given). */
+  readonly attributes?: readonly string[];
+  /** Values, with variables, the first non-empty of which is the id (route). */
+  readonly variables?: readonly string[];
+  /** `sticky_secret`, with variables: ids are the MD5 of the sid and it. */
+  readonly secret?: string;
+  /** `sticky_strict on`: a request whose server cannot take it fails (502). */
+  readonly strict: boolean;
+}
 
 /** How long an upstream connection is reused: each absent one is nginx's default. */
 export interface KeepaliveReuse {
@@ -169,6 +195,8 @@ export interface UpstreamBlockConfig {
   readonly zone?: { readonly name: string; readonly size?: number };
   readonly servers: readonly PeerParams[];
   readonly method: BalancingMethod;
+  /** `sticky` (http only). */
+  readonly sticky?: StickyConfig;
   /** `keepalive N`: idle connections each worker keeps to each peer; 0 (`keepalive off`):
    * none, every connection closes after its response. Without the directive: DEFAULT_KEEPALIVE. */
   readonly keepalive: number;

@@ -17,10 +17,12 @@ import type {
 import { defaultPeer, implicitZoneName, parseUpstreamAddress } from './values.js';
 import { cacheZones, mergeCache, resolveCache, TOP_CACHE, type CacheZone, type MergedCache } from '../cache/config.js';
 import { mergeHeaders, type AddHeader } from '../headers/config.js';
+import { gzipInUse, mergeGzip, TOP_GZIP, type GzipConfig } from '../gzip/config.js';
 import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '../http/content-config.js';
 import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
 import { resolverZones, upstreamResolver } from '../resolver/config.js';
+import { stickyOf } from '../upstream/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
 import { mergeProxyOptions, proxyOptions, type MergedProxyOptions } from '../proxy/config.js';
@@ -86,6 +88,7 @@ interface Merged {
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
   readonly realip?: RealipLevel;
+  readonly gzip: GzipConfig;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -102,6 +105,7 @@ const TOP: Merged = {
   logs: TOP_LOGS,
   core: TOP_CORE,
   content: TOP_CONTENT,
+  gzip: TOP_GZIP,
 };
 
 function merge(outer: Merged, level: InheritableLevel & { readonly kind: string }): Merged {
@@ -138,6 +142,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     logs: mergeLogs(outer.logs, level),
     core: mergeCore(outer.core, level),
     content: mergeContent(outer.content, level, addHeaders),
+    gzip: mergeGzip(outer.gzip, level),
     ...histogramField(level.histogram ?? outer.histogram),
     ...fieldOf('realip', mergeRealip(outer.realip, level)),
   };
@@ -155,6 +160,7 @@ function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly Prob
     ...(zone ? { zone } : {}),
     servers: u.servers,
     method: u.method ?? { kind: 'round_robin' },
+    ...(u.sticky ? { sticky: stickyOf(u) } : {}),
     keepalive: u.keepalive ?? DEFAULT_KEEPALIVE,
     ...(u.reuse ? { reuse: u.reuse } : {}),
     ...(u.queue ? { queue: u.queue } : {}),
@@ -278,6 +284,7 @@ class Resolver {
     // Absent where no core directive applies: the runtime's defaults are nginx's.
     if (m.core !== TOP_CORE) out.core = m.core;
     if (!defaultContent(m.content)) out.content = m.content;
+    if (gzipInUse(m.gzip)) out.gzip = m.gzip;
     if (m.apiOrigins.length > 0) out.apiOrigins = m.apiOrigins;
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;

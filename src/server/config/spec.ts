@@ -31,3 +31,11 @@ export const define = <const K extends Context>(spec: DirectiveSpec<LevelOf<K>> 
 
 // Numbers and times every module's entries share (files read at run time: files.ts).
 export { MAX, milliseconds } from './numbers.js';
+
+/** An `on | off` argument (the first), with nginx's error for anything else. */
+export function onOff(d: Directive, c: Checker): boolean | undefined {
+  const v = d.args[0];
+  if (v === 'on' || v === 'off') return v === 'on';
+  c.error(d.origin, `invalid value "${v}" in "${d.name}" directive, it must be "on" or "off"`);
+  return undefined;
+}

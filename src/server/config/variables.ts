@@ -12,11 +12,16 @@ import { sslVariables } from '../ssl/variables.js';
 import { cacheVariables } from '../cache/variables.js';
 import { authBasicVariables } from '../auth-basic/variables.js';
 import { realipVariables } from '../realip/variables.js';
+import { gzipVariables } from '../gzip/variables.js';
 import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
+import { sslPrereadVariables } from '../stream/ssl-preread.js';
 
-export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, realipVariables]);
+export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, gzipVariables, realipVariables]);
 
-export const streamVariables = new Variables<StreamRecord>([streamCoreVariables]);
+export const streamVariables = new Variables<StreamRecord>([streamCoreVariables, sslPrereadVariables]);
+
+/** Whether `-t` lets a stream value name it. */
+export const knownStreamVariable = streamVariables.known;
 
 /** An http value compiled once at load; one that names an upstream attempt's variable
  * has the proxy record its attempts, one that names `$request_time` the requests' start. */

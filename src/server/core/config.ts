@@ -15,7 +15,7 @@
 //   events { worker_connections N; use epoll; multi_accept on|off;
 //            accept_mutex on|off; accept_mutex_delay time; }
 import fs from 'node:fs';
-import { define, type DirectiveSpec } from '../config/spec.js';
+import { define, onOff, type DirectiveSpec } from '../config/spec.js';
 import type { Checker, MainLevel } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
 import type { Directive } from '../config/syntax.js';
@@ -75,13 +75,6 @@ export const DEFAULT_WORKER_CONNECTIONS = 512;
 
 /** The most nginx takes as a count (NGX_MAX_INT_T_VALUE on 32 bits). */
 const MAX = 2147483647;
-
-function onOff(d: Directive, c: Checker): boolean | undefined {
-  const [arg] = d.args;
-  if (arg === 'on' || arg === 'off') return arg === 'on';
-  c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
-  return undefined;
-}
 
 function count(d: Directive, c: Checker, least: number): number | undefined {
   const [arg] = d.args;

@@ -18,9 +18,11 @@ import { TOP_CONTENT, type ContentConfig } from './content-config.js';
 import { absoluteLocation, encodePath, errorPage, requestOrigin } from './pages.js';
 import { runIfs, type Place, type Route } from './place.js';
 import { serveStatic } from './static.js';
+import { filterGzip } from '../gzip/filter.js';
+import { gzipStatic } from '../gzip/static.js';
 import { setErrorPages, setInternalRedirect } from './error-pages.js';
 import { paceResponse, rateLimiter } from './pace.js';
-import { TOP_CORE } from './core/config.js';
+import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
@@ -103,6 +105,7 @@ const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captu
  * add_header, server_tokens or variables allocates nothing here. */
 export function serveContent(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
   const content = contentOf(place);
+  filterGzip(res, place.gzip);
   if (content.internal && !(res as Carried)[STATE]?.internal) return answerError(req, res, 404, content, contextOf(req, res, uri, captures));
   const ret = place.return;
   if (ret) {
@@ -205,9 +208,13 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
   const { limitRate, limitRateAfter } = content;
+  const get = (res as Carried)[STATE]?.get === true;
+  const gz = await gzipStatic(req, res, path, place.gzip, get);
+  if (res.destroyed) return;
   await serveStatic(place.root ?? '', uri, req, res, {
-    path,
-    get: (res as Carried)[STATE]?.get === true,
+    path: gz ?? path,
+    ...(gz ? { contentType: contentType(place.core, path), contentEncoding: 'gzip' } : {}),
+    get,
     error: (code, extra) => answerError(req, res, code, contentOf(place), c, extra),
     headers: (status) => addHeaders(res, content, status, c),
     ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),

@@ -2,6 +2,7 @@
 // proxied ones (limit_rate, a peer's X-Accel-Limit-Rate).
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
+import { filterBody } from './body-filter.js';
 
 /** Paces a body at `rate` bytes per second once `after` bytes went (`limit_rate`,
  * `limit_rate_after`), counted from its first byte. */
@@ -38,29 +39,7 @@ export function rateLimiter(rate: number, after: number): Transform {
 }
 
 /** Paces what is written to `res` from here on (a proxied answer, which writes it piece
- * by piece and waits for 'drain' when told to): through a rateLimiter, whose 'drain' is
- * the response's, and whose end ends it. */
+ * by piece and waits for 'drain' when told to). */
 export function paceResponse(res: ServerResponse, rate: number, after: number): void {
-  const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-  const end = res.end.bind(res) as () => void;
-  const limiter = rateLimiter(rate, after);
-  limiter.on('data', (chunk: Buffer) => {
-    if (write(chunk)) return;
-    limiter.pause();
-    res.once('drain', () => limiter.resume());
-  });
-  limiter.on('end', () => end());
-  limiter.on('drain', () => res.emit('drain'));
-  limiter.on('error', () => res.destroy());
-  res.once('close', () => limiter.destroy());
-  res.write = function (chunk: unknown, ...rest: unknown[]) {
-    return (limiter.write as (...a: unknown[]) => boolean)(chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (...args: unknown[]) {
-    const done = typeof args[args.length - 1] === 'function' ? (args.pop() as () => void) : undefined;
-    if (done) res.once('finish', done);
-    if (args[0] !== undefined && typeof args[0] !== 'function') limiter.end(args[0], args[1] as BufferEncoding);
-    else limiter.end();
-    return res;
-  } as ServerResponse['end'];
+  filterBody(res, rateLimiter(rate, after));
 }

@@ -10,6 +10,7 @@ import type { Realip } from '../realip/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
 import type { Condition, ConditionContext } from './conditions.js';
 import type { ContentConfig } from './content-config.js';
+import type { GzipConfig } from '../gzip/config.js';
 import type { Guard } from './guard.js';
 import type { Return } from './pages.js';
 import type { Proxy } from './proxy.js';
@@ -45,6 +46,8 @@ export interface Place {
   readonly core?: CoreSettings;
   /** `set_real_ip_from` in force: finds the request's client address. */
   readonly realip?: Realip;
+  /** gzip and gzip_static, when either is on. */
+  readonly gzip?: GzipConfig;
 }
 
 /** A location's `if` blocks and its `return`, in the order nginx runs them. */

@@ -477,6 +477,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         return;
       }
     }
+    // nginx's "no live upstreams": the attempt is the upstream's name in $upstream_addr.
+    attemptEnded(attemptStarted(this.res, upstream.proxyHost, false), 0, -1, 0, 0, 502);
     if (this.tap?.failed(this.lastFailure || 502, 'error')) return;
     this.fail(this.lastFailure || 502);
   }
@@ -628,6 +630,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     }
     if (limitRate !== undefined) paceByPeer(res, limitRate);
     if (hides) dropHidden(headers, hidden);
+    const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
+    if (cookie !== undefined) headers.push('Set-Cookie', cookie);
     this.proxy.addHeaders?.addTo(headers, statusCode, this.context);
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);

@@ -103,6 +103,7 @@ export class Site {
       ...(block.root ? { root: block.root } : {}),
       ...(block.content ? { content: block.content } : {}),
       ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
+      ...(block.gzip ? { gzip: block.gzip } : {}),
     });
     const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}), ...realipOf(config) };
     const server: Place = { ...bare, ...(config.return ? { return: new Return(config.return) } : {}) };

@@ -34,6 +34,9 @@ export interface StaticOptions {
   /** How a directory's redirect writes its Location, and the server's name for it. */
   readonly redirect?: RedirectSettings;
   readonly serverName?: string;
+  /** The type of the file the URI names, when `path` is another (gzip_static's `.gz`). */
+  readonly contentType?: string;
+  readonly contentEncoding?: string;
 }
 
 /** Serves `uri` (decoded, normalised: no `..`) from `root`. */
@@ -68,8 +71,8 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   res.setHeader('Last-Modified', info.mtime.toUTCString());
   options?.headers(200);
   // A type set before (a peer's, kept by its X-Accel-Redirect) stays, as in nginx.
-  if (!res.hasHeader('content-type')) res.setHeader('Content-Type', contentType(options?.core, path));
-  res.writeHead(200, { 'Content-Length': info.size });
+  if (!res.hasHeader('content-type')) res.setHeader('Content-Type', options?.contentType ?? contentType(options?.core, path));
+  res.writeHead(200, { 'Content-Length': info.size, ...(options?.contentEncoding ? { 'Content-Encoding': options.contentEncoding } : {}) });
   if (head) {
     res.end();
     return;

@@ -5,7 +5,8 @@ import type { UpstreamConfig } from '../../metrics/catalog.js';
 import { queueCells, upstream as upstreamRecorder, type Upstream } from '../../metrics/upstreams.js';
 import type { Status } from '../../metrics/status.js';
 import type { UpstreamBlockConfig } from '../config/model.js';
-import { Balancer, type Chosen, type NoPeer } from '../upstream/balancer.js';
+import { Balancer, type Chosen, type NoPeer, type StickyHint } from '../upstream/balancer.js';
+import { saltedSid, stickyCookie } from '../upstream/sticky.js';
 import { PeerPool, type PeerPoolOptions } from './peer-pool.js';
 import type { TlsProfile } from './proxy-ssl.js';
 import { UpstreamQueue } from './upstream-queue.js';
@@ -20,6 +21,8 @@ export interface PeerChoice {
   readonly port: number;
   /** The canonical `ip:port` name. */
   readonly address: string;
+  /** Its server id, for an upstream's peer (sticky). */
+  readonly sid?: string;
   readonly metrics?: { responded(status: number, received: number, sent: number, headerMs: number, responseMs: number): void };
 }
 
@@ -33,6 +36,8 @@ export interface ProxyUpstream {
   readonly peerCount: number;
   pick(req: IncomingMessage, uri: string, tried?: ReadonlySet<number>): PeerChoice | NoPeer;
   release(chosen: PeerChoice, failed: boolean): void;
+  /** `sticky cookie`: the Set-Cookie that binds the client to the peer that answered. */
+  stickyCookie?(chosen: PeerChoice, req: IncomingMessage, uri: string): string | undefined;
   pool(chosen: PeerChoice, connectTimeout: number, tls?: TlsProfile): PeerPool;
 }
 
@@ -89,6 +94,10 @@ export class UpstreamRuntime implements ProxyUpstream {
   private readonly recorder: Upstream;
   private readonly pools = new Map<string, PeerPool>();
   private readonly key?: (req: IncomingMessage, uri: string) => string;
+  /** `sticky`: the server id a request names, and what salts ids (sticky_secret). */
+  private readonly stickyHint?: (req: IncomingMessage, uri: string) => StickyHint;
+  private readonly cookieAttributes?: Array<(c: { req: IncomingMessage; uri: string; proxyHost: string }) => string>;
+  private readonly salt?: (c: { req: IncomingMessage; uri: string; proxyHost: string }) => string;
 
   constructor(
     status: Status,
@@ -97,9 +106,23 @@ export class UpstreamRuntime implements ProxyUpstream {
   ) {
     // nginx's $proxy_host of a Unix-domain socket is `localhost`.
     this.proxyHost = config.implicit && config.name.startsWith('unix:') ? 'localhost' : config.name;
-    this.balancer = new Balancer(status, catalog, config.method);
+    this.balancer = new Balancer(status, catalog, config.method, { stickyStrict: !!config.sticky?.strict });
     this.recorder = upstreamRecorder(status, 'http', config.name);
     const method = config.method;
+    const sticky = config.sticky;
+    if (sticky) {
+      // Angie reads the cookie as $cookie_<name>; a route, as its first non-empty value.
+      const ids = (sticky.mode === 'cookie' ? [`\${cookie_${sticky.cookie}}`] : (sticky.variables ?? [])).map(compileValue);
+      const salt = sticky.secret === undefined ? () => '' : compileValue(sticky.secret);
+      this.salt = salt;
+      this.stickyHint = (req, uri) => {
+        const c = { req, uri, proxyHost: this.proxyHost };
+        let id = '';
+        for (let i = 0; i < ids.length && id === ''; i++) id = ids[i](c);
+        return { id, salt: id === '' ? '' : salt(c) };
+      };
+      if (sticky.mode === 'cookie') this.cookieAttributes = (sticky.attributes ?? []).map(compileValue);
+    }
     if (method.kind === 'hash') {
       const value = compileValue(method.key);
       this.key = (req, uri) => value({ req, uri, proxyHost: this.proxyHost });
@@ -111,7 +134,17 @@ export class UpstreamRuntime implements ProxyUpstream {
   }
 
   pick(req: IncomingMessage, uri: string, tried?: ReadonlySet<number>): Chosen | NoPeer {
-    return this.balancer.pick(this.key?.(req, uri), tried);
+    return this.balancer.pick(this.key?.(req, uri), tried, this.stickyHint?.(req, uri));
+  }
+
+  stickyCookie(chosen: PeerChoice, req: IncomingMessage, uri: string): string | undefined {
+    const attributes = this.cookieAttributes;
+    if (!attributes || chosen.sid === undefined) return undefined;
+    const c = { req, uri, proxyHost: this.proxyHost };
+    const salt = this.salt!(c);
+    // The id as the request will name it: salted when sticky_secret is set.
+    const id = salt === '' ? chosen.sid : saltedSid(chosen.sid, salt);
+    return stickyCookie(this.config.sticky!, id, attributes.map((a) => a(c)), Date.now());
   }
 
   /** The peers of the live set, backups too: how many a request may try (nginx's tries). */

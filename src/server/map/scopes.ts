@@ -11,4 +11,4 @@ const withCaptures = <C extends object>(c: C, groups: readonly string[]): C => O
 
 export const httpScope: Scope<HttpContext> = { table: httpVariables, owner: (c) => c.req, withCaptures };
 
-export const streamScope: Scope<StreamRecord> = { table: streamVariables, owner: (r) => r, withCaptures };
+export const streamScope: Scope<StreamRecord> = { table: streamVariables, owner: (r) => r.session ?? r, withCaptures };

@@ -5,7 +5,8 @@
 //
 //   stream {
 //     upstream <name> { zone ...; server <addr> [weight= max_conns= max_fails=
-//                       fail_timeout= backup down slow_start=]; hash|least_conn|random;
+//                       fail_timeout= backup down slow_start=]; hash|least_conn|random|
+//                       least_time connect|first_byte|last_byte [inflight];
 //                       server <name>[:port] resolve; server <name> service=<svc> resolve;
 //                       resolver; resolver_timeout; }
 //     server { listen <addr>:<port> [ssl] [proxy_protocol]; status_zone <zone>;
@@ -31,6 +32,7 @@ import { minZoneSize } from '../limits/config.js';
 import { histogramField } from '../histograms/config.js';
 import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
 import { checkResolvers, streamResolverZones, upstreamResolver } from '../resolver/config.js';
+import { knownStreamVariable } from '../config/variables.js';
 
 export interface StreamListen {
   readonly host: string;
@@ -51,6 +53,13 @@ interface StreamCommon {
   proxyTimeout?: number;
   proxyNextUpstream?: boolean;
   proxyNextUpstreamTries?: number;
+  proxyNextUpstreamTimeout?: number;
+  /** `proxy_protocol on`: a PROXY protocol v1 header to the peer first. */
+  proxyProtocol?: boolean;
+  /** `ssl_preread on`, `preread_timeout`, `preread_buffer_size`. */
+  sslPreread?: boolean;
+  prereadTimeout?: number;
+  prereadBufferSize?: number;
   proxySsl?: boolean;
   proxyHalfClose?: boolean;
   sslCertificate?: string;
@@ -84,9 +93,13 @@ export interface StreamServerLevel extends StreamCommon {
   readonly listens: StreamListen[];
   statusZone?: string;
   proxyPass?: { readonly target: string; readonly origin: Origin };
+  /** `return <value>`: what the server answers with (the last of proxy_pass and return
+   * written is the server's handler, as in nginx). */
+  return?: { readonly value: string; readonly origin: Origin };
   /** A `listen` or a `proxy_pass` was written, even one refused: its error is enough. */
   listenWritten?: boolean;
   proxyPassWritten?: boolean;
+  returnWritten?: boolean;
 }
 
 // The loader's levels and model know the stream block only as this module tells them:
@@ -120,12 +133,21 @@ export interface StreamServerConfig {
   /** `limit_conn` in force (nginx's preaccess phase, before the access rules): each
    * refusal ends the session with 503. Absent: none. */
   readonly limits?: { readonly conns: ReadonlyArray<{ readonly zone: string; readonly key: string; readonly limit: number }>; readonly dryRun: boolean };
+  /** `return <value>`: the value (with variables) sent before the connection closes;
+   * the server proxies nothing. */
+  readonly return?: string;
+  /** `ssl_preread on`: the ClientHello is read (not consumed) before the proxy, for the
+   * $ssl_preread_* variables; its time and buffer limits (ms, bytes). */
+  readonly preread?: { readonly timeout: number; readonly bufferSize: number };
   readonly origin: Origin;
 }
 
 export interface StreamProxyConfig {
   /** The upstream's name: a configured one, or the implicit one of an address (`<ip>:<port>`). */
   readonly upstream: string;
+  /** `proxy_pass` with variables: its value, evaluated for each session, names an upstream
+   * or an address with a port (`upstream` is then empty). */
+  readonly target?: string;
   /** Milliseconds: nginx's defaults 60 s and 10 min. */
   readonly connectTimeout: number;
   readonly timeout: number;
@@ -133,6 +155,11 @@ export interface StreamProxyConfig {
   readonly nextUpstream: boolean;
   /** 0: no limit. */
   readonly nextUpstreamTries: number;
+  /** Milliseconds since the first attempt past which no other peer is tried; 0: no limit. */
+  readonly nextUpstreamTimeout: number;
+  /** `proxy_protocol on`: the peer is sent a PROXY protocol v1 header with the client's
+   * addresses first. */
+  readonly proxyProtocol: boolean;
   /** `proxy_ssl on`: TLS to the peers (no verification, sessions reused, as nginx's defaults). */
   readonly ssl: boolean;
   /** `proxy_half_close` (default off, as nginx): on, a side's end (FIN) is passed on and
@@ -153,6 +180,8 @@ export interface StreamBlockConfig {
 const CONNECT_TIMEOUT_MS = 60_000;
 const PROXY_TIMEOUT_MS = 600_000;
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
+const PREREAD_TIMEOUT_MS = 30_000;
+const PREREAD_BUFFER_SIZE = 16 * 1024;
 const RESPONSE_TIME_FACTOR = 90;
 /** What nginx takes as a count or a time (NGX_MAX_INT_T_VALUE on 32 bits). */
 const MAX = 2147483647;
@@ -207,7 +236,7 @@ function access(allow: boolean) {
 }
 
 /** Upstream directives of the http module only: nginx's stream upstream has none of them. */
-const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue']);
+const HTTP_ONLY = new Set(['ip_hash', 'keepalive', 'keepalive_requests', 'keepalive_time', 'keepalive_timeout', 'queue', 'sticky', 'sticky_secret', 'sticky_strict']);
 
 export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   stream: define({
@@ -235,7 +264,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, stream, c) {
-      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c);
+      const { upstream, duplicate } = newUpstreamBlock(d, stream.upstreams, c, 'stream');
       const block = (d.block ?? []).filter((x) => {
         if (!HTTP_ONLY.has(x.name)) return true;
         c.error(x.origin, `"${x.name}" directive is not allowed here`);
@@ -260,7 +289,7 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
       stream.servers.push(server);
       c.walk(d.block ?? [], server);
       if (!server.listenWritten) c.error(d.origin, 'no "listen" directive in server');
-      if (!server.proxyPassWritten) c.error(d.origin, 'no handler for server: "proxy_pass" is missing');
+      if (!server.proxyPassWritten && !server.returnWritten) c.error(d.origin, 'no handler for server: "proxy_pass" or "return" is missing');
     },
   }),
 
@@ -297,9 +326,25 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     apply(d, server, c) {
       const [target] = d.args;
       server.proxyPassWritten = true;
-      if (target.includes('$')) return c.error(d.origin, `variables in "proxy_pass" are not supported`);
       if (/^[a-z]+:\/\//i.test(target)) return c.error(d.origin, `invalid URL prefix in "${target}": a stream "proxy_pass" takes an upstream or an address`);
+      const unknown = target.includes('$') ? checkVariables(target, knownStreamVariable) : undefined;
+      if (unknown) return c.error(d.origin, unknown);
       server.proxyPass = { target, origin: d.origin };
+      server.return = undefined;
+    },
+  }),
+
+  // ngx_stream_return_module: the value is sent and the connection closed.
+  return: define({
+    contexts: ['stream_server'],
+    args: [1, 1],
+    apply(d, server, c) {
+      const [value] = d.args;
+      server.returnWritten = true;
+      const unknown = checkVariables(value, knownStreamVariable);
+      if (unknown) return c.error(d.origin, unknown);
+      server.return = { value, origin: d.origin };
+      server.proxyPass = undefined;
     },
   }),
 
@@ -308,6 +353,29 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
   ssl_handshake_timeout: timeDirective((l, ms) => (l.sslHandshakeTimeout = ms)),
   proxy_next_upstream: flagDirective((l, on) => (l.proxyNextUpstream = on)),
   proxy_ssl: flagDirective((l, on) => (l.proxySsl = on)),
+  proxy_protocol: flagDirective((l, on) => (l.proxyProtocol = on)),
+  proxy_next_upstream_timeout: define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level, c) {
+      // 0 is nginx's default: no limit.
+      const ms = d.args[0] === '0' ? 0 : milliseconds(d.args[0]);
+      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else level.proxyNextUpstreamTimeout = ms;
+    },
+  }),
+  // ngx_stream_ssl_preread_module, and the preread phase's limits.
+  ssl_preread: flagDirective((l, on) => (l.sslPreread = on)),
+  preread_timeout: timeDirective((l, ms) => (l.prereadTimeout = ms)),
+  preread_buffer_size: define({
+    contexts: both,
+    args: [1, 1],
+    apply(d, level, c) {
+      const n = parseSize(d.args[0]);
+      if (n === undefined || n === 0) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+      else level.prereadBufferSize = n;
+    },
+  }),
   proxy_half_close: flagDirective((l, on) => (l.proxyHalfClose = on)),
   limit_conn_dry_run: flagDirective((l, on) => (l.limitConnDryRun = on)),
 
@@ -447,7 +515,9 @@ export function resolveStream(
     const key = s.sslCertificateKey ?? stream.sslCertificateKey;
     if (sslListen && certificate === undefined) c.error(sslListen.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
     else if (sslListen && key === undefined) c.error(sslListen.origin, `no "ssl_certificate_key" is defined for certificate "${certificate}"`);
-    const upstream = s.proxyPass && upstreamOf(s.proxyPass, stream.upstreams, implicit, c);
+    // With variables, the upstream is the value's, for each session.
+    const variable = s.proxyPass?.target.includes('$') ? s.proxyPass.target : undefined;
+    const upstream = s.return || variable ? '' : s.proxyPass && upstreamOf(s.proxyPass, stream.upstreams, implicit, c);
     const uses = s.limitConns.length ? s.limitConns : stream.limitConns;
     const conns = uses.flatMap((u) => {
       const zone = stream.limitZones.find((z) => z.name === u.zone);
@@ -464,11 +534,17 @@ export function resolveStream(
       timeout: s.proxyTimeout ?? stream.proxyTimeout ?? PROXY_TIMEOUT_MS,
       nextUpstream: s.proxyNextUpstream ?? stream.proxyNextUpstream ?? true,
       nextUpstreamTries: s.proxyNextUpstreamTries ?? stream.proxyNextUpstreamTries ?? 0,
+      nextUpstreamTimeout: s.proxyNextUpstreamTimeout ?? stream.proxyNextUpstreamTimeout ?? 0,
+      proxyProtocol: s.proxyProtocol ?? stream.proxyProtocol ?? false,
+      ...(variable ? { target: variable } : {}),
       ssl: s.proxySsl ?? stream.proxySsl ?? false,
       halfClose: s.proxyHalfClose ?? stream.proxyHalfClose ?? false,
     };
-    const known = probes.get(upstream) ?? [];
-    probes.set(upstream, [...known, ...streamProbes(s, stream, proxyConfig, known, (origin, message) => c.error(origin, message))]);
+    if (upstream !== '') {
+      const known = probes.get(upstream) ?? [];
+      probes.set(upstream, [...known, ...streamProbes(s, stream, proxyConfig, known, (origin, message) => c.error(origin, message))]);
+    }
+    const preread = s.sslPreread ?? stream.sslPreread ?? false;
     servers.push({
       listens: s.listens,
       ...(s.statusZone !== undefined ? { statusZone: s.statusZone } : {}),
@@ -477,6 +553,10 @@ export function resolveStream(
         ? { ssl: { certificate, key, handshakeTimeout: s.sslHandshakeTimeout ?? stream.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS } }
         : {}),
       proxy: proxyConfig,
+      ...(s.return ? { return: s.return.value } : {}),
+      ...(preread
+        ? { preread: { timeout: s.prereadTimeout ?? stream.prereadTimeout ?? PREREAD_TIMEOUT_MS, bufferSize: s.prereadBufferSize ?? stream.prereadBufferSize ?? PREREAD_BUFFER_SIZE } }
+        : {}),
       ...(conns.length ? { limits: { conns, dryRun: s.limitConnDryRun ?? stream.limitConnDryRun ?? false } } : {}),
       ...streamLogs(stream, s),
       origin: s.origin,

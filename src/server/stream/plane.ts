@@ -36,6 +36,10 @@ import { listenAddress } from '../config/values.js';
 import { listenOptions } from '../listens.js';
 import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
 import { relay } from './relay.js';
+import { prereadClientHello, type ClientHello } from './ssl-preread.js';
+import { proxyHeaderV1 } from './proxy-protocol.js';
+import type { StreamRecord } from './variables.js';
+import { streamVariables } from '../config/variables.js';
 
 /** Bytes a side may have queued for writing before the other side's reads pause: with
  * node's 16 KiB default every 64 KiB read would pause and resume the reading side
@@ -100,14 +104,23 @@ class StreamSite {
   readonly limiters: ReadonlyArray<{ readonly limiter: ConnectionLimiter; readonly key: (s: Client) => string }>;
   /** `access_log` of the server, compiled (absent: none). */
   readonly log = streamLog(this.config.accessLogs);
+  /** `return`'s value, for a session. */
+  readonly answer?: (r: StreamRecord) => string;
+  /** `proxy_pass` with variables: the upstream's name or an address, for a session. */
+  readonly target?: (r: StreamRecord) => string;
   private context: SecureContext | undefined;
 
+  /** `upstream`: proxy_pass's, absent with `return` or variables (`upstreams`: all of
+   * them, by name, for a value to name one). */
   constructor(
     readonly config: StreamServerConfig,
-    readonly upstream: StreamUpstream,
+    readonly upstream: StreamUpstream | undefined,
+    readonly upstreams: ReadonlyMap<string, StreamUpstream>,
     status: Status,
     zones: Map<string, StreamZone>,
   ) {
+    if (config.return !== undefined) this.answer = streamVariables.compile(config.return);
+    if (config.proxy.target !== undefined) this.target = streamVariables.compile(config.proxy.target);
     const name = config.statusZone;
     if (name !== undefined) {
       let z = zones.get(name);
@@ -151,7 +164,7 @@ export class StreamPlane {
     const upstreams = new Map<string, StreamUpstream>();
     for (const u of config.stream?.upstreams ?? []) upstreams.set(u.name, new StreamUpstream(this.status, u));
     const zones = new Map<string, StreamZone>();
-    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream)!, this.status, zones));
+    for (const s of config.stream?.servers ?? []) this.sites.push(new StreamSite(s, upstreams.get(s.proxy.upstream), upstreams, this.status, zones));
   }
 
   async listen(): Promise<void> {
@@ -344,6 +357,12 @@ class Session {
   private firstByteMs: number | undefined;
   private readonly tried = new Set<number>();
   private attempts = 0;
+  /** When the first peer was tried (proxy_next_upstream_timeout). */
+  private firstTry = 0;
+  /** What ssl_preread read. */
+  private hello: ClientHello | undefined;
+  /** The upstream of this session: proxy_pass's, or the one its value names. */
+  private upstream: StreamUpstream | undefined;
 
   /** The socket's addresses, kept for the log line: a closed socket has none. */
   private readonly kept?: { readonly remoteAddress?: string; readonly remotePort?: number; readonly localAddress?: string; readonly localPort?: number };
@@ -415,16 +434,127 @@ class Session {
         peerReceived: this.peerReceived,
         peerSent: this.peerSent,
         connectMs: this.code === 200 ? this.connectMs : -1,
+        ...(this.hello ? { preread: this.hello } : {}),
+        session: this,
       });
   }
 
-  /** The client side is ready: connects to a peer. */
+  /** The session's variables as they stand (before its end: no status yet). */
+  private record(): StreamRecord {
+    const session = this;
+    return {
+      get remoteAddress() {
+        return session.remoteAddress;
+      },
+      get remotePort() {
+        return session.remotePort;
+      },
+      get localAddress() {
+        return session.localAddress;
+      },
+      get localPort() {
+        return session.localPort;
+      },
+      status: 200,
+      received: this.received,
+      sent: this.sent,
+      sessionMs: performance.now() - this.begun,
+      connection: connectionNumber(this.raw),
+      peers: this.peers,
+      peerReceived: this.peerReceived,
+      peerSent: this.peerSent,
+      connectMs: -1,
+      ...(this.hello ? { preread: this.hello } : {}),
+      session: this,
+    };
+  }
+
+  /** The client side is ready: nginx's preread phase (ssl_preread), then the content
+   * handler: `return`, or the proxy to a peer. */
   proxy(client: Socket): void {
-    this.connect(client);
+    const preread = this.site.config.preread;
+    if (!preread) return this.content(client);
+    prereadClientHello(client, preread.timeout, preread.bufferSize, (hello) => {
+      // A full buffer without a whole ClientHello is nginx's 400.
+      if (hello === false) return this.refuse(400);
+      if (hello) this.hello = hello;
+      if (client.destroyed) return this.maybeEnd();
+      this.content(client);
+    });
+  }
+
+  private content(client: Socket): void {
+    const site = this.site;
+    if (site.answer) return this.answer(client, site.answer(this.record()));
+    if (!site.target) {
+      this.upstream = site.upstream;
+      return this.connect(client);
+    }
+    const value = site.target(this.record());
+    // An upstream's name is a host name: caseless.
+    const lower = value.toLowerCase();
+    this.upstream = site.upstreams.get(value) ?? [...site.upstreams].find(([name]) => name.toLowerCase() === lower)?.[1];
+    if (this.upstream) return this.connect(client);
+    // An address of the value's own: tried once, with no upstream's accounting.
+    const address = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+    if (!address) {
+      errorLogOf(site.config.errorLogs).log('error', `no port in upstream "${value}", client: ${this.remoteAddress ?? ''}`);
+      return this.refuse(502);
+    }
+    this.direct(client, address[1] ?? address[2], Number(address[3]));
+  }
+
+  /** ngx_stream_return_module: the value, then the connection closes. */
+  private answer(client: Socket, value: string): void {
+    this.code = 200;
+    const bytes = Buffer.from(value);
+    this.sent += bytes.length;
+    client.on('error', () => {});
+    client.end(bytes, () => client.destroy());
+  }
+
+  /** A peer socket for `host`:`port`, with the PROXY protocol header first when
+   * `proxy_protocol on` (before the TLS handshake of `proxy_ssl`). */
+  private peerSocket(host: string, port: number, tlsSession: Buffer | undefined): Socket {
+    const proxy = this.site.config.proxy;
+    if (!proxy.proxyProtocol)
+      return proxy.ssl ? connectTls({ host, port, rejectUnauthorized: false, ...(tlsSession ? { session: tlsSession } : {}) }) : connect(plainPeer(host, port));
+    const plain = connect(plainPeer(host, port));
+    // Written once connected, ahead of anything else on the socket.
+    plain.write(proxyHeaderV1(this.raw));
+    return proxy.ssl ? connectTls({ socket: plain, rejectUnauthorized: false, ...(tlsSession ? { session: tlsSession } : {}) }) : plain;
+  }
+
+  /** The value of `proxy_pass` named no upstream: its address, without a balancer. */
+  private direct(client: Socket, host: string, port: number): void {
+    const proxy = this.site.config.proxy;
+    const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    this.peers.push(where);
+    this.peerClosed = false;
+    this.start = performance.now();
+    const peer = this.peerSocket(host, port, undefined);
+    let connected = false;
+    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
+    peer.once(proxy.ssl ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      connected = true;
+      this.connectMs = performance.now() - this.start;
+      if (client.destroyed) peer.destroy();
+      else this.pipe(client, peer);
+    });
+    peer.on('error', () => {});
+    peer.once('close', () => {
+      clearTimeout(timer);
+      this.peerClosed = true;
+      if (!connected) return this.refuse(502);
+      client.destroy();
+      this.maybeEnd();
+    });
   }
 
   private connect(client: Socket): void {
-    const upstream = this.site.upstream;
+    const upstream = this.upstream!;
+    if (this.firstTry === 0) this.firstTry = performance.now();
     const chosen = upstream.balancer.pick(upstream.key?.(this), this.tried);
     if (typeof chosen === 'string') return this.refuse(502);
     this.attempts++;
@@ -433,9 +563,7 @@ class Session {
     const proxy = this.site.config.proxy;
     this.start = performance.now();
     const session = proxy.ssl ? upstream.sessions.get(chosen.address) : undefined;
-    const peer = proxy.ssl
-      ? connectTls({ host: chosen.host, port: chosen.port, rejectUnauthorized: false, ...(session ? { session } : {}) })
-      : connect(plainPeer(chosen.host, chosen.port));
+    const peer = this.peerSocket(chosen.host, chosen.port, session);
     if (proxy.ssl) peer.on('session', (s: Buffer) => upstream.sessions.set(chosen.address, s));
     let connected = false;
     const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
@@ -456,7 +584,9 @@ class Session {
         this.tried.add(chosen.id);
         this.peerClosed = true;
         const tries = proxy.nextUpstreamTries;
-        if (proxy.nextUpstream && (tries === 0 || this.attempts < tries) && !client.destroyed) return this.connect(client);
+        const timeout = proxy.nextUpstreamTimeout;
+        const inTime = timeout === 0 || performance.now() - this.firstTry < timeout;
+        if (proxy.nextUpstream && (tries === 0 || this.attempts < tries) && inTime && !client.destroyed) return this.connect(client);
         return this.refuse(502);
       }
       const lastByteMs = performance.now() - this.start;

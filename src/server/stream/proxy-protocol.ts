@@ -107,3 +107,16 @@ export function readProxyHeader(socket: Socket, done: (ok: boolean, bytes: numbe
   socket.once('end', onEnd);
   socket.resume();
 }
+
+/** The version 1 header nginx's `proxy_protocol on` sends a peer: the client's connection
+ * as its socket sees it (source, then the address it came to); UNKNOWN for a connection
+ * of no IP family (a unix socket). */
+export function proxyHeaderV1(client: Pick<Socket, 'remoteAddress' | 'remotePort' | 'localAddress' | 'localPort' | 'remoteFamily'>): string {
+  const unmapped = (a: string) => (a.startsWith('::ffff:') && ipv4(a.slice(7)) ? a.slice(7) : a);
+  const source = client.remoteAddress && unmapped(client.remoteAddress);
+  const destination = client.localAddress && unmapped(client.localAddress);
+  if (!source || !destination || client.remotePort === undefined || client.localPort === undefined) return 'PROXY UNKNOWN\r\n';
+  const v4 = ipv4(source) && ipv4(destination);
+  const family = v4 ? 'TCP4' : 'TCP6';
+  return `PROXY ${family} ${source} ${destination} ${client.remotePort} ${client.localPort}\r\n`;
+}

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import type { VariableTable } from '../../api/variables.js';
 import { unmapped } from '../../api/variables.js';
 import { clock, msec, seconds } from '../core/time.js';
+import type { ClientHello } from './ssl-preread.js';
 
 /** What a session leaves for its log line. */
 export interface StreamRecord {
@@ -25,8 +26,13 @@ export interface StreamRecord {
   readonly peerReceived: number;
   readonly peerSent: number;
   readonly connectMs: number;
+  /** The session itself, which every record of it names: what the values of its `map`
+   * and `geo` variables are kept on. */
+  readonly session?: object;
   /** $1..$9: the groups of a `map`'s regex, where its value is evaluated. */
   readonly captures?: readonly string[];
+  /** The ClientHello `ssl_preread` read. */
+  readonly preread?: ClientHello;
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));

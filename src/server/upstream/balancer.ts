@@ -1,6 +1,7 @@
 // A worker's balancer over one upstream: nginx's round robin (smooth weighted),
-// least_conn, random [two], hash [consistent] and ip_hash, over the upstream's live peer
-// set, with everything the workers must agree on in the peers' shared cells (PeerCell in
+// least_conn, random [two], hash [consistent] and ip_hash, Angie's least_time, and
+// Angie's sticky binding before any of them, over the upstream's live peer set, with
+// everything the workers must agree on in the peers' shared cells (PeerCell in
 // metrics/upstreams.ts): live connections against max_conns, failures and availability,
 // the one request that checks an unavailable peer, and when slow start began.
 //
@@ -12,7 +13,8 @@
 // structures are rebuilt only when it did, keeping each staying peer's weights), then one
 // pass over the peers (one or two atomic loads each), one atomic add or compare-and-swap
 // to take a max_conns slot. Nothing is allocated but the number Date.now() returns, once
-// per pick (selected.last needs it anyway); a release reads the clock only on a failure
+// per pick (selected.last needs it anyway), and with least_time inflight the pick itself
+// (it carries its request's start to release()); a release reads the clock only on a failure
 // or at the end of a check. Random numbers come from a xorshift32 generator of each
 // balancer, seeded from Math.random(): compiled code boxes every Math.random() result.
 //
@@ -50,13 +52,26 @@
 //   only through its checking request, so `unavailable` means what /status shows.
 //   consistent hash walks the ring past peers it already rejected without counting
 //   them against its 20 tries.
+//
+// least_time (Angie's): the least average time × (active connections + 1) / weight, the
+// average being the one /status shows (each worker's moving average, weighted by its
+// samples: metrics/upstreams.ts Peer.timing()), read from the zone at each pick; ties by
+// round robin. A peer without a sample yet has the average 0, so it is tried first.
+// `inflight`: the mean time the peer's incomplete requests (every worker's) have taken
+// so far counts when it exceeds the average, so a peer that stops answering, and so
+// stops adding samples, does not keep the average it had.
+//
+// sticky (Angie's): a request that names a server id goes to the peer with that id
+// (its `sid=`, else the MD5 of its address; salted by sticky_secret) when the peer can
+// take it; else to the peer the method picks, or with sticky_strict, to none.
 import type { AtomicCells, SeqRecord } from '../../engine/index.js';
 import { peerAddress, type UpstreamConfig } from '../../metrics/catalog.js';
 import { hasPeerSet, peerGeneration, peerSet, peerSetRecord, type PeerEntry } from '../../metrics/peers.js';
 import type { Status } from '../../metrics/status.js';
-import { PeerCell, PeerState, peerHandles, repairSlot, type Peer, type Protocol } from '../../metrics/upstreams.js';
-import type { BalancingMethod } from '../config/model.js';
+import { PeerCell, PeerState, peerHandles, repairSlot, type Peer, type Protocol, type TimeAverage } from '../../metrics/upstreams.js';
+import type { BalancingMethod, LeastTime } from '../config/model.js';
 import { CRC_INIT, crc32, crcByte, crcDecimal, crcFinal, crcString, crcWord, ipHashBytes } from './hash.js';
+import { defaultSid, saltedSid } from './sticky.js';
 
 export { repairSlot };
 export { PeerCell };
@@ -69,6 +84,15 @@ export interface Chosen {
   /** The canonical `ip:port` name. */
   readonly address: string;
   readonly metrics: Peer;
+  /** Its server id (sticky): `sid=`, else the MD5 of its address. */
+  readonly sid: string;
+}
+
+/** A request's sticky binding: the id it names (empty: none), and the sticky_secret
+ * value that salts ids (empty: none). */
+export interface StickyHint {
+  readonly id: string;
+  readonly salt: string;
 }
 
 export type NoPeer = 'busy' /* every selectable peer is at max_conns: a queue may wait */ | 'unavailable' /* none is up */;
@@ -80,15 +104,23 @@ export interface BalancerOptions {
   random?: () => number;
   /** The upstream's protocol, when the catalog entry may be ambiguous. */
   protocol?: Protocol;
+  /** sticky_strict: a request whose bound peer cannot take it gets none. */
+  stickyStrict?: boolean;
 }
+
+/** The average /status shows that each least_time mode balances on. */
+const LEAST_TIME_AVERAGES: Readonly<Record<Protocol, Partial<Record<LeastTime, TimeAverage>>>> = {
+  http: { header: 'header_time', last_byte: 'response_time' },
+  stream: { connect: 'connect_time', first_byte: 'first_byte_time', last_byte: 'last_byte_time' },
+};
 
 /**
  * The balancing method of a catalog entry (metrics/catalog.ts UpstreamConfig.method, a
  * kind only), for a balancer made outside the server's configuration (src/embed): the
  * server passes its parsed `BalancingMethod` instead. What a kind cannot say takes
  * nginx's default: `random` without `two`, `hash` not consistent (its key, a variable
- * expression in the server, is what the caller hands pick()). `least_time` is an NGINX
- * Plus method this balancer does not have: refused rather than balanced otherwise.
+ * expression in the server, is what the caller hands pick()), `least_time` on the
+ * header time.
  */
 export function balancingMethodOf(kind: UpstreamConfig['method']): BalancingMethod {
   switch (kind ?? 'round_robin') {
@@ -102,8 +134,10 @@ export function balancingMethodOf(kind: UpstreamConfig['method']): BalancingMeth
       return { kind: 'hash', key: '', consistent: false };
     case 'ip_hash':
       return { kind: 'ip_hash' };
+    case 'least_time':
+      return { kind: 'least_time', time: 'header', inflight: false };
     default:
-      throw new Error(`balancing method "${kind}" is not one zonal's balancer has (round_robin, least_conn, random, hash, ip_hash)`);
+      throw new Error(`balancing method "${kind}" is not one zonal's balancer has (round_robin, least_conn, least_time, random, hash, ip_hash)`);
   }
 }
 
@@ -127,6 +161,8 @@ const { state: STATE, conns: CONNS, fails: FAILS, failStart: FAIL_START, downAt:
 class Pick implements Chosen {
   /** The checking request's mark in the `checking` cell. */
   token = 0;
+  /** least_time inflight: when its request began (a Pick of its own per request). */
+  startedAt = 0;
   constructor(
     readonly member: Member,
     readonly trial: boolean,
@@ -149,6 +185,9 @@ class Pick implements Chosen {
   get metrics(): Peer {
     return this.member.metrics;
   }
+  get sid(): string {
+    return this.member.sid;
+  }
 }
 
 /** A peer as this worker's balancer knows it. */
@@ -164,6 +203,14 @@ class Member {
   slowMs = 0;
   down = false;
   backup = false;
+  /** Server id (sticky), and the last salt it was hashed with and the result. */
+  sid = '';
+  salt = '';
+  salted = '';
+  /** least_time: reads the average it balances on. */
+  time: (() => number) | undefined;
+  /** What least_conn and least_time compare in this pick: load per unit of weight. */
+  load = 0;
   // Smooth weighted round robin, per worker: nginx's current_weight and effective_weight.
   cw = 0;
   ew = 1;
@@ -211,6 +258,22 @@ class Member {
       this.address = address;
       [this.host, this.port] = splitAddress(address);
     }
+    // A /config write of `sid` comes here in every worker, with the new set.
+    const sid = entry.sid || defaultSid(address);
+    if (sid !== this.sid) {
+      this.sid = sid;
+      this.salt = '';
+      this.salted = sid;
+    }
+  }
+
+  /** The id a request names it by, with sticky_secret's value `salt`. */
+  stickyId(salt: string): string {
+    if (salt !== this.salt) {
+      this.salt = salt;
+      this.salted = saltedSid(this.sid, salt);
+    }
+    return this.salted;
   }
 }
 
@@ -252,8 +315,12 @@ export class Balancer {
   private ringHashes = new Uint32Array(0);
   private ringMembers = new Int32Array(0);
   private readonly consistent: boolean;
-  /** Whether picks read every peer's connections (least_conn, random two). */
+  /** Whether picks read every peer's connections (least_conn, least_time, random two). */
   private readonly needConns: boolean;
+  /** least_time: the average it balances on, and whether incomplete requests count. */
+  private readonly timeAverage: TimeAverage | undefined;
+  private readonly inflight: boolean;
+  private readonly stickyStrict: boolean;
   /** Whether failures lower a peer's round robin weight for a while (nginx's
    * effective_weight): the methods that use round robin. */
   private readonly usesEw: boolean;
@@ -277,8 +344,13 @@ export class Balancer {
     this.clock = options.now;
     this.draw = options.random;
     this.protocol = options.protocol;
+    this.stickyStrict = !!options.stickyStrict;
     this.consistent = method.kind === 'hash' && method.consistent;
-    this.needConns = method.kind === 'least_conn' || (method.kind === 'random' && method.two);
+    this.needConns = method.kind === 'least_conn' || method.kind === 'least_time' || (method.kind === 'random' && method.two);
+    const protocol = options.protocol ?? (status.catalog().stream?.upstreams?.includes(upstream) ? 'stream' : 'http');
+    this.timeAverage = method.kind === 'least_time' ? LEAST_TIME_AVERAGES[protocol][method.time] : undefined;
+    if (method.kind === 'least_time' && !this.timeAverage) throw new Error(`least_time ${method.time} is not a mode of ${protocol} upstreams`);
+    this.inflight = method.kind === 'least_time' && method.inflight;
     this.usesEw = method.kind === 'round_robin' || method.kind === 'least_conn';
     // The record peers.ts keeps the set in, held here so that the generation check is
     // one atomic load (peerGeneration() looks the record up by name each time).
@@ -289,8 +361,9 @@ export class Balancer {
   /** Chooses a peer and counts it taken (a max_conns slot acquired atomically across
    * workers, metrics.selected()). `key`: the evaluated hash key (hash) or the client
    * address (ip_hash); ignored otherwise. `tried`: ids already tried for this request
-   * (proxy_next_upstream), never chosen again. */
-  pick(key?: string, tried?: ReadonlySet<number>): Chosen | NoPeer {
+   * (proxy_next_upstream), never chosen again. `sticky`: the server id the request
+   * names (sticky), tried before the method. */
+  pick(key?: string, tried?: ReadonlySet<number>, sticky?: StickyHint): Chosen | NoPeer {
     this.refresh();
     // The one reading of the clock per pick (Date.now() allocates its result): kept
     // whole for selected.last, and as wrapped int32 milliseconds (a small integer to
@@ -301,25 +374,33 @@ export class Balancer {
     this.pickStart = ++this.stamp;
     this.busy = false;
     let chosen: Pick | undefined;
+    if (sticky !== undefined && sticky.id !== '') {
+      chosen = this.stickyPick(sticky, tried, t);
+      if (chosen) return chosen;
+      if (this.stickyStrict) return 'unavailable';
+    }
     switch (this.method.kind) {
       case 'round_robin':
         chosen = this.roundRobin(this.primaries, tried, t);
         break;
       case 'least_conn':
-        chosen = this.leastConn(this.primaries, tried, t);
+      case 'least_time':
+        chosen = this.least(this.primaries, tried, t);
         break;
       case 'random':
         chosen = this.randomPick(this.primaries, this.method.two, tried, t);
         break;
       case 'hash':
-        chosen = this.consistent ? this.ringPick(key ?? '', tried, t) : this.hashPick(key ?? '', tried, t);
+        // An empty key has no peer of its own: nginx balances it round robin.
+        if (!key) chosen = this.roundRobin(this.primaries, tried, t);
+        else chosen = this.consistent ? this.ringPick(key, tried, t) : this.hashPick(key, tried, t);
         break;
       case 'ip_hash':
         chosen = this.ipHashPick(key ?? '', tried, t);
         break;
     }
     if (!chosen && this.backups.length > 0)
-      chosen = this.method.kind === 'least_conn' ? this.leastConn(this.backups, tried, t) : this.roundRobin(this.backups, tried, t);
+      chosen = this.method.kind === 'least_conn' || this.method.kind === 'least_time' ? this.least(this.backups, tried, t) : this.roundRobin(this.backups, tried, t);
     return chosen ?? (this.busy ? 'busy' : 'unavailable');
   }
 
@@ -332,6 +413,7 @@ export class Balancer {
     const m = chosen.member;
     m.cells.release(CONNS);
     m.metrics.released();
+    if (chosen.startedAt !== 0) m.metrics.inflightEnded(chosen.startedAt);
     // The clock only when the peer's health may change: a success outside a check
     // needs none.
     if (failed) this.failed(m, chosen, this.now() | 0);
@@ -395,6 +477,7 @@ export class Balancer {
       else {
         const h = peerHandles(this.status, this.upstream, entry.id, this.protocol);
         m = new Member(entry.id, h.metrics, h.cells, entry);
+        if (this.timeAverage) m.time = h.metrics.timing(this.timeAverage);
         this.members.set(entry.id, m);
       }
       seen.add(entry.id);
@@ -505,7 +588,8 @@ export class Balancer {
       this.exclude(m, true);
       return undefined;
     }
-    let pick = m.normal;
+    // With inflight, each request's own start goes with it to release().
+    let pick = this.inflight ? new Pick(m, m.kind === TRIAL) : m.kind === TRIAL ? m.trial : m.normal;
     if (m.kind === TRIAL) {
       const token = t || 1;
       if (c.compareExchange(CHECKING, m.seenToken, token) !== m.seenToken) {
@@ -513,10 +597,13 @@ export class Balancer {
         this.exclude(m, false);
         return undefined;
       }
-      pick = m.trial;
       pick.token = token;
     }
     m.metrics.selected(this.pickNow);
+    if (this.inflight) {
+      pick.startedAt = this.pickNow;
+      m.metrics.inflightBegan(this.pickNow);
+    }
     return pick;
   }
 
@@ -555,8 +642,21 @@ export class Balancer {
     best.cw -= total;
   }
 
-  /** Fewest connections (all workers') per unit of weight; ties by round robin. */
-  private leastConn(list: Member[], tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
+  /** What least_conn and least_time compare, per unit of weight: connections (all
+   * workers'), or the average time × (connections + 1). */
+  private loadOf(m: Member): number {
+    const time = m.time;
+    if (time === undefined) return m.conns / m.rw;
+    let avg = time();
+    if (this.inflight) {
+      const running = m.metrics.inflightTime(this.pickNow);
+      if (running > avg) avg = running;
+    }
+    return (avg * (m.conns + 1)) / m.rw;
+  }
+
+  /** The least load (loadOf) among the selectable peers; ties by round robin. */
+  private least(list: Member[], tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
     for (let attempt = 0; attempt <= list.length; attempt++) {
       const at = ++this.stamp;
       let best: Member | undefined;
@@ -565,10 +665,11 @@ export class Balancer {
         const m = list[i];
         if (this.check(m, tried, t) > TRIAL) continue;
         m.okAt = at;
-        if (best === undefined || m.conns * best.rw < best.conns * m.rw) {
+        m.load = this.loadOf(m);
+        if (best === undefined || m.load < best.load) {
           best = m;
           many = false;
-        } else if (m.conns * best.rw === best.conns * m.rw) many = true;
+        } else if (m.load === best.load) many = true;
       }
       if (best === undefined) return undefined;
       if (!many) {
@@ -581,7 +682,7 @@ export class Balancer {
       let total = 0;
       for (let i = 0; i < list.length; i++) {
         const m = list[i];
-        if (m.okAt !== at || m.conns * best.rw !== best.conns * m.rw) continue;
+        if (m.okAt !== at || m.load !== best.load) continue;
         m.okAt = tie;
         total += m.w;
         if (chosen === undefined || m.cw + m.w > chosen.cw + chosen.w) chosen = m;
@@ -591,6 +692,22 @@ export class Balancer {
         this.advance(list, tie, chosen!, total);
         return pick;
       }
+    }
+    return undefined;
+  }
+
+  /** The peer a sticky request names, when it can take the request (not down, not
+   * unavailable, not at max_conns, not tried); backups too, after the primaries. */
+  private stickyPick(sticky: StickyHint, tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
+    return this.stickyIn(this.primaries, sticky, tried, t) ?? this.stickyIn(this.backups, sticky, tried, t);
+  }
+
+  private stickyIn(list: Member[], sticky: StickyHint, tried: ReadonlySet<number> | undefined, t: number): Pick | undefined {
+    for (let i = 0; i < list.length; i++) {
+      const m = list[i];
+      if (m.stickyId(sticky.salt) !== sticky.id) continue;
+      this.stamp++;
+      return this.check(m, tried, t) > TRIAL ? undefined : this.take(m, t);
     }
     return undefined;
   }

@@ -8,9 +8,9 @@ import { isZoneName } from '../config/values.js';
 
 /** A new `upstream` block among `others` (its http or stream block's): its name checked
  * as nginx and the API need it; `duplicate` when another upstream already has it. */
-export function newUpstreamBlock(d: Directive, others: readonly UpstreamLevel[], c: Checker): { upstream: UpstreamLevel; duplicate: boolean } {
+export function newUpstreamBlock(d: Directive, others: readonly UpstreamLevel[], c: Checker, protocol: UpstreamLevel['protocol']): { upstream: UpstreamLevel; duplicate: boolean } {
   const [name] = d.args;
-  const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [] };
+  const upstream: UpstreamLevel = { kind: 'upstream', seen: new Set(), name, origin: d.origin, servers: [], protocol };
   // Its name is a key of the /status and /config trees: it stays one path segment.
   if (!isZoneName(name)) c.error(d.origin, `invalid upstream name "${name}": letters, digits, "_", "-" and "." only`);
   // nginx compares upstream names as host names: without case.

@@ -9,10 +9,15 @@
 //   hash <key> [consistent]; keepalive N|off; keepalive_requests N; keepalive_time T;
 //   keepalive_timeout T; queue N [timeout=T];
 //   response_time_factor N; state <file>;                            upstream
+//   least_time header|last_byte [inflight];                          upstream (Angie's)
+//   least_time connect|first_byte|last_byte [inflight];              stream upstream
+//   sticky cookie <name> [expires=T|max] [domain=] [httponly] [samesite=] [secure]
+//          [path=]; sticky route $var...; sticky_secret S; sticky_strict on|off;
+//                                                                     upstream (Angie's)
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Checker } from '../config/levels.js';
-import type { BalancingMethod, PeerParams } from '../config/model.js';
+import type { Checker, UpstreamLevel } from '../config/levels.js';
+import type { BalancingMethod, LeastTime, PeerParams, StickyConfig } from '../config/model.js';
 import { readStateFile, StateFileError } from '../../metrics/peers.js';
 import { parseResolvedServer } from '../resolver/config.js';
 import { milliseconds, seconds, whole } from '../config/numbers.js';
@@ -81,14 +86,14 @@ const SERVER_PARAMETERS: Readonly<Record<string, (value: string | undefined, pee
 };
 
 /** A balancing method: one per upstream, whichever it is. */
-function balancing(args: readonly [number, number], parse: (d: Directive, c: Checker) => BalancingMethod | undefined) {
+function balancing(args: readonly [number, number], parse: (d: Directive, c: Checker, upstream: UpstreamLevel) => BalancingMethod | undefined) {
   return define({
     contexts: ['upstream'],
     args,
     multiple: true,
     apply(d, upstream, c) {
       if (upstream.method) return c.error(d.origin, 'load balancing method redefined');
-      const method = parse(d, c);
+      const method = parse(d, c, upstream);
       if (method) upstream.method = method;
     },
   });
@@ -114,7 +119,7 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     block: true,
     multiple: true,
     apply(d, http, c) {
-      const { upstream, duplicate } = newUpstreamBlock(d, http.upstreams, c);
+      const { upstream, duplicate } = newUpstreamBlock(d, http.upstreams, c, 'http');
       c.walk(d.block ?? [], upstream);
       if (duplicate) return;
       checkUpstreamBlock(upstream, http.upstreams, c);
@@ -189,6 +194,54 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     return { kind: 'hash', key, consistent: consistent !== undefined };
   }),
 
+  // Angie's: the averages /status shows of each protocol (response_time is last_byte's).
+  least_time: balancing([1, 2], (d, c, upstream) => {
+    const [time, inflight] = d.args;
+    if (!LEAST_TIMES[upstream.protocol].includes(time as LeastTime)) return void c.error(d.origin, `invalid parameter "${time}"`);
+    if (inflight !== undefined && inflight !== 'inflight') return void c.error(d.origin, `invalid parameter "${inflight}"`);
+    return { kind: 'least_time', time: time as LeastTime, inflight: inflight !== undefined };
+  }),
+
+  sticky: define({
+    contexts: ['upstream'],
+    args: [2, Infinity],
+    apply(d, upstream, c) {
+      if (upstream.sticky) return c.error(d.origin, '"sticky" directive is duplicate');
+      const [mode, ...args] = d.args;
+      if (mode === 'cookie') {
+        const sticky = stickyCookie(args, d, c);
+        if (sticky) upstream.sticky = sticky;
+      } else if (mode === 'route') {
+        for (const v of args) {
+          const error = checkVariables(v, requestVariable);
+          if (error) return c.error(d.origin, error);
+        }
+        upstream.sticky = { mode, variables: args, origin: d.origin };
+      } else if (mode === 'learn')
+        // Its sessions would need a keyed store of their own, expiring, in the zone.
+        c.error(d.origin, '"sticky learn" is not supported: use "sticky cookie" or "sticky route"');
+      else c.error(d.origin, `unknown sticky mode "${mode}"`);
+    },
+  }),
+  sticky_secret: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const error = checkVariables(d.args[0], requestVariable);
+      if (error) c.error(d.origin, error);
+      else upstream.stickySecret = d.args[0];
+    },
+  }),
+  sticky_strict: define({
+    contexts: ['upstream'],
+    args: [1, 1],
+    apply(d, upstream, c) {
+      const arg = d.args[0];
+      if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      else upstream.stickyStrict = arg === 'on';
+    },
+  }),
+
   keepalive: define({
     contexts: ['upstream'],
     args: [1, 1],
@@ -247,3 +300,47 @@ export const upstreamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
 };
+
+const LEAST_TIMES: Readonly<Record<UpstreamLevel['protocol'], readonly LeastTime[]>> = {
+  http: ['header', 'last_byte'],
+  stream: ['connect', 'first_byte', 'last_byte'],
+};
+
+/** The attributes `sticky cookie` takes besides `expires`: flags, and those with a value. */
+const COOKIE_FLAGS = new Set(['httponly', 'secure']);
+const COOKIE_VALUES = new Set(['domain', 'path', 'samesite']);
+
+/** `sticky cookie <name> [attributes]`: Angie's attributes, `path=/` unless one is given. */
+function stickyCookie(args: readonly string[], d: Directive, c: Checker): NonNullable<UpstreamLevel['sticky']> | undefined {
+  const [cookie, ...rest] = args;
+  if (cookie === '') return void c.error(d.origin, 'empty cookie name');
+  if (!/^[!#-'*+.^-z|~0-9A-Z-]+$/.test(cookie)) return void c.error(d.origin, `invalid cookie name "${cookie}"`);
+  let expires: number | 'max' | undefined;
+  const attributes: string[] = [];
+  for (const a of rest) {
+    const eq = a.indexOf('=');
+    const name = (eq < 0 ? a : a.slice(0, eq)).toLowerCase();
+    const value = eq < 0 ? undefined : a.slice(eq + 1);
+    if (name === 'expires' && value !== undefined) {
+      if (expires !== undefined) return void c.error(d.origin, 'parameter "expires" is duplicate');
+      const ms = value === 'max' ? 0 : seconds(value, false);
+      if (ms === undefined) return void c.error(d.origin, `invalid parameter "${a}"`);
+      expires = value === 'max' ? 'max' : ms / 1000;
+      continue;
+    }
+    const valid = value === undefined ? COOKIE_FLAGS.has(name) : COOKIE_VALUES.has(name) && (name !== 'samesite' || /^(strict|lax|none)$/i.test(value));
+    if (!valid || /[;\s]/.test(a)) return void c.error(d.origin, `invalid parameter "${a}"`);
+    const error = checkVariables(a, requestVariable);
+    if (error) return void c.error(d.origin, error);
+    attributes.push(a);
+  }
+  if (!attributes.some((a) => a.toLowerCase().startsWith('path='))) attributes.push('path=/');
+  return { mode: 'cookie', cookie, ...(expires !== undefined ? { expires } : {}), attributes, origin: d.origin };
+}
+
+/** An upstream block's `sticky`, with `sticky_secret` and `sticky_strict`. */
+export function stickyOf(u: UpstreamLevel): StickyConfig | undefined {
+  if (!u.sticky) return undefined;
+  const { origin: _origin, ...sticky } = u.sticky;
+  return { ...sticky, ...(u.stickySecret !== undefined ? { secret: u.stickySecret } : {}), strict: !!u.stickyStrict };
+}

@@ -34,6 +34,12 @@ http {
             proxy_cache_use_stale error timeout http_500 updating;
             proxy_cache_revalidate on;
         }
+        location /forbidden/ {
+            proxy_pass http://b;
+            proxy_cache pcache;
+            proxy_cache_valid 200 1s;
+            proxy_cache_use_stale invalid_header http_403 http_429;
+        }
         location /bg/ {
             proxy_pass http://b;
             proxy_cache pcache;
@@ -154,6 +160,20 @@ t.test('expired, then revalidated by a 304, then stale when the backend fails', 
   t.same([c.expired.responses, c.expired.responses_written], [1, 1]);
   t.same(c.revalidated, { responses: 1, bytes: 2 });
   t.same(c.stale, { responses: 1, bytes: 3 });
+});
+
+t.test('proxy_cache_use_stale http_403 and http_429: the stale entry for those statuses', async (t) => {
+  backend.answers.set('/forbidden/f', { body: 'cached' });
+  t.equal((await get('/forbidden/f')).cache, 'MISS');
+  await new Promise((r) => setTimeout(r, 1100));
+  for (const status of [403, 429]) {
+    backend.answers.set('/forbidden/f', { status, body: 'refused' });
+    const r = await get('/forbidden/f');
+    t.same([r.status, r.body, r.cache], [200, 'cached', 'STALE'], `http_${status}`);
+  }
+  backend.answers.set('/forbidden/f', { status: 404, body: 'gone' });
+  const unlisted = await get('/forbidden/f');
+  t.same([unlisted.status, unlisted.body], [404, 'gone'], 'a status not listed passes');
 });
 
 t.test('background update: stale at once, and updating while the update runs', async (t) => {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, freePorts, testConfig, Zonal } from '../zonal.js';
 
-const [port, other, backend] = await freePorts(3);
+const [port, other, backend, mapped] = await freePorts(4);
 const echo = createServer((s) => s.pipe(s));
 await new Promise<void>((r) => echo.listen(backend, '127.0.0.1', r));
 t.teardown(() => echo.close());
@@ -23,16 +23,23 @@ stream {
   geo $server_addr $by_server { default none; 127.0.0.0/24 low; }
   server { listen 127.0.0.1:${port}; proxy_pass 127.0.0.1:${backend}; }
   server { listen 127.0.0.1:${other}; proxy_pass 127.0.0.1:${backend}; }
+  map $server_port $peer { ${mapped} 127.0.0.1:${backend}; default 127.0.0.1:1; }
+  server { listen 127.0.0.1:${mapped}; proxy_pass $peer; }
 }
 `;
 const z = await Zonal.start({ 'zonal.conf': conf });
 t.teardown(() => z.stop());
 
-function session(to: number): Promise<void> {
+function session(to: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const s = connect(to, '127.0.0.1', () => s.end('ping'));
-    s.on('data', () => {});
-    s.on('close', () => resolve());
+    let echoed = '';
+    // The client ends once its bytes came back: the session ends with the first side.
+    const s = connect(to, '127.0.0.1', () => s.write('ping'));
+    s.on('data', (d) => {
+      echoed += d;
+      if (echoed === 'ping') s.end();
+    });
+    s.on('close', () => resolve(echoed));
     s.on('error', reject);
     s.setTimeout(10_000, () => s.destroy(new Error('timed out')));
   });
@@ -49,6 +56,10 @@ t.test("a session's log line reads the maps and geos", async (t) => {
   t.equal(of(port), `${port} port=first client=one server=low chained=one`);
   const digits = String(other);
   t.equal(of(other), `${other} port=other ${digits[0]} ${digits.slice(1)} client=one server=low chained=not first`);
+});
+
+t.test("a map's result in proxy_pass", async (t) => {
+  t.equal(await session(mapped), 'ping', 'the peer the map names');
 });
 
 t.test('-t', async (t) => {

@@ -85,7 +85,7 @@ t.test('the resolved model', async (t) => {
     [true, '127.0.0.1'],
     [false, 'all'],
   ], 'the stream block\'s rules');
-  t.same(tcp.proxy, { upstream: 'backend', connectTimeout: 5000, timeout: 60_000, nextUpstream: false, nextUpstreamTries: 0, ssl: false, halfClose: false });
+  t.same(tcp.proxy, { upstream: 'backend', connectTimeout: 5000, timeout: 60_000, nextUpstream: false, nextUpstreamTries: 0, nextUpstreamTimeout: 0, proxyProtocol: false, ssl: false, halfClose: false });
   t.notOk(tcp.ssl, 'no ssl listen, no ssl');
   t.same(tls.access.map((r) => r.address), ['all'], 'a server\'s own rules replace the outer list');
   t.same(tls.listens.map((l) => [l.port, l.ssl, l.proxyProtocol]), [
@@ -94,7 +94,7 @@ t.test('the resolved model', async (t) => {
   ], 'ssl and proxy_protocol on one listen');
   t.equal(tls.ssl!.handshakeTimeout, 2000);
   t.ok(tls.ssl!.certificate.endsWith('cert.pem'), 'the certificate, inherited, relative to the file');
-  t.same(tls.proxy, { upstream: '127.0.0.1:9005', connectTimeout: 5000, timeout: 60_000, nextUpstream: true, nextUpstreamTries: 2, ssl: true, halfClose: false });
+  t.same(tls.proxy, { upstream: '127.0.0.1:9005', connectTimeout: 5000, timeout: 60_000, nextUpstream: true, nextUpstreamTries: 2, nextUpstreamTimeout: 0, proxyProtocol: false, ssl: true, halfClose: false });
   t.ok(pp.listens[0].proxyProtocol);
   t.notOk(pp.statusZone);
   const [backend, ramp, implicit] = stream.upstreams;
@@ -113,7 +113,7 @@ t.test('the resolved model', async (t) => {
 
 t.test('nginx\'s defaults', async (t) => {
   const config = load('stream { server { listen 127.0.0.1:7001; proxy_pass 127.0.0.1:9001; } }\n');
-  t.same(config.stream!.servers[0].proxy, { upstream: '127.0.0.1:9001', connectTimeout: 60_000, timeout: 600_000, nextUpstream: true, nextUpstreamTries: 0, ssl: false, halfClose: false });
+  t.same(config.stream!.servers[0].proxy, { upstream: '127.0.0.1:9001', connectTimeout: 60_000, timeout: 600_000, nextUpstream: true, nextUpstreamTries: 0, nextUpstreamTimeout: 0, proxyProtocol: false, ssl: false, halfClose: false });
   t.same(config.stream!.servers[0].access, []);
   t.notOk(config.http, 'a stream block alone');
 });
@@ -151,7 +151,14 @@ stream {
 
 t.test('bad input, each with its file and line', async (t) => {
   const cases: Array<[string, string]> = [
-    ['stream { server { listen 127.0.0.1:7001; } }', 'no handler for server: "proxy_pass" is missing in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; } }', 'no handler for server: "proxy_pass" or "return" is missing in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; return $nope; } }', 'unknown "nope" variable in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; proxy_pass $nope; } }', 'unknown "nope" variable in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; return x; return y; } }', '"return" directive is duplicate in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; ssl_preread yes; return x; } }', 'invalid value "yes" in "ssl_preread" directive, it must be "on" or "off" in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; preread_buffer_size x; return x; } }', 'invalid value "x" in "preread_buffer_size" directive in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; proxy_protocol yes; return x; } }', 'invalid value "yes" in "proxy_protocol" directive, it must be "on" or "off" in zonal.conf:1'],
+    ['stream { server { listen 127.0.0.1:7001; proxy_next_upstream_timeout x; return x; } }', 'invalid value "x" in "proxy_next_upstream_timeout" directive in zonal.conf:1'],
     ['stream { server { proxy_pass 127.0.0.1:1; } }', 'no "listen" directive in server in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001 foo; proxy_pass 127.0.0.1:1; } }', 'invalid parameter "foo" in zonal.conf:1'],
     ['stream { server { listen 127.0.0.1:7001; proxy_pass nowhere; } }', 'no upstream "nowhere" in stream in zonal.conf:1'],

@@ -338,10 +338,16 @@ export function keepaliveDisabled(disable: KeepaliveDisable, method: string | un
   if (agent === undefined || (!disable.safari && !(disable.msie6 && method === 'POST'))) return false;
   if (agent.includes('Opera')) return false;
   const msie = agent.indexOf('MSIE ');
-  if (msie >= 0 && msie + 7 < agent.length) {
-    if (!disable.msie6 || method !== 'POST' || agent[msie + 6] !== '.') return false;
-    const major = agent[msie + 5];
-    return major === '4' || major === '5' || (major === '6' && !agent.slice(msie + 8).includes('SV1'));
-  }
+  if (msie >= 0 && msie + 7 < agent.length) return disable.msie6 && method === 'POST' && isMsie6(agent);
   return disable.safari && !agent.includes('Gecko/') && !agent.includes('Chrome/') && agent.includes('Safari/') && agent.includes('Mac OS X');
+}
+
+/** nginx's `msie6` browser (its request's msie6 flag): MSIE 4 and 5, and 6 without SV1
+ * (XP SP2 fixed its gzip and keep-alive bugs); Opera says MSIE and is not. */
+export function isMsie6(agent: string): boolean {
+  if (agent.includes('Opera')) return false;
+  const msie = agent.indexOf('MSIE ');
+  if (msie < 0 || msie + 7 >= agent.length || agent[msie + 6] !== '.') return false;
+  const major = agent[msie + 5];
+  return major === '4' || major === '5' || (major === '6' && !agent.slice(msie + 8).includes('SV1'));
 }
