@@ -27,8 +27,9 @@ type Part<C> = string | Variable<C>;
 /** Variables assembled from the tables of the modules that own them. */
 export class Variables<C> {
   private readonly names = new Map<string, Variable<C>>();
-  /** The configuration's own variables (`set $name`): replaced at each load. */
-  private declared = new Map<string, Variable<C>>();
+  /** The configuration's own (map, geo): looked for before the modules', and forgotten
+   * when another configuration is read. */
+  private readonly defined = new Map<string, { v?: Variable<C>; readonly read: Variable<C> }>();
   /** Longest prefix first: `sent_http_` is looked for before `http_`. */
   private readonly prefixes: Array<readonly [string, (rest: string) => Variable<C>]> = [];
 
@@ -42,24 +43,39 @@ export class Variables<C> {
 
   /** A variable by name; undefined for one no module declares. */
   get(name: string): Variable<C> | undefined {
-    const v = this.declared.get(name) ?? this.names.get(name);
+    const v = this.defined.get(name)?.read ?? this.names.get(name);
     if (v) return v;
     for (const [prefix, make] of this.prefixes) if (name.startsWith(prefix) && name.length > prefix.length) return make(name.slice(prefix.length));
     return undefined;
   }
 
   /** Whether `-t` lets a value name it. */
-  readonly known = (name: string): boolean => this.declared.has(name) || this.names.has(name) || this.prefixes.some(([p]) => name.startsWith(p) && name.length > p.length);
+  readonly known = (name: string): boolean => this.defined.has(name) || this.names.has(name) || this.prefixes.some(([p]) => name.startsWith(p) && name.length > p.length);
 
-  /** Whether a module declares it by its name (a prefix's family is not: nginx's own
-   * variables hash holds whole names only). */
-  builtIn = (name: string): boolean => this.names.has(name);
+  /** Whether a module declares it by name: the configuration may not define it again. */
+  builtIn(name: string): boolean {
+    return this.names.has(name);
+  }
 
-  /** The variables of the configuration being loaded (nginx's `set` adds them as it
-   * reads its directives, and checks every use once all are read): they come before
-   * the modules' own, and replace those of the previous load. */
-  declare(variables: ReadonlyMap<string, Variable<C>>): void {
-    this.declared = new Map(variables);
+  /** A variable the configuration defines, known before its block is read (a value may
+   * name a `map` written after it, as in nginx): values compiled before define() gives
+   * it its evaluation read it through its slot. */
+  declare(name: string): void {
+    if (this.defined.has(name)) return;
+    const slot: { v?: Variable<C>; readonly read: Variable<C> } = { read: (c) => slot.v?.(c) };
+    this.defined.set(name, slot);
+  }
+
+  /** Its evaluation; a second definition replaces the first, as nginx's second `map` of
+   * a name does. */
+  define(name: string, v: Variable<C>): void {
+    this.declare(name);
+    this.defined.get(name)!.v = v;
+  }
+
+  /** Forgets the configuration's variables, before another configuration is read. */
+  forget(): void {
+    this.defined.clear();
   }
 
   /** Text and variables in order; a name no table knows stays as written (the

@@ -26,6 +26,9 @@ import type { DirectiveSpec } from './spec.js';
 import { logDirectives } from '../log/config.js';
 import { httpSettingsDirectives } from '../http/core/config.js';
 import { contentDirectives } from '../http/content-config.js';
+import { mapDirectives } from '../map/config.js';
+import { realipDirectives } from '../realip/config.js';
+import { geoDirectives } from '../geo/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -53,6 +56,9 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   proxyDirectives,
   logDirectives,
   httpSettingsDirectives,
+  mapDirectives,
+  realipDirectives,
+  geoDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

@@ -13,6 +13,7 @@ import { specsOf } from './directives.js';
 import { resolveStream } from '../stream/config.js';
 import { coreConfigOf } from '../core/config.js';
 import { mainLogs } from '../log/config.js';
+import { forgetDefinedVariables } from './variables.js';
 
 export interface LoadOptions {
   /** Read files from this snapshot (absolute path -> text) instead of the disk: workers parse the
@@ -57,6 +58,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
     specsOf,
   };
   const level: MainLevel = { kind: 'main', seen: new Set() };
+  forgetDefinedVariables();
   declareConfiguredVariables(directives);
   walk(directives, level, checker);
   const http = level.http && resolveHttp(level.http, checker);

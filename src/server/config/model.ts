@@ -20,6 +20,8 @@ export interface ListenConfig {
   readonly admin: boolean;
   /** `default_server`: the server for requests whose Host no server_name matches. */
   readonly defaultServer: boolean;
+  /** `proxy_protocol`: each connection begins with a PROXY protocol header (plain HTTP). */
+  readonly proxyProtocol?: boolean;
   readonly origin: Origin;
 }
 

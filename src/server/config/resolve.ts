@@ -31,6 +31,7 @@ import { mergeProxyOptions, proxyOptions, settleProxySsl, type MergedProxyOption
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
 import { settleTls, TLS_DEFAULTS } from '../ssl/config.js';
+import { mergeRealip, settleRealip, type RealipLevel } from '../realip/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
 const SSL_HANDSHAKE_TIMEOUT_MS = 60_000;
@@ -89,6 +90,7 @@ interface Merged {
   readonly content: ContentConfig;
   /** `status_zone_histogram`; undefined: the default bounds. */
   readonly histogram?: HistogramSetting;
+  readonly realip?: RealipLevel;
   readonly gzip: GzipConfig;
   readonly rewrite: RewriteSettings;
 }
@@ -150,8 +152,11 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     gzip: mergeGzip(outer.gzip, level),
     ...histogramField(level.histogram ?? outer.histogram),
     rewrite: mergeRewrite(outer.rewrite, level),
+    ...fieldOf('realip', mergeRealip(outer.realip, level)),
   };
 }
+
+const fieldOf = <K extends string, V>(key: K, value: V | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
 
 function upstreamConfig(u: UpstreamLevel, http: HttpLevel, probes: readonly ProbeConfig[] | undefined): UpstreamBlockConfig {
   const zone = u.zone && { name: u.zone.name, ...(u.zone.size !== undefined ? { size: u.zone.size } : {}) };
@@ -273,7 +278,7 @@ class Resolver {
   }
 
   private settle(m: Merged): Inherited {
-    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs) };
+    const out: { -readonly [K in keyof Inherited]: Inherited[K] } = { access: m.access, ...settleLogs(m.logs), ...settleRealip(m.realip) };
     // Absent where no core directive applies: the runtime's defaults are nginx's.
     if (m.core !== TOP_CORE) out.core = m.core;
     if (!defaultContent(m.content)) out.content = m.content;

@@ -16,6 +16,9 @@ export interface DirectiveSpec<L extends AnyLevel = AnyLevel> {
   readonly multiple?: boolean;
   /** May appear in an admin server and its locations. */
   readonly admin?: boolean;
+  /** Called for every directive of a block before any is applied: what it names for the
+   * others to use wherever they are written (a `map`'s variable). */
+  declare?(d: Directive, level: L): void;
   /** Called once the generic checks passed: the arguments' count is right. */
   apply(d: Directive, level: L, c: Checker): void;
 }

@@ -11,13 +11,14 @@ import { proxyVariables } from '../proxy/variables.js';
 import { sslVariables, streamSslVariables } from '../ssl/variables.js';
 import { cacheVariables } from '../cache/variables.js';
 import { authBasicVariables } from '../auth-basic/variables.js';
+import { realipVariables } from '../realip/variables.js';
 import { gzipVariables } from '../gzip/variables.js';
 import { streamCoreVariables, type StreamRecord } from '../stream/variables.js';
 import { sslPrereadVariables } from '../stream/ssl-preread.js';
 import { configuredVariables } from '../rewrite/variables.js';
 import type { Directive } from './syntax.js';
 
-export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, gzipVariables]);
+export const httpVariables = new Variables<HttpContext>([httpCoreVariables, upstreamVariables, proxyVariables, sslVariables, cacheVariables, authBasicVariables, gzipVariables, realipVariables]);
 
 export const streamVariables = new Variables<StreamRecord>([streamCoreVariables, sslPrereadVariables, streamSslVariables]);
 
@@ -33,11 +34,18 @@ export function compileValue(text: string): (c: HttpContext) => string {
   return httpVariables.compile(text);
 }
 
+/** Another configuration is read: the variables the last one defined (map, geo) go. */
+export function forgetDefinedVariables(): void {
+  httpVariables.forget();
+  streamVariables.forget();
+}
+
 /** Whether `-t` lets an http value name it. */
 export const knownHttpVariable = httpVariables.known;
 
 /** The variables of the configuration about to be checked (`set`, named groups), known
- * to every value from now on, in place of the previous configuration's. */
+ * to every value from now on (forgetDefinedVariables() dropped the previous
+ * configuration's). */
 export function declareConfiguredVariables(directives: readonly Directive[]): void {
-  httpVariables.declare(configuredVariables(directives, httpVariables.builtIn));
+  for (const [name, v] of configuredVariables(directives, (n) => httpVariables.builtIn(n))) httpVariables.define(name, v);
 }

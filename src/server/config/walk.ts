@@ -5,6 +5,7 @@ import type { AnyLevel, Checker } from './levels.js';
 import type { Directive } from './syntax.js';
 
 export function walk(list: readonly Directive[], level: AnyLevel, c: Checker): void {
+  declare(list, level);
   for (const d of list) {
     const specs = specsOf(d.name);
     if (!specs.length) {
@@ -38,5 +39,14 @@ export function walk(list: readonly Directive[], level: AnyLevel, c: Checker): v
       level.seen.add(d.name);
     }
     spec.apply(d, level, c);
+  }
+}
+
+/** What a block's directives name for the others (nginx knows a `map`'s variable in the
+ * whole configuration, wherever the `map` is), its included files' too. */
+function declare(list: readonly Directive[], level: AnyLevel): void {
+  for (const d of list) {
+    if (d.name === 'include') declare(d.included ?? [], level);
+    else specsOf(d.name).find((s) => s.contexts.includes(level.kind))?.declare?.(d, level);
   }
 }

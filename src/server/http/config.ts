@@ -119,8 +119,10 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
       const [address, ...params] = d.args;
       const parsed = parseListenAddress(address);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
-      const bad = params.find((p) => p !== 'ssl' && p !== 'admin' && p !== 'default_server');
+      const bad = params.find((p) => p !== 'ssl' && p !== 'admin' && p !== 'default_server' && p !== 'proxy_protocol');
       if (bad !== undefined) return c.error(d.origin, `invalid parameter "${bad}"`);
+      const proxyProtocol = params.includes('proxy_protocol');
+      if (proxyProtocol && (params.includes('ssl') || params.includes('admin'))) return c.error(d.origin, `the "proxy_protocol" parameter goes with a plain HTTP listen only, not "${params.includes('ssl') ? 'ssl' : 'admin'}"`);
       // The admin listener is uWebSockets.js's, which listens on TCP only.
       if (parsed.value.port === 0 && params.includes('admin')) return c.error(d.origin, `the "admin" parameter is not allowed on "${address}": admin listens are TCP`);
       server.listens.push({
@@ -128,6 +130,7 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
         ssl: params.includes('ssl'),
         admin: params.includes('admin'),
         defaultServer: params.includes('default_server'),
+        ...(proxyProtocol ? { proxyProtocol } : {}),
         origin: d.origin,
       });
     },

@@ -28,7 +28,7 @@ import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
 import { compileValue } from '../config/variables.js';
-import { isRewrittenHere, requestContext, retarget, rewrittenHere, SERVER as SITE, type HttpContext } from './variables.js';
+import { clientAddress, isRewrittenHere, requestContext, retarget, rewrittenHere, SERVER as SITE, type HttpContext } from './variables.js';
 
 /** What an internal redirect needs of the virtual server (site.ts's Site). */
 export interface Router {
@@ -258,7 +258,7 @@ function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri
     if (verdict === 0) serveContent(req, res, uri, place, captures);
     else answerError(req, res, verdict, contentOf(place), { req, res, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
   };
-  const verdict = place.guard.check(req.socket.remoteAddress ?? '', req.headers.authorization, contextOf(req, res, uri, captures));
+  const verdict = place.guard.check(clientAddress(req), req.headers.authorization, contextOf(req, res, uri, captures));
   if (typeof verdict === 'number') answer(verdict);
   else verdict.then(answer, () => answer(403));
 }

@@ -6,6 +6,7 @@ import type { CoreSettings } from './core/config.js';
 import type { ApiHandler } from '../../api/index.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { PlaceLimits } from '../limits/runtime.js';
+import type { Realip } from '../realip/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
 import type { Script } from '../rewrite/script.js';
 import type { ErrorLog } from '../log/error-log.js';
@@ -47,6 +48,8 @@ export interface Place {
   readonly log?: PlaceLog;
   /** The http core module's settings here (types, body size, keep-alive). */
   readonly core?: CoreSettings;
+  /** `set_real_ip_from` in force: finds the request's client address. */
+  readonly realip?: Realip;
   /** gzip and gzip_static, when either is on. */
   readonly gzip?: GzipConfig;
 }

@@ -36,7 +36,8 @@ import { nodeHttps } from '../ssl/modules.js';
 import { askClientCertificate, TlsServers } from '../ssl/server.js';
 import { checkClientCertificate, VERIFY_PAGES } from '../ssl/request.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
-import { requestContext } from './variables.js';
+import { clientAddress, requestContext } from './variables.js';
+import { acceptProxied } from './proxy-protocol.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -120,6 +121,8 @@ export class HttpPlane {
   private readonly status: Status;
   private readonly conns: Connections;
   private readonly servers: Server[] = [];
+  /** The listeners of `proxy_protocol` listens, which hand their connections to a server. */
+  private readonly fronts: NetServer[] = [];
   private readonly live = new Roster<Conn>();
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
@@ -187,10 +190,13 @@ export class HttpPlane {
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
+      // With proxy_protocol, a listener of its own reads the header before node:http.
+      const listener = listen.proxyProtocol ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket)) : server;
+      if (listener !== server) this.fronts.push(listener);
       await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(listenOptions(listen), () => {
-          server.off('error', reject);
+        listener.once('error', reject);
+        listener.listen(listenOptions(listen), () => {
+          listener.off('error', reject);
           resolve();
         });
       });
@@ -337,6 +343,9 @@ export class HttpPlane {
       this.answered(socket, conn, res, zone, undefined, started);
       return;
     }
+    // realip with the server's settings reads the client's address as the request comes
+    // in (nginx's post-read phase), before the server's rewrite directives.
+    site.place.realip?.(req);
     // The server's rewrite directives run before any location is searched, and may answer.
     const server = site.place.script ? rewriteServer(site, req, res, uri) : undefined;
     if (server) uri = server.uri;
@@ -374,6 +383,8 @@ export class HttpPlane {
     const place = rewritten?.place ?? routed.place;
     const captures: readonly string[] | undefined = rewritten ? rewritten.captures : routed.captures;
     warnUninitialized(req, place.warn);
+    // The location's realip, unless the server's found the address (nginx's preaccess).
+    place.realip?.(req);
     const location = place.zoneOf ? place.zoneOf({ req, uri, serverName: site.config.names[0] ?? '', ...(captures ? { captures } : {}) }) : place.zone;
     location?.requestStarted();
     noteRequest(res, place, uri);
@@ -397,10 +408,9 @@ export class HttpPlane {
   }
 
   private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    const socket = req.socket;
     if (place.guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(socket.remoteAddress ?? '', req.headers.authorization, requestContext(req, res, uri, captures));
+      const verdict = place.guard.check(clientAddress(req), req.headers.authorization, requestContext(req, res, uri, captures));
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
@@ -534,7 +544,7 @@ export class HttpPlane {
       for (const server of this.servers) server.closeIdleConnections();
     }, DRAIN_IDLE_MS);
     // node:http's close() closes the idle connections too: net.Server's only stops listening.
-    const closed = this.servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
+    const closed = [...this.servers, ...this.fronts].map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())));
     return Promise.all(closed).then(() => {
       clearTimeout(sweep);
       clearInterval(this.sendCheck);

@@ -22,6 +22,7 @@ import { PlaceLimits } from '../limits/runtime.js';
 import { Dashboard } from '../dashboard/page.js';
 import { uwsAvailable } from '../../transport/uws.js';
 import { placeLog } from '../log/access-log.js';
+import { realipOf } from '../realip/runtime.js';
 
 import type { Place, Route } from './place.js';
 import { compileScript } from '../rewrite/script.js';
@@ -122,7 +123,7 @@ export class Site {
       ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
       ...(block.gzip ? { gzip: block.gzip } : {}),
     });
-    const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}) };
+    const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}), ...realipOf(config) };
     const server: Place = { ...bare, ...warnOf(config), ...(config.return && !config.script ? { return: new Return(config.return) } : {}) };
     // The server's `if` blocks run the rewrite directives in them; the rest of a block's
     // settings mean nothing before a location is found.
@@ -160,6 +161,7 @@ export class Site {
           ...limits(l),
           ...logs(l),
           ...(l.core ? { core: l.core } : {}),
+          ...realipOf(l),
         };
         const ifBlock = (i: IfConfig): Place => {
           // What answers is the block's own, or else the location's: nginx keeps the
@@ -180,6 +182,7 @@ export class Site {
             ...limits(i),
             ...logs(i),
             ...(i.core ? { core: i.core } : {}),
+            ...realipOf(i),
           };
         };
         const ifAt = (index: number) => ({ condition: compileCondition(l.ifs![index].condition), place: ifBlock(l.ifs![index]) });

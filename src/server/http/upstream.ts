@@ -11,6 +11,7 @@ import { PeerPool, type PeerPoolOptions } from './peer-pool.js';
 import type { TlsProfile } from '../ssl/proxy.js';
 import { UpstreamQueue } from './upstream-queue.js';
 import { compileValue } from '../config/variables.js';
+import { clientAddress } from './variables.js';
 
 /** A peer a request was given: the balancer's choice, or the one address a `proxy_pass`
  * with variables named (no upstream's peer: no metrics). */
@@ -125,7 +126,7 @@ export class UpstreamRuntime implements ProxyUpstream {
     if (method.kind === 'hash') {
       const value = compileValue(method.key);
       this.key = (req, uri) => value({ req, uri, proxyHost: this.proxyHost });
-    } else if (method.kind === 'ip_hash') this.key = (req) => req.socket.remoteAddress ?? '';
+    } else if (method.kind === 'ip_hash') this.key = clientAddress;
     if (config.queue) {
       this.queue = new UpstreamQueue(config.queue.size, config.queue.timeout, queueCells(status, catalog), this.recorder);
       this.balancer.onRelease(() => this.queue!.wake());

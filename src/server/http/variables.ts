@@ -72,8 +72,33 @@ export function rewrittenHere(req: IncomingMessage, yes = true): void {
 }
 export const isRewrittenHere = (req: IncomingMessage): boolean => (req as Retargeted)[REWRITTEN_HERE] === true;
 
-/** `$remote_addr`. */
-export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => unmapped(req.socket?.remoteAddress ?? '');
+/** The client's address as realip found it in a trusted proxy's header; the port is
+ * absent when the header gave none. */
+export interface RealAddress {
+  readonly address: string;
+  readonly port?: number;
+  /** `$binary_remote_addr` of it, made at its first use. */
+  binary?: Buffer;
+}
+const REAL = Symbol('zonal.realip');
+type Real = { [REAL]?: RealAddress };
+
+/** realip's address for the rest of the request (internal redirects too, as nginx's). */
+export function setRealAddress(req: IncomingMessage, real: RealAddress): void {
+  (req as Real)[REAL] = real;
+}
+
+export const realAddressOf = (req: object): RealAddress | undefined => (req as Real)[REAL];
+
+/** `$remote_addr`: realip's address, else the connection's. */
+export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => (req as Real)[REAL]?.address ?? unmapped(req.socket?.remoteAddress ?? '');
+
+/** `$remote_port`: realip's port (empty when the header gave none), else the connection's. */
+export function clientPort(req: IncomingMessage): string {
+  const real = (req as Real)[REAL];
+  const port = real ? real.port : req.socket.remotePort;
+  return port === undefined ? '' : String(port);
+}
 
 /** `$host`: the Host header without its port, lowercase; the local address without one. */
 export function hostOf(req: IncomingMessage): string {
@@ -109,6 +134,8 @@ type KeyedSocket = Socket & { [BINARY_REMOTE_ADDR]?: Buffer };
  * keep-alive connection. The native calls only read a key's bytes, so one Buffer serves
  * them all. */
 export function binaryRemoteAddress(req: IncomingMessage): Buffer {
+  const real = (req as Real)[REAL];
+  if (real) return (real.binary ??= binaryAddress(real.address));
   const socket = req.socket as KeyedSocket;
   return (socket[BINARY_REMOTE_ADDR] ??= binaryAddress(clientAddress(req)));
 }

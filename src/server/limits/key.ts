@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { compileValue } from '../config/variables.js';
-import { binaryRemoteAddress, clientAddress, type HttpContext } from '../http/variables.js';
+import { binaryRemoteAddress, clientAddress, realAddressOf, type HttpContext } from '../http/variables.js';
 
 const REMOTE_ADDR = Symbol('zonal.remote_addr');
 type KeyedSocket = Socket & { [REMOTE_ADDR]?: Buffer };
@@ -12,6 +12,8 @@ type KeyedSocket = Socket & { [REMOTE_ADDR]?: Buffer };
 /** `$remote_addr` as a limit key: its UTF-8 bytes, the key its text would be, kept on the
  * socket as `$binary_remote_addr` is. */
 function remoteAddressKey(req: IncomingMessage): Buffer {
+  const real = realAddressOf(req);
+  if (real) return Buffer.from(real.address);
   const socket = req.socket as KeyedSocket;
   return (socket[REMOTE_ADDR] ??= Buffer.from(clientAddress(req)));
 }

@@ -371,25 +371,30 @@ class Session {
   /** The upstream of this session: proxy_pass's, or the one its value names. */
   private upstream: StreamUpstream | undefined;
 
+  /** The socket's addresses, kept for the log line: a closed socket has none. */
+  private readonly kept?: { readonly remoteAddress?: string; readonly remotePort?: number; readonly localAddress?: string; readonly localPort?: number };
+
   constructor(
     readonly site: StreamSite,
     readonly raw: Socket,
     private readonly conns: Connections,
     private readonly onEnd: () => void,
-  ) {}
+  ) {
+    if (site.log) this.kept = { remoteAddress: raw.remoteAddress, remotePort: raw.remotePort, localAddress: raw.localAddress, localPort: raw.localPort };
+  }
 
   // Client: the socket's own addresses, asked for only when used (a getpeername each).
   get remoteAddress(): string | undefined {
-    return this.source ? this.source.address : this.raw.remoteAddress;
+    return this.source ? this.source.address : (this.kept ?? this.raw).remoteAddress;
   }
   get remotePort(): number | undefined {
-    return this.source ? this.source.port : this.raw.remotePort;
+    return this.source ? this.source.port : (this.kept ?? this.raw).remotePort;
   }
   get localAddress(): string | undefined {
-    return this.raw.localAddress;
+    return (this.kept ?? this.raw).localAddress;
   }
   get localPort(): number | undefined {
-    return this.raw.localPort;
+    return (this.kept ?? this.raw).localPort;
   }
 
   /** Ends the session before the proxy with `code` (400, 403, 502). */
@@ -439,6 +444,7 @@ class Session {
         ...(this.source ? { proxyProtocol: this.source } : {}),
         ...(this.hello ? { preread: this.hello } : {}),
         ...(this.tls ? { tls: this.tls } : {}),
+        session: this,
       });
   }
 
@@ -470,6 +476,7 @@ class Session {
       ...(this.source ? { proxyProtocol: this.source } : {}),
       ...(this.hello ? { preread: this.hello } : {}),
       ...(this.tls ? { tls: this.tls } : {}),
+      session: this,
     };
   }
 

@@ -27,6 +27,11 @@ export interface StreamRecord {
   readonly peerReceived: number;
   readonly peerSent: number;
   readonly connectMs: number;
+  /** The session itself, which every record of it names: what the values of its `map`
+   * and `geo` variables are kept on. */
+  readonly session?: object;
+  /** $1..$9: the groups of a `map`'s regex, where its value is evaluated. */
+  readonly captures?: readonly string[];
   /** The ClientHello `ssl_preread` read. */
   readonly preread?: ClientHello;
   /** The addresses of a PROXY protocol header the session began with. */
@@ -42,6 +47,7 @@ const last = (r: StreamRecord, i: number) => i === r.peers.length - 1;
 
 export const streamCoreVariables: VariableTable<StreamRecord> = {
   names: {
+    ...Object.fromEntries(Array.from({ length: 9 }, (_, i) => [String(i + 1), (r: StreamRecord) => r.captures?.[i]])),
     remote_addr: (r) => address(r.remoteAddress),
     proxy_protocol_addr: (r) => r.proxyProtocol && unmapped(r.proxyProtocol.address),
     proxy_protocol_port: (r) => r.proxyProtocol && String(r.proxyProtocol.port),

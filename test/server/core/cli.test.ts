@@ -40,9 +40,10 @@ t.test('-v and -V print the versions on stderr, -V with the nginx version and co
   t.ok(args.includes('--with-http_ssl_module'));
   t.ok(args.includes('--with-stream'));
   t.ok(args.includes('--with-stream_ssl_module'));
-  for (const name of ['http_fastcgi_module', 'http_uwsgi_module', 'http_scgi_module', 'http_grpc_module', 'http_memcached_module', 'http_map_module', 'stream_map_module'])
+  t.ok(args.includes('--with-http_realip_module'));
+  for (const name of ['http_fastcgi_module', 'http_uwsgi_module', 'http_scgi_module', 'http_grpc_module', 'http_memcached_module'])
     t.ok(args.includes(`--without-${name}`), `--without-${name}`);
-  for (const name of ['http_proxy_module', 'http_limit_req_module', 'http_upstream_zone_module', 'http_access_module'])
+  for (const name of ['http_proxy_module', 'http_limit_req_module', 'http_upstream_zone_module', 'http_access_module', 'http_map_module', 'http_geo_module', 'stream_map_module', 'stream_geo_module'])
     t.notOk(args.some((a) => a.endsWith(name)), `${name} is built in, not named`);
   // The table is what -V prints: every module that differs from nginx's default, once.
   t.equal(args.length, NGINX_MODULES.filter((m) => m.implemented !== m.byDefault).length);

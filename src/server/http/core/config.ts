@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import { parseTime } from '../../../metrics/peers.js';
 import { define, type DirectiveSpec } from '../../config/spec.js';
-import type { InheritableLevel } from '../../config/levels.js';
+import type { Context, InheritableLevel } from '../../config/levels.js';
 import type { Directive } from '../../config/syntax.js';
 
 /** A temporary directory: where a request body too large for its buffer is written. */
@@ -237,7 +237,7 @@ const types = define({
 /** A tuning of nginx's own I/O or hash tables, which node's have no use for: checked as
  * nginx checks it, and nothing more (Debian's nginx.conf writes sendfile, tcp_nopush and
  * types_hash_max_size). */
-function tuning(kind: 'flag' | 'size', contexts: readonly ('http' | 'server' | 'location')[] = inheritable) {
+export function tuning(kind: 'flag' | 'size', contexts: readonly Context[] = inheritable) {
   return define({
     contexts,
     args: [1, 1],

@@ -8,7 +8,8 @@ import type { VariableTable } from '../../../api/variables.js';
 import { unmapped } from '../../../api/variables.js';
 import { connectionNumber, connectionTime, requestsOf } from '../../core/connection.js';
 import { clock, msec, seconds } from '../../core/time.js';
-import { binaryRemoteAddress, clientAddress, header, headerName, hostOf, requestLine, requestUri, serverNameOf, startOf, type HttpContext } from '../variables.js';
+import { proxyProtocolOf } from '../proxy-protocol.js';
+import { binaryRemoteAddress, clientAddress, clientPort, header, headerName, hostOf, requestLine, requestUri, serverNameOf, startOf, type HttpContext } from '../variables.js';
 
 /** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
  * naming it twice, or two logs of one request, show one id). */
@@ -95,7 +96,9 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     remote_addr: (c) => clientAddress(c.req),
     // As text, one character per byte: limit keys keep it as bytes.
     binary_remote_addr: (c) => binaryRemoteAddress(c.req).toString('latin1'),
-    remote_port: (c) => String(c.req.socket.remotePort ?? ''),
+    remote_port: (c) => clientPort(c.req),
+    proxy_protocol_addr: (c) => proxyProtocolOf(c.req.socket)?.address ?? '',
+    proxy_protocol_port: (c) => String(proxyProtocolOf(c.req.socket)?.port ?? ''),
     server_addr: (c) => unmapped(c.req.socket.localAddress ?? ''),
     server_port: (c) => String(c.req.socket.localPort ?? ''),
     server_name: (c) => c.serverName ?? serverNameOf(c.res) ?? '',
