@@ -172,8 +172,8 @@ export class Proxy {
     const pass = new Set(options.passHeaders);
     this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
     this.redirects = compileRewrites(options.redirects);
-    this.cookieDomains = compileRewrites(options.cookieDomains);
-    this.cookiePaths = compileRewrites(options.cookiePaths);
+    this.cookieDomains = compileRewrites(options.cookieDomains ?? []);
+    this.cookiePaths = compileRewrites(options.cookiePaths ?? []);
     this.method = options.method === undefined ? undefined : compileValue(options.method);
     if (config.ssl) this.tls = tlsProfile(config.ssl, options);
     if (config.addHeaders) this.addHeaders = new AddHeaders(config.addHeaders);
@@ -632,7 +632,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     }
     if (limitRate !== undefined) paceByPeer(res, limitRate);
     const rate = this.proxy.config.options.limitRate;
-    if (rate > 0) paceResponse(res, rate, 0);
+    if (rate) paceResponse(res, rate, 0);
     if (hides) dropHidden(headers, hidden);
     const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
     if (cookie !== undefined) headers.push('Set-Cookie', cookie);

@@ -47,8 +47,8 @@ export interface ProxyOptions {
   readonly redirects: readonly ProxyRedirect[];
   /** `proxy_cookie_domain` and `proxy_cookie_path`: the rewrites of a Set-Cookie's Domain
    * and Path, in order; empty for `off` or none. */
-  readonly cookieDomains: readonly ProxyRedirect[];
-  readonly cookiePaths: readonly ProxyRedirect[];
+  readonly cookieDomains?: readonly ProxyRedirect[];
+  readonly cookiePaths?: readonly ProxyRedirect[];
   /** `proxy_ssl_certificate`, `proxy_ssl_certificate_key`, `proxy_ssl_password_file`:
    * absolute paths of the client certificate presented to the peers. */
   readonly sslCertificate?: string;
@@ -56,8 +56,8 @@ export interface ProxyOptions {
   readonly sslPasswordFile?: string;
   /** `proxy_method`: the method sent to the peers instead of the client's, with variables. */
   readonly method?: string;
-  /** `proxy_limit_rate`: bytes per second read from a peer for one request; 0: no limit. */
-  readonly limitRate: number;
+  /** `proxy_limit_rate`: bytes per second read from a peer for one request; absent: no limit. */
+  readonly limitRate?: number;
 }
 
 /** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
@@ -161,9 +161,9 @@ export function proxyOptions(
     passHeaders: m.proxyPassHeaders ?? [],
     interceptErrors: m.proxyInterceptErrors ?? false,
     redirects,
-    limitRate: m.proxyLimitRate ?? 0,
-    cookieDomains: m.proxyCookieDomain ?? [],
-    cookiePaths: m.proxyCookiePath ?? [],
+    ...(m.proxyLimitRate ? { limitRate: m.proxyLimitRate } : {}),
+    ...(m.proxyCookieDomain?.length ? { cookieDomains: m.proxyCookieDomain } : {}),
+    ...(m.proxyCookiePath?.length ? { cookiePaths: m.proxyCookiePath } : {}),
     ...(m.proxyMethod !== undefined ? { method: m.proxyMethod } : {}),
     ...proxyClientCertificate(m, error),
   };
