@@ -42,37 +42,33 @@ export function refreshRedirected(rules: readonly Rewrite[], value: string, c: H
   return value.slice(0, at) + redirected(rules, value.slice(at), c);
 }
 
-/** A cookie's domain: the text rules compare the whole of it, caseless, without a
- * leading dot on either side, and keep its dot; a regex replaces all of it. */
-function domainRewritten(rules: readonly Rewrite[], value: string, c: HttpContext): string {
-  const dot = value.startsWith('.') ? '.' : '';
-  const bare = value.slice(dot.length).toLowerCase();
+/** The first rule that matches a cookie attribute's value: a regex replaces all of it;
+ * a text rule is `byText`'s to judge (undefined: no match). */
+function attributeRewritten(rules: readonly Rewrite[], value: string, c: HttpContext, byText: (from: string, r: Rewrite) => string | undefined): string {
   for (const r of rules) {
     if (r.from instanceof RegExp) {
       const m = r.from.exec(value);
       if (m) return r.to(withCaptures(c, m));
       continue;
     }
-    const from = text(r.from, c);
-    if ((from.startsWith('.') ? from.slice(1) : from).toLowerCase() !== bare) continue;
-    const to = r.to(c);
-    return dot + (to.startsWith('.') ? to.slice(1) : to);
+    const out = byText(text(r.from, c), r);
+    if (out !== undefined) return out;
   }
   return value;
 }
 
-/** A cookie's path: the text rules replace the prefix they match; a regex all of it. */
+/** A cookie's domain: a text rule compares the whole of it, caseless, without a leading
+ * dot on either side, and keeps its dot. */
+function domainRewritten(rules: readonly Rewrite[], value: string, c: HttpContext): string {
+  const dot = value.startsWith('.') ? '.' : '';
+  const bare = value.slice(dot.length).toLowerCase();
+  const undot = (s: string) => (s.startsWith('.') ? s.slice(1) : s);
+  return attributeRewritten(rules, value, c, (from, r) => (undot(from).toLowerCase() === bare ? dot + undot(r.to(c)) : undefined));
+}
+
+/** A cookie's path: a text rule replaces the prefix it matches. */
 function pathRewritten(rules: readonly Rewrite[], value: string, c: HttpContext): string {
-  for (const r of rules) {
-    if (r.from instanceof RegExp) {
-      const m = r.from.exec(value);
-      if (m) return r.to(withCaptures(c, m));
-      continue;
-    }
-    const from = text(r.from, c);
-    if (value.startsWith(from)) return r.to(c) + value.slice(from.length);
-  }
-  return value;
+  return attributeRewritten(rules, value, c, (from, r) => (value.startsWith(from) ? r.to(c) + value.slice(from.length) : undefined));
 }
 
 /** A Set-Cookie value with its Domain and Path attributes rewritten. */

@@ -427,25 +427,7 @@ class Session {
     conns.closed(false);
     zone?.sessionEnded(this.code, this.received, this.sent);
     if (this.site.log)
-      logSession(this.site.log, {
-        remoteAddress: this.remoteAddress,
-        remotePort: this.remotePort,
-        localAddress: this.localAddress,
-        localPort: this.localPort,
-        status: this.code,
-        received: this.received,
-        sent: this.sent,
-        sessionMs: performance.now() - this.begun,
-        connection: connectionNumber(this.raw),
-        peers: this.peers,
-        peerReceived: this.peerReceived,
-        peerSent: this.peerSent,
-        connectMs: this.code === 200 ? this.connectMs : -1,
-        ...(this.source ? { proxyProtocol: this.source } : {}),
-        ...(this.hello ? { preread: this.hello } : {}),
-        ...(this.tls ? { tls: this.tls } : {}),
-        session: this,
-      });
+      logSession(this.site.log, { ...this.record(), status: this.code, connectMs: this.code === 200 ? this.connectMs : -1 });
   }
 
   /** The session's variables as they stand (before its end: no status yet). */
