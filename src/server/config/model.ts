@@ -2,8 +2,6 @@
 // directives.ts) produces and the processes run. Every setting is already resolved the
 // way nginx merges them: a location holds its effective root, access rules, basic auth
 // and status zone, inherited from its enclosing location, server and http block.
-import type { ServerTls } from '../ssl/config.js';
-import type { ServerVerify } from '../ssl/request.js';
 
 /** Where a directive was written: every error and every listen names it. */
 export interface Origin {
@@ -322,11 +320,7 @@ export interface VirtualServerConfig extends Inherited {
   readonly statusZone?: string;
   /** With `status_zone <key> zone=...`: `statusZone` is a group, each request's key its zone. */
   readonly statusZoneKey?: StatusZoneKey;
-  /** Present when the server has a certificate: its TLS on the listens that are `ssl`. */
-  readonly ssl?: ServerTls;
-  /** `ssl_verify_client` other than off (with or without a certificate of its own: the
-   * request's server decides, whichever server's handshake it came through). */
-  readonly sslVerify?: ServerVerify;
+  // `ssl` and `sslVerify`: the ssl module's (ssl/config.ts, ssl/request.ts).
   /** Its listens are admin listens (all of them or none: mixing is an error). */
   readonly admin: boolean;
   /** A server-level `return`: answers every request before locations are searched. */

@@ -9,7 +9,17 @@ import { isMsie6 } from '../http/core/config.js';
 import { filterBody } from '../http/body-filter.js';
 import { header } from '../http/variables.js';
 import type { GzipConfig } from './config.js';
-import { GZIP, type Filtered, type GzipState } from './ratio.js';
+import { GZIP, type GzipCounts } from './ratio.js';
+
+/** A response's gzip state. */
+interface GzipState extends GzipCounts {
+  /** The settings of the place answering (the last one entered); absent: it has none. */
+  config: GzipConfig | undefined;
+  /** nginx's r->gzip_vary: the answer depends on Accept-Encoding (`Vary` with gzip_vary). */
+  vary: boolean;
+}
+
+type Filtered = ServerResponse & { [GZIP]?: GzipState };
 
 /** The statuses nginx compresses. */
 const COMPRESSED = new Set([200, 403, 404]);

@@ -8,7 +8,6 @@ import type { HttpZone } from '../../metrics/http-zones.js';
 import type { PlaceLimits } from '../limits/runtime.js';
 import type { Realip } from '../realip/runtime.js';
 import type { Dashboard } from '../dashboard/page.js';
-import type { Script } from '../rewrite/script.js';
 import type { ErrorLog } from '../log/error-log.js';
 import type { ContentConfig } from './content-config.js';
 import type { GzipConfig } from '../gzip/config.js';
@@ -39,9 +38,7 @@ export interface Place {
   readonly proxy?: Proxy;
   /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
   readonly limits?: PlaceLimits;
-  /** Its rewrite directives (`if` blocks among them), run before anything else answers;
-   * a `return` alone is `return`. */
-  readonly script?: Script;
+  // `script`: the rewrite module's (rewrite/script.ts).
   /** Where the use of a variable no `set` reached is told (`uninitialized_variable_warn`). */
   readonly warn?: ErrorLog;
   /** `access_log` in force (only where traffic is recorded: workers). */

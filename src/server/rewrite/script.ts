@@ -13,6 +13,14 @@ import { errorLogOf, mainErrorLog, type ErrorLog, type ErrorLogTarget } from '..
 import { logForRequest } from '../log/request-error.js';
 import { setGroups, setVariable, warnUninitialized } from './variables.js';
 
+declare module '../http/place.js' {
+  interface Place {
+    /** Its rewrite directives (`if` blocks among them), run before anything else answers;
+     * a `return` alone is `return`. */
+    readonly script?: Script;
+  }
+}
+
 /** A rewrite directive ready to run. An `if` step's block is a place of its own, whose
  * script holds the block's directives. */
 export type Step =

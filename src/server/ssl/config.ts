@@ -25,7 +25,18 @@ import type { Directive } from '../config/syntax.js';
 import { createPrivateKey } from 'node:crypto';
 import { confCommandOptions, keyWithPassphrase, passwordLines } from './context.js';
 import { nodeTls } from './modules.js';
-import { VERIFY_DEPTH } from './verify.js';
+import { VERIFY_DEPTH, type VerifyClient } from './verify.js';
+
+export type { VerifyClient } from './verify.js';
+import type { ServerTls, SessionCache } from './context.js';
+export type { ServerTls, SessionCache } from './context.js';
+
+declare module '../config/model.js' {
+  interface VirtualServerConfig {
+    /** Present when the server has a certificate: its TLS on the listens that are `ssl`. */
+    readonly ssl?: ServerTls;
+  }
+}
 
 /** What one block says of TLS, before inheritance. */
 export interface TlsWritten {
@@ -47,39 +58,7 @@ export interface TlsWritten {
   confCommands?: Array<readonly [string, string]>;
 }
 
-export type VerifyClient = 'off' | 'on' | 'optional' | 'optional_no_ca';
 
-/** `ssl_session_cache`: `off` (no session is resumed by id), `none` (nginx's default: the
- * client is told sessions may be resumed, none is kept), a per-worker cache and/or one
- * shared by the workers (a shared-memory zone). */
-export interface SessionCache {
-  readonly mode: 'off' | 'none' | 'cache';
-  /** builtin[:size]: sessions a worker keeps (nginx's OpenSSL default, 20480). */
-  readonly builtin?: number;
-  readonly shared?: { readonly name: string; readonly size: number };
-}
-
-/** A server's TLS as the worker runs it: the certificate and everything above, merged. */
-export interface ServerTls {
-  readonly certificate: string;
-  readonly key: string;
-  /** Milliseconds. */
-  readonly handshakeTimeout: number;
-  readonly verifyClient: VerifyClient;
-  readonly clientCertificate?: string;
-  readonly trustedCertificate?: string;
-  readonly verifyDepth: number;
-  readonly crl?: string;
-  readonly sessionCache: SessionCache;
-  readonly sessionTimeout: number;
-  readonly sessionTickets: boolean;
-  readonly sessionTicketKeys: readonly string[];
-  readonly protocols: readonly string[];
-  readonly ciphers: string;
-  readonly preferServerCiphers: boolean;
-  readonly passwords?: { readonly file: string; readonly lines: readonly string[] };
-  readonly confCommands: ReadonlyArray<readonly [string, string]>;
-}
 
 declare module '../config/levels.js' {
   interface HttpLevel {

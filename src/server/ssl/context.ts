@@ -4,7 +4,39 @@
 import { readFileSync } from 'node:fs';
 import { constants, createHash, createPrivateKey } from 'node:crypto';
 import type { SecureContextOptions } from 'node:tls';
-import type { ServerTls } from './config.js';
+import type { VerifyClient } from './verify.js';
+
+/** `ssl_session_cache`: `off` (no session is resumed by id), `none` (nginx's default: the
+ * client is told sessions may be resumed, none is kept), a per-worker cache and/or one
+ * shared by the workers (a shared-memory zone). */
+export interface SessionCache {
+  readonly mode: 'off' | 'none' | 'cache';
+  /** builtin[:size]: sessions a worker keeps (nginx's OpenSSL default, 20480). */
+  readonly builtin?: number;
+  readonly shared?: { readonly name: string; readonly size: number };
+}
+
+/** A server's TLS as the worker runs it: the certificate and everything above, merged. */
+export interface ServerTls {
+  readonly certificate: string;
+  readonly key: string;
+  /** Milliseconds. */
+  readonly handshakeTimeout: number;
+  readonly verifyClient: VerifyClient;
+  readonly clientCertificate?: string;
+  readonly trustedCertificate?: string;
+  readonly verifyDepth: number;
+  readonly crl?: string;
+  readonly sessionCache: SessionCache;
+  readonly sessionTimeout: number;
+  readonly sessionTickets: boolean;
+  readonly sessionTicketKeys: readonly string[];
+  readonly protocols: readonly string[];
+  readonly ciphers: string;
+  readonly preferServerCiphers: boolean;
+  readonly passwords?: { readonly file: string; readonly lines: readonly string[] };
+  readonly confCommands: ReadonlyArray<readonly [string, string]>;
+}
 
 type SslVersion = NonNullable<SecureContextOptions['minVersion']>;
 const VERSIONS: readonly SslVersion[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];

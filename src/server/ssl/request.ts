@@ -5,8 +5,15 @@ import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { badRequestPage } from '../http/core/request.js';
 import { normaliseHost } from '../http/server-names.js';
-import type { VerifyClient } from './config.js';
-import { clientVerification, verifyRefusal } from './verify.js';
+import { clientVerification, verifyRefusal, type VerifyClient } from './verify.js';
+
+declare module '../config/model.js' {
+  interface VirtualServerConfig {
+    /** `ssl_verify_client` other than off (with or without a certificate of its own: the
+     * request's server decides, whichever server's handshake it came through). */
+    readonly sslVerify?: ServerVerify;
+  }
+}
 
 /** nginx's codes of the refusals, each answered as a 400 with its own page. */
 export const CERT_ERROR = 495;

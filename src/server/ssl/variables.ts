@@ -111,6 +111,13 @@ export const sslVariables: VariableTable<HttpContext> = {
 /** A stream session's TLS variables, read when its handshake is done. */
 export type TlsFacts = Readonly<Record<string, string | undefined>>;
 
+declare module '../stream/variables.js' {
+  interface StreamRecord {
+    /** The TLS variables of an `ssl` listen's session, read after its handshake. */
+    readonly tls?: TlsFacts;
+  }
+}
+
 export function tlsFacts(socket: TLSSocket): TlsFacts {
   return Object.fromEntries(Object.entries(OF_SOCKET).map(([name, of]) => [name, of(socket)]));
 }

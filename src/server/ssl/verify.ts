@@ -4,7 +4,9 @@
 // rejectUnauthorized off): the result is read here once, after the handshake.
 import { X509Certificate } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import type { VerifyClient } from './config.js';
+
+/** `ssl_verify_client`. */
+export type VerifyClient = 'off' | 'on' | 'optional' | 'optional_no_ca';
 
 /** nginx's ssl_verify_depth by default. */
 export const VERIFY_DEPTH = 1;

@@ -7,6 +7,13 @@ import type { Socket } from 'node:net';
 import type { VariableTable } from '../../api/variables.js';
 import type { StreamRecord } from './variables.js';
 
+declare module './variables.js' {
+  interface StreamRecord {
+    /** The ClientHello `ssl_preread` read. */
+    readonly preread?: ClientHello;
+  }
+}
+
 /** What a ClientHello says, as nginx's variables render it. */
 export interface ClientHello {
   /** The SNI host name; '' without one. */

@@ -4,8 +4,6 @@ import { hostname } from 'node:os';
 import type { VariableTable } from '../../api/variables.js';
 import { unmapped } from '../../api/variables.js';
 import { clock, msec, seconds } from '../core/time.js';
-import type { ClientHello } from './ssl-preread.js';
-import type { TlsFacts } from '../ssl/variables.js';
 
 /** What a session leaves for its log line. */
 export interface StreamRecord {
@@ -32,12 +30,9 @@ export interface StreamRecord {
   readonly session?: object;
   /** $1..$9: the groups of a `map`'s regex, where its value is evaluated. */
   readonly captures?: readonly string[];
-  /** The ClientHello `ssl_preread` read. */
-  readonly preread?: ClientHello;
+  // `preread` (ssl-preread.ts) and `tls` (ssl/variables.ts): their modules'.
   /** The addresses of a PROXY protocol header the session began with. */
   readonly proxyProtocol?: { readonly address: string; readonly port: number };
-  /** The TLS variables of an `ssl` listen's session, read after its handshake. */
-  readonly tls?: TlsFacts;
 }
 
 const address = (a: string | undefined) => (a === undefined ? undefined : unmapped(a));
