@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { formatConfigError, loadConfig } from '../../src/server/config/load.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
 
@@ -41,6 +42,15 @@ export async function testConfig(text: string): Promise<{ code: number | null; e
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** What `zonal -t` says of a configuration, without a process: the loader's own check, in
+ * this process, with the errors in the words `-t` prints (`<dir>` for the folder). For the
+ * checks of the configuration alone; testConfig() where the command line is the subject. */
+export function checkConfig(text: string): { code: number; err: string } {
+  const file = '/zonal-check/zonal.conf';
+  const { errors } = loadConfig(file, { files: { [file]: text } });
+  return { code: errors.length > 0 ? 1 : 0, err: errors.map(formatConfigError).join('\n').replaceAll('/zonal-check', '<dir>') };
 }
 
 /** Runs `bin/zonal` with arguments to completion (for -t and -v). */

@@ -2,16 +2,16 @@
 // what it refuses, in its words; `set` makes a variable every value may name, wherever
 // in the configuration it is written; and `zonal -V` counts the module as built in.
 import t, { type Test } from 'tap';
-import { runZonal, testConfig } from '../zonal.js';
+import { checkConfig, runZonal } from '../zonal.js';
 
 const http = (...lines: string[]) => ['events {}', 'http {', '  server {', '    listen 127.0.0.1:8080;', ...lines, '  }', '}', ''].join('\n');
 
 const ok = async (t: Test, text: string, what: string) => {
-  const r = await testConfig(text);
+  const r = checkConfig(text);
   t.equal(r.code, 0, `${what}: ${r.err}`);
 };
 const refused = async (t: Test, text: string, message: RegExp, what: string) => {
-  const r = await testConfig(text);
+  const r = checkConfig(text);
   t.not(r.code, 0, `${what}: refused`);
   t.match(r.err, message, what);
 };
