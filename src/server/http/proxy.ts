@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LocationConfig, NextUpstreamCondition, ProxyConfig } from '../config/model.js';
 import { afterIo, type AfterIo } from './after-io.js';
 import { Deadlines, type Expiring } from './deadlines.js';
-import { sendPage } from './pages.js';
+import { absoluteLocation, NGINX_REDIRECTS, requestOrigin, sendPage, type RedirectSettings } from './pages.js';
 import { errorPagesOf, internalRedirect } from './error-pages.js';
 import { compileRewrites, cookieRewritten, redirected, refreshRedirected, type Rewrite } from './proxy-rewrites.js';
 import { paceResponse } from './pace.js';
@@ -22,7 +22,7 @@ import { parseUpstreamAddress } from '../config/values.js';
 import { errorLogOf, type ErrorLog } from '../log/error-log.js';
 import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { compileValue } from '../config/variables.js';
-import { isRewrittenHere, requestContext, type HttpContext } from './variables.js';
+import { isRewrittenHere, requestContext, serverNameOf, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
@@ -136,6 +136,8 @@ export class Proxy {
   /** The peer's headers left out of the response (nginx's list, proxy_hide_header, less
    * proxy_pass_header). */
   readonly hidden: HeaderNames;
+  /** absolute_redirect and its kin of the location, for a Location proxy_redirect made. */
+  readonly redirectSettings: RedirectSettings;
   /** proxy_method: the method sent instead of the client's. */
   readonly method: ((c: HttpContext) => string) | undefined;
   /** proxy_redirect's rewrites of Location and Refresh. */
@@ -172,6 +174,7 @@ export class Proxy {
     const pass = new Set(options.passHeaders);
     this.hidden = new HeaderNames([...HIDDEN_BY_DEFAULT, ...options.hideHeaders].filter((n) => !pass.has(n)));
     this.redirects = compileRewrites(options.redirects);
+    this.redirectSettings = location.content?.redirect ?? NGINX_REDIRECTS;
     this.cookieDomains = compileRewrites(options.cookieDomains ?? []);
     this.cookiePaths = compileRewrites(options.cookiePaths ?? []);
     this.method = options.method === undefined ? undefined : compileValue(options.method);
@@ -603,7 +606,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         if (lower === 'x-accel-redirect') accel = value;
         else if (lower === 'x-accel-limit-rate') limitRate = value;
       }
-      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = redirected(this.proxy.redirects, value, this.context);
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = this.relocated(value);
       else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy.redirects, value, this.context);
       else if (cookies && name.length === 10 && name.toLowerCase() === 'set-cookie') value = cookieRewritten(this.proxy.cookieDomains, this.proxy.cookiePaths, value, this.context);
       headers[kept++] = name;
@@ -702,6 +705,16 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.res.end(held);
   }
 
+
+  /** A peer's Location through proxy_redirect: one the rewrite made a path is made a URL
+   * as nginx's header filter makes the server's own (`absolute_redirect`); one no rewrite
+   * matched goes as the peer sent it. */
+  private relocated(value: string): string {
+    const rewritten = redirected(this.proxy.redirects, value, this.context);
+    const settings = this.proxy.redirectSettings;
+    if (rewritten === value || !rewritten.startsWith('/') || !settings.absolute) return rewritten;
+    return absoluteLocation(rewritten, requestOrigin(this.req), settings, serverNameOf(this.res));
+  }
 
   /** X-Accel-Redirect: a named location, or a URI with its arguments that must not
    * climb out of the tree (`..`, as nginx's ngx_http_parse_unsafe_uri refuses: 404). The
