@@ -19,19 +19,10 @@ export function compileRewrites(rules: readonly ProxyRedirect[]): Rewrite[] {
 const text = (from: Rewrite['from'], c: HttpContext): string => (typeof from === 'function' ? from(c) : (from as string));
 const withCaptures = (c: HttpContext, m: RegExpExecArray): HttpContext => Object.create(c, { captures: { value: m.slice(1) } });
 
-/** proxy_redirect: the first rule whose text begins the value, or whose regex matches
- * it, replaces that part. */
+/** proxy_redirect: the first rule whose text begins the value replaces that part; one
+ * whose regex matches it replaces all of it, as nginx's regex rewrite does. */
 export function redirected(rules: readonly Rewrite[], value: string, c: HttpContext): string {
-  for (const r of rules) {
-    if (!(r.from instanceof RegExp)) {
-      const from = text(r.from, c);
-      if (value.startsWith(from)) return r.to(c) + value.slice(from.length);
-      continue;
-    }
-    const m = r.from.exec(value);
-    if (m) return value.slice(0, m.index) + r.to(withCaptures(c, m)) + value.slice(m.index + m[0].length);
-  }
-  return value;
+  return firstRewrite(rules, value, c, (from, r) => (value.startsWith(from) ? r.to(c) + value.slice(from.length) : undefined));
 }
 
 /** Refresh's `url=` part, as proxy_redirect rewrites it. */
@@ -42,9 +33,9 @@ export function refreshRedirected(rules: readonly Rewrite[], value: string, c: H
   return value.slice(0, at) + redirected(rules, value.slice(at), c);
 }
 
-/** The first rule that matches a cookie attribute's value: a regex replaces all of it;
+/** The first rule that matches a value (a Location, a cookie attribute): a regex replaces all of it;
  * a text rule is `byText`'s to judge (undefined: no match). */
-function attributeRewritten(rules: readonly Rewrite[], value: string, c: HttpContext, byText: (from: string, r: Rewrite) => string | undefined): string {
+function firstRewrite(rules: readonly Rewrite[], value: string, c: HttpContext, byText: (from: string, r: Rewrite) => string | undefined): string {
   for (const r of rules) {
     if (r.from instanceof RegExp) {
       const m = r.from.exec(value);
@@ -63,20 +54,16 @@ function domainRewritten(rules: readonly Rewrite[], value: string, c: HttpContex
   const dot = value.startsWith('.') ? '.' : '';
   const bare = value.slice(dot.length).toLowerCase();
   const undot = (s: string) => (s.startsWith('.') ? s.slice(1) : s);
-  return attributeRewritten(rules, value, c, (from, r) => (undot(from).toLowerCase() === bare ? dot + undot(r.to(c)) : undefined));
+  return firstRewrite(rules, value, c, (from, r) => (undot(from).toLowerCase() === bare ? dot + undot(r.to(c)) : undefined));
 }
 
-/** A cookie's path: a text rule replaces the prefix it matches. */
-function pathRewritten(rules: readonly Rewrite[], value: string, c: HttpContext): string {
-  return attributeRewritten(rules, value, c, (from, r) => (value.startsWith(from) ? r.to(c) + value.slice(from.length) : undefined));
-}
 
 /** A Set-Cookie value with its Domain and Path attributes rewritten. */
 export function cookieRewritten(domains: readonly Rewrite[], paths: readonly Rewrite[], value: string, c: HttpContext): string {
   return value.replace(/(;\s*)(domain|path)(\s*=\s*)([^;]*)/gi, (all, sep: string, key: string, eq: string, v: string) => {
     const rules = key.length === 6 ? domains : paths;
     if (rules.length === 0) return all;
-    const rewritten = key.length === 6 ? domainRewritten(rules, v.trim(), c) : pathRewritten(rules, v.trim(), c);
+    const rewritten = key.length === 6 ? domainRewritten(rules, v.trim(), c) : redirected(rules, v.trim(), c);
     return `${sep}${key}${eq}${rewritten}`;
   });
 }
