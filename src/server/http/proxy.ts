@@ -780,9 +780,20 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     return this.tries < this.upstream.peerCount;
   }
 
+  /** The server's own answer for a request no peer answered: the location's error_page
+   * for the code when it has one, else nginx's page with the location's add_header
+   * (those marked `always` for an error), as nginx's special response. */
   private fail(code: number): void {
     if (this.finished || this.res.headersSent) return;
     this.leaveQueue = undefined;
+    const pages = errorPagesOf(this.res);
+    if (pages?.has(code)) return pages.answer(code);
+    const add = this.proxy.addHeaders;
+    if (add) {
+      const list: string[] = [];
+      add.addTo(list, code, this.context);
+      for (let i = 0; i < list.length; i += 2) this.res.appendHeader(list[i], list[i + 1]);
+    }
     sendPage(this.res, code, this.req.method === 'HEAD');
   }
 }

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts, Zonal } from '../zonal.js';
 
-const [front, plain, secure] = await freePorts(3);
+const [front, plain, secure, closed] = await freePorts(4);
 
 /** What the plain backend saw of the last request. */
 let seen: { method: string; version: string; headers: IncomingHttpHeaders; body: string } | undefined;
@@ -99,6 +99,9 @@ http {
             proxy_cookie_path ~*^/caseless/(.+)$ /$1;
             location /cookie/off/ { proxy_pass http://127.0.0.1:${plain}; proxy_cookie_domain off; }
         }
+        location /down/ { proxy_pass http://127.0.0.1:${closed}; add_header X-Always yes always; add_header X-Not no; }
+        location /down-paged/ { proxy_pass http://127.0.0.1:${closed}; error_page 502 @unreachable; }
+        location @unreachable { return 503 "no peer\n"; }
         location /paced/ { proxy_pass http://127.0.0.1:${plain}/data; proxy_limit_rate 5000; }
         location /vr/ {
             proxy_pass http://127.0.0.1:${plain};
@@ -158,6 +161,15 @@ t.test('proxy_cookie_domain and proxy_cookie_path rewrite Set-Cookie, with varia
   t.equal(await cookie('path=/REGEX/test.html'), 'v=1; Path=/REGEX/test.html', '~ is not');
   t.equal(await cookie('domain=www.example.org&path=/path/x'), 'v=1; Domain=example.com; Path=/new/x', 'both');
   t.equal(await cookie('domain=www.example.org&path=/path/x', '/cookie/off/'), 'v=1; Domain=www.example.org; Path=/new/x', 'off stops the domains only; the paths inherit');
+});
+
+t.test("no peer answers: the location's error_page for the code, else nginx's page with add_header ... always", async (t) => {
+  const plainPage = await send('/down/');
+  t.equal(plainPage.status, 502);
+  t.equal(plainPage.headers['x-always'], 'yes', 'always: on an error too');
+  t.equal(plainPage.headers['x-not'], undefined, 'the others only on 2xx and 3xx');
+  const paged = await send('/down-paged/');
+  t.same([paged.status, paged.body], [502, 'no peer\n'], "error_page's location answers, with the error's code");
 });
 
 t.test('proxy_limit_rate: the answer is read at that rate', async (t) => {
