@@ -68,6 +68,11 @@ http {
         location /status/ { api /status/; }
     }
     server {
+        listen 127.0.0.1:${port};
+        server_name .dot.test;
+        location / { return 200 "$server_name\n"; }
+    }
+    server {
         listen 127.0.0.1:${tlsPort} ssl;
         server_name site.test;
         ssl_certificate site.pem;
@@ -109,6 +114,10 @@ t.test('http core variables in return and add_header', async (t) => {
   t.ok(/^\d+\.\d{3}$/.test(String(r.headers['x-request-time'])) && time >= 0 && time < 5, `$request_time ${time} is the time so far`);
   t.equal(r.headers['x-status'], '200', "$status in add_header is the response's");
   t.equal(r.headers['x-remote-user'], 'ann', '$remote_user of auth_basic');
+  for (const host of ['www.dot.test', 'dot.test']) {
+    const dot = await get('/', { Host: host });
+    t.equal(dot.body, 'dot.test\n', `$server_name of "server_name .dot.test" for ${host}: without its dot`);
+  }
 });
 
 t.test('$connection_time: the seconds since the connection was accepted, as its requests see it', async (t) => {

@@ -69,8 +69,10 @@ export class Site {
   timed = false;
 
   /** `$server_name`: the server's first name. */
+  /** `$server_name`: the first name, a `.example.com` without its dot, as nginx keeps it. */
   get serverName(): string {
-    return this.config.names[0] ?? '';
+    const first = this.config.names[0] ?? '';
+    return first.startsWith('.') ? first.slice(1) : first;
   }
   /** Its `server_name` regexes with named groups: the host that selected the server sets
    * them as variables, as nginx does. */
