@@ -46,7 +46,7 @@ export interface ContentLevel {
   errorPages?: ErrorPage[];
   internal?: boolean;
   serverTokens?: ServerTokens;
-  limitRate?: number;
+  limitRate?: number | string;
   limitRateAfter?: number;
   redirect?: Partial<Record<keyof RedirectSettings, boolean>>;
 }
@@ -62,8 +62,8 @@ export interface ContentConfig {
   readonly internal: boolean;
   /** Absent: zonal's default, no `Server` header and `zonal` under error pages. */
   readonly serverTokens?: ServerTokens;
-  /** Bytes per second, 0 for no limit. */
-  readonly limitRate: number;
+  /** Bytes per second, 0 for no limit; a text with variables, read per request. */
+  readonly limitRate: number | string;
   readonly limitRateAfter: number;
   /** `add_header` in force, for the answers zonal makes itself (return, files, pages). */
   readonly addHeaders: readonly AddHeader[];
@@ -145,12 +145,16 @@ function redirectFlag(key: keyof RedirectSettings) {
   });
 }
 
-function size(name: string, set: (l: ContentLevel, n: number) => void) {
+function size(name: string, set: (l: ContentLevel, n: number | string) => void, variables = false) {
   return define({
     contexts: ['http', 'server', 'location', 'if'],
     args: [1, 1],
     apply(d, level, c) {
       const [arg] = d.args;
+      if (arg.includes('$') && variables) {
+        const error = checkVariables(arg, knownHttpVariable);
+        return error ? c.error(d.origin, error) : set(levelOf(level), arg);
+      }
       if (arg.includes('$')) return c.error(d.origin, `variables in "${name}" are not supported`);
       const n = parseSize(arg);
       if (n === undefined) c.error(d.origin, `invalid value "${arg}" in "${name}" directive`);
@@ -260,6 +264,7 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
   server_name_in_redirect: redirectFlag('serverName'),
   port_in_redirect: redirectFlag('port'),
 
-  limit_rate: size('limit_rate', (l, n) => (l.limitRate = n)),
-  limit_rate_after: size('limit_rate_after', (l, n) => (l.limitRateAfter = n)),
+  // nginx has taken variables in limit_rate since 1.17.0: the rate is read per request.
+  limit_rate: size('limit_rate', (l, n) => (l.limitRate = n), true),
+  limit_rate_after: size('limit_rate_after', (l, n) => (l.limitRateAfter = n as number)),
 };

@@ -23,7 +23,8 @@ import { serveStatic } from './static.js';
 import { filterGzip } from '../gzip/filter.js';
 import { gzipStatic } from '../gzip/static.js';
 import { setErrorPages, setInternalRedirect } from './error-pages.js';
-import { paceResponse, rateLimiter } from './pace.js';
+import { paceResponse, rateLimiter, requestRate, setRequestRate } from './pace.js';
+import { parseSize } from '../config/values.js';
 import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
 import { normalizeUri } from './uri.js';
@@ -99,6 +100,16 @@ function addHeaders(res: ServerResponse, content: ContentConfig, status: number,
   for (let i = 0; i < list.length; i += 2) res.appendHeader(list[i], list[i + 1]);
 }
 
+/** The rate a request's body goes at: `set $limit_rate`'s, else its place's
+ * `limit_rate` (read now when it has variables), which `$limit_rate` then shows. */
+function limitRateOf(req: IncomingMessage, content: ContentConfig, c: HttpContext): number {
+  const set = requestRate(req);
+  if (set !== undefined) return set;
+  const rate = typeof content.limitRate === 'number' ? content.limitRate : (parseSize(expand(content.limitRate, c)) ?? 0);
+  if (rate > 0) setRequestRate(req, rate);
+  return rate;
+}
+
 const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
 
 /** Answers the request at its place. `captures`: its `$1`..`$9`. A `return` with no
@@ -135,7 +146,8 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
       (res as Carried)[PLACE] = place;
       setErrorPages(res, { has: (status) => hasErrorPage(res, status), answer: (status) => answerWithErrorPage(req, res, status, uri) });
     }
-    if (content.limitRate > 0) paceResponse(res, content.limitRate, content.limitRateAfter);
+    const rate = content.limitRate === 0 && requestRate(req) === undefined ? 0 : limitRateOf(req, content, contextOf(req, res, uri, captures));
+    if (rate > 0) paceResponse(res, rate, content.limitRateAfter);
     const proxy = place.proxy;
     // A chunked body is read whole first (client_max_body_size, client_body_timeout, the
     // temp path), as nginx reads one; a body with a length streams.
@@ -212,7 +224,8 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     if (res.destroyed) return;
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
-  const { limitRate, limitRateAfter } = content;
+  const limitRate = limitRateOf(req, content, c);
+  const { limitRateAfter } = content;
   const get = (res as Carried)[STATE]?.get === true;
   const gz = await gzipStatic(req, res, path, place.gzip, get);
   if (res.destroyed) return;

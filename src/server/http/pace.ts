@@ -2,7 +2,19 @@
 // proxied ones (limit_rate, a peer's X-Accel-Limit-Rate).
 import type { ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { filterBody } from './body-filter.js';
+
+const RATE = Symbol('zonal.limitRate');
+type Rated = IncomingMessage & { [RATE]?: number };
+
+/** `$limit_rate` of a request: what `set $limit_rate` or its place's `limit_rate` made it,
+ * in bytes per second; undefined until either did. */
+export const requestRate = (req: IncomingMessage): number | undefined => (req as Rated)[RATE];
+
+export function setRequestRate(req: IncomingMessage, rate: number): void {
+  (req as Rated)[RATE] = rate;
+}
 
 /** Paces a body at `rate` bytes per second once `after` bytes went (`limit_rate`,
  * `limit_rate_after`), counted from its first byte. */

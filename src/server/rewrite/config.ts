@@ -36,7 +36,7 @@ type RewriteFlag = NonNullable<Extract<RewriteStep, { kind: 'rewrite' }>['flag']
 const FLAGS: ReadonlySet<string> = new Set<RewriteFlag>(['last', 'break', 'redirect', 'permanent']);
 
 /** nginx's variables that `set` may change: they have a way to be set. */
-const SETTABLE: ReadonlySet<string> = new Set(['args']);
+const SETTABLE: ReadonlySet<string> = new Set(['args', 'limit_rate']);
 
 /** `rewrite_log` and `uninitialized_variable_warn`: on or off, inherited. */
 const onOffSetting = (field: 'rewriteLog' | 'uninitializedVariableWarn') =>

@@ -12,6 +12,8 @@ import { retarget, rewrittenHere, type HttpContext } from '../http/variables.js'
 import { errorLogOf, mainErrorLog, type ErrorLog, type ErrorLogTarget } from '../log/error-log.js';
 import { logForRequest } from '../log/request-error.js';
 import { setGroups, setVariable, warnUninitialized } from './variables.js';
+import { setRequestRate } from '../http/pace.js';
+import { parseSize } from '../config/values.js';
 
 declare module '../http/place.js' {
   interface Place {
@@ -74,6 +76,8 @@ function setter(name: string, value: (c: HttpContext) => string): (c: ConditionC
       const q = url.indexOf('?');
       retarget(c.req, (q < 0 ? url : url.slice(0, q)) + '?' + value(c));
     };
+  // `$limit_rate`: the rate of the request's answer (an invalid one is 0, no limit).
+  if (name === 'limit_rate') return (c) => setRequestRate(c.req, parseSize(value(c)) ?? 0);
   return (c) => setVariable(c.req, name, value(c));
 }
 

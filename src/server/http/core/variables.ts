@@ -9,6 +9,7 @@ import { unmapped } from '../../../api/variables.js';
 import { connectionNumber, connectionTime, requestsOf } from '../../core/connection.js';
 import { clock, msec, seconds } from '../../core/time.js';
 import { proxyProtocolOf } from '../proxy-protocol.js';
+import { requestRate } from '../pace.js';
 import { binaryRemoteAddress, clientAddress, clientPort, header, headerName, hostOf, requestLine, requestUri, serverNameOf, startOf, type HttpContext } from '../variables.js';
 
 /** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
@@ -131,6 +132,7 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     request_completion: (c) => (c.res?.writableFinished ? 'OK' : ''),
     connection: (c) => String(c.connection ?? connectionNumber(c.req.socket)),
     connection_requests: (c) => String(c.connectionRequests ?? requestsOf(c.req.socket)),
+    limit_rate: (c) => String(requestRate(c.req) ?? 0),
     connection_time: (c) => seconds(connectionTime(c.req.socket)),
     pipe: (c) => (c.pipelined === undefined ? undefined : c.pipelined ? 'p' : '.'),
     msec,

@@ -13,7 +13,7 @@ const [port, backendPort] = await freePorts(2);
 const docs = mkdtempSync(join(tmpdir(), 'zonal-limit-rate-'));
 t.teardown(() => rmSync(docs, { recursive: true, force: true }));
 const body = Buffer.alloc(12 * 1024, 'abcdefghijklmnopqrstuvwxyz');
-for (const name of ['slow', 'after', 'fast']) writeFileSync(join(docs, `${name}.bin`), body);
+for (const name of ['slow', 'after', 'fast', 'var', 'set']) writeFileSync(join(docs, `${name}.bin`), body);
 // The peer answers the same body at once, in two writes.
 const backend = createServer((_req, res) => {
   res.writeHead(200, { 'Content-Length': body.length });
@@ -35,6 +35,9 @@ http {
         location = /fast.bin { }
         location /proxied/ { limit_rate 16k; proxy_pass http://127.0.0.1:${backendPort}; }
         location /proxied-fast/ { proxy_pass http://127.0.0.1:${backendPort}; }
+        location = /var.bin { limit_rate $arg_rate; }
+        location = /set.bin { set $limit_rate $arg_rate; add_header X-Rate $limit_rate; }
+        location = /shown { set $limit_rate $arg_rate; return 200 "$limit_rate"; }
     }
 }
 `,
@@ -47,6 +50,18 @@ const timed = async (path: string) => {
   const bytes = Buffer.from(await res.arrayBuffer());
   return { status: res.status, bytes, ms: performance.now() - started };
 };
+
+t.test('limit_rate with variables, and set $limit_rate: the rate read per request', async (t) => {
+  const paced = await timed('/var.bin?rate=16k');
+  t.ok(paced.bytes.equals(body));
+  t.ok(paced.ms >= 600, `limit_rate $arg_rate, 16k: ${paced.ms.toFixed(0)} ms`);
+  const set = await timed('/set.bin?rate=16k');
+  t.ok(set.ms >= 600, `set $limit_rate 16k: ${set.ms.toFixed(0)} ms`);
+  const shown = await fetch(`http://127.0.0.1:${port}/shown?rate=40k`);
+  t.equal(await shown.text(), '40960', '$limit_rate in bytes per second');
+  const invalid = await fetch(`http://127.0.0.1:${port}/shown`);
+  t.equal(await invalid.text(), '0', 'an invalid rate is 0: no limit');
+});
 
 t.test('the body is paced at the rate, after limit_rate_after bytes', async (t) => {
   const slow = await timed('/slow.bin');
