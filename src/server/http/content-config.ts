@@ -47,7 +47,7 @@ export interface ContentLevel {
   internal?: boolean;
   serverTokens?: ServerTokens;
   limitRate?: number | string;
-  limitRateAfter?: number;
+  limitRateAfter?: number | string;
   redirect?: Partial<Record<keyof RedirectSettings, boolean>>;
 }
 
@@ -64,7 +64,7 @@ export interface ContentConfig {
   readonly serverTokens?: ServerTokens;
   /** Bytes per second, 0 for no limit; a text with variables, read per request. */
   readonly limitRate: number | string;
-  readonly limitRateAfter: number;
+  readonly limitRateAfter: number | string;
   /** `add_header` in force, for the answers zonal makes itself (return, files, pages). */
   readonly addHeaders: readonly AddHeader[];
   /** How the redirects zonal makes write their Location. */
@@ -145,7 +145,7 @@ function redirectFlag(key: keyof RedirectSettings) {
   });
 }
 
-function size(name: string, set: (l: ContentLevel, n: number | string) => void, variables = false) {
+function size(name: string, set: (l: ContentLevel, n: number | string) => void, variables: boolean) {
   return define({
     contexts: ['http', 'server', 'location', 'if'],
     args: [1, 1],
@@ -266,5 +266,5 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
 
   // nginx has taken variables in limit_rate since 1.17.0: the rate is read per request.
   limit_rate: size('limit_rate', (l, n) => (l.limitRate = n), true),
-  limit_rate_after: size('limit_rate_after', (l, n) => (l.limitRateAfter = n as number)),
+  limit_rate_after: size('limit_rate_after', (l, n) => (l.limitRateAfter = n), true),
 };

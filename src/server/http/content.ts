@@ -100,12 +100,15 @@ function addHeaders(res: ServerResponse, content: ContentConfig, status: number,
   for (let i = 0; i < list.length; i += 2) res.appendHeader(list[i], list[i + 1]);
 }
 
+/** A size that may be read per request (limit_rate, limit_rate_after): an invalid one is 0. */
+const sizeOf = (size: number | string, c: HttpContext): number => (typeof size === 'number' ? size : (parseSize(expand(size, c)) ?? 0));
+
 /** The rate a request's body goes at: `set $limit_rate`'s, else its place's
  * `limit_rate` (read now when it has variables), which `$limit_rate` then shows. */
 function limitRateOf(req: IncomingMessage, content: ContentConfig, c: HttpContext): number {
   const set = requestRate(req);
   if (set !== undefined) return set;
-  const rate = typeof content.limitRate === 'number' ? content.limitRate : (parseSize(expand(content.limitRate, c)) ?? 0);
+  const rate = sizeOf(content.limitRate, c);
   if (rate > 0) setRequestRate(req, rate);
   return rate;
 }
@@ -147,7 +150,7 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
       setErrorPages(res, { has: (status) => hasErrorPage(res, status), answer: (status) => answerWithErrorPage(req, res, status, uri) });
     }
     const rate = content.limitRate === 0 && requestRate(req) === undefined ? 0 : limitRateOf(req, content, contextOf(req, res, uri, captures));
-    if (rate > 0) paceResponse(res, rate, content.limitRateAfter);
+    if (rate > 0) paceResponse(res, rate, sizeOf(content.limitRateAfter, contextOf(req, res, uri, captures)));
     const proxy = place.proxy;
     // A chunked body is read whole first (client_max_body_size, client_body_timeout, the
     // temp path), as nginx reads one; a body with a length streams.
@@ -225,7 +228,7 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
   const limitRate = limitRateOf(req, content, c);
-  const { limitRateAfter } = content;
+  const limitRateAfter = limitRate > 0 ? sizeOf(content.limitRateAfter, c) : 0;
   const get = (res as Carried)[STATE]?.get === true;
   const gz = await gzipStatic(req, res, path, place.gzip, get);
   if (res.destroyed) return;

@@ -25,7 +25,7 @@ const refused: Array<[string, string, RegExp]> = [
   ['internal with an argument', 'location / { internal on; }', /^invalid number of arguments in "internal" directive$/],
   ['server_tokens', 'server_tokens maybe;', /^invalid value "maybe" in "server_tokens" directive, it must be "on", "off" or "build"$/],
   ['limit_rate', 'limit_rate fast;', /^invalid value "fast" in "limit_rate" directive$/],
-  ['limit_rate_after with variables', 'limit_rate_after $arg_rate;', /^variables in "limit_rate_after" are not supported$/],
+  ['limit_rate_after with an unknown variable', 'limit_rate_after $nonesuch;', /^unknown "nonesuch" variable$/],
   ['limit_rate with an unknown variable', 'limit_rate $nonesuch;', /^unknown "nonesuch" variable$/],
   ['limit_rate_after', 'limit_rate_after -1;', /^invalid value "-1" in "limit_rate_after" directive$/],
   ['a named location in a location', 'location / { location @n { } }', /^named location "@n" can be on the server level only$/],

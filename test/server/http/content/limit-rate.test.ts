@@ -35,7 +35,7 @@ http {
         location = /fast.bin { }
         location /proxied/ { limit_rate 16k; proxy_pass http://127.0.0.1:${backendPort}; }
         location /proxied-fast/ { proxy_pass http://127.0.0.1:${backendPort}; }
-        location = /var.bin { limit_rate $arg_rate; }
+        location = /var.bin { limit_rate $arg_rate; limit_rate_after $arg_after; }
         location = /set.bin { set $limit_rate $arg_rate; add_header X-Rate $limit_rate; }
         location = /shown { set $limit_rate $arg_rate; return 200 "$limit_rate"; }
     }
@@ -55,6 +55,8 @@ t.test('limit_rate with variables, and set $limit_rate: the rate read per reques
   const paced = await timed('/var.bin?rate=16k');
   t.ok(paced.bytes.equals(body));
   t.ok(paced.ms >= 600, `limit_rate $arg_rate, 16k: ${paced.ms.toFixed(0)} ms`);
+  const after = await timed('/var.bin?rate=16k&after=8k');
+  t.ok(after.ms >= 150 && after.ms < paced.ms, `and limit_rate_after $arg_after, 8k: ${after.ms.toFixed(0)} ms`);
   const set = await timed('/set.bin?rate=16k');
   t.ok(set.ms >= 600, `set $limit_rate 16k: ${set.ms.toFixed(0)} ms`);
   const shown = await fetch(`http://127.0.0.1:${port}/shown?rate=40k`);
