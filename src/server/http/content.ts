@@ -23,7 +23,7 @@ import { serveStatic } from './static.js';
 import { filterGzip } from '../gzip/filter.js';
 import { gzipStatic } from '../gzip/static.js';
 import { setErrorPages, setInternalRedirect } from './error-pages.js';
-import { paceResponse, rateLimiter, requestRate, setRequestRate } from './pace.js';
+import { paceResponse, requestRate } from './pace.js';
 import { parseSize } from '../config/values.js';
 import { contentType, TOP_CORE } from './core/config.js';
 import { isChunked, readBody } from './core/body.js';
@@ -103,15 +103,9 @@ function addHeaders(res: ServerResponse, content: ContentConfig, status: number,
 /** A size that may be read per request (limit_rate, limit_rate_after): an invalid one is 0. */
 const sizeOf = (size: number | string, c: HttpContext): number => (typeof size === 'number' ? size : (parseSize(expand(size, c)) ?? 0));
 
-/** The rate a request's body goes at: `set $limit_rate`'s, else its place's
- * `limit_rate` (read now when it has variables), which `$limit_rate` then shows. */
-function limitRateOf(req: IncomingMessage, content: ContentConfig, c: HttpContext): number {
-  const set = requestRate(req);
-  if (set !== undefined) return set;
-  const rate = sizeOf(content.limitRate, c);
-  if (rate > 0) setRequestRate(req, rate);
-  return rate;
-}
+/** The rate a request's body goes at: its own (`set $limit_rate`, X-Accel-Limit-Rate),
+ * else its place's `limit_rate` (read now when it has variables). */
+const limitRateOf = (req: IncomingMessage, content: ContentConfig, c: HttpContext): number => requestRate(req) ?? sizeOf(content.limitRate, c);
 
 const contextOf = (req: IncomingMessage, res: ServerResponse, uri: string, captures: readonly string[] | undefined): HttpContext => requestContext(req, res, uri, captures);
 
@@ -149,8 +143,10 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
       (res as Carried)[PLACE] = place;
       setErrorPages(res, { has: (status) => hasErrorPage(res, status), answer: (status) => answerWithErrorPage(req, res, status, uri) });
     }
-    const rate = content.limitRate === 0 && requestRate(req) === undefined ? 0 : limitRateOf(req, content, contextOf(req, res, uri, captures));
-    if (rate > 0) paceResponse(res, rate, sizeOf(content.limitRateAfter, contextOf(req, res, uri, captures)));
+    if (content.limitRate !== 0 || requestRate(req) !== undefined) {
+      const c = contextOf(req, res, uri, captures);
+      paceResponse(res, limitRateOf(req, content, c), sizeOf(content.limitRateAfter, c));
+    }
     const proxy = place.proxy;
     // A chunked body is read whole first (client_max_body_size, client_body_timeout, the
     // temp path), as nginx reads one; a body with a length streams.
@@ -227,8 +223,7 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     if (res.destroyed) return;
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
-  const limitRate = limitRateOf(req, content, c);
-  const limitRateAfter = limitRate > 0 ? sizeOf(content.limitRateAfter, c) : 0;
+  paceResponse(res, limitRateOf(req, content, c), sizeOf(content.limitRateAfter, c));
   const get = (res as Carried)[STATE]?.get === true;
   const gz = await gzipStatic(req, res, path, place.gzip, get);
   if (res.destroyed) return;
@@ -238,7 +233,6 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     get,
     error: (code, extra) => answerError(req, res, code, contentOf(place), c, extra),
     headers: (status) => addHeaders(res, content, status, c),
-    ...(limitRate > 0 ? { throttle: () => rateLimiter(limitRate, limitRateAfter) } : {}),
     ...(place.core ? { core: place.core } : {}),
     redirect: content.redirect,
     serverName: (res as Carried)[SITE]?.serverName,

@@ -221,18 +221,23 @@ export class Return {
       return;
     }
     if (this.redirect || this.page) special(res);
+    // A type set before (a peer's, kept by its X-Accel-Redirect) stays: nginx's `return`
+    // names none of its own.
+    const typed = res.hasHeader('content-type');
     if (this.value && c) {
       const { headers, body } = this.answer(this.value(c), absolute);
-      res.writeHead(this.code, headers);
+      res.writeHead(this.code, typed ? untyped(headers) : headers);
       res.end(head ? undefined : body);
       return;
     }
-    if (absolute) {
-      res.writeHead(this.code, { ...this.headers, Location: absolute(this.headers.Location as string) });
-      res.end(head ? undefined : this.body);
-      return;
-    }
-    res.writeHead(this.code, this.headers);
+    const headers = typed ? untyped(this.headers) : this.headers;
+    res.writeHead(this.code, absolute ? { ...headers, Location: absolute(this.headers.Location as string) } : headers);
     res.end(head ? undefined : this.body);
   }
+}
+
+/** Headers without their Content-Type. */
+function untyped(headers: Record<string, string | number>): Record<string, string | number> {
+  const { 'Content-Type': _type, ...rest } = headers;
+  return rest;
 }

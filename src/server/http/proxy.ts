@@ -12,7 +12,8 @@ import { Deadlines, type Expiring } from './deadlines.js';
 import { absoluteLocation, NGINX_REDIRECTS, requestOrigin, sendPage, type RedirectSettings } from './pages.js';
 import { errorPagesOf, internalRedirect } from './error-pages.js';
 import { compileRewrites, cookieRewritten, redirected, refreshRedirected, type Rewrite } from './proxy-rewrites.js';
-import { paceResponse } from './pace.js';
+import { paceResponse, rateLimiter, setRequestRate } from './pace.js';
+import { filterBody } from './body-filter.js';
 import { parseSize } from '../config/values.js';
 import type { PeerPool } from './peer-pool.js';
 import { Readable } from 'node:stream';
@@ -98,10 +99,13 @@ function unsafeUri(target: string): boolean {
   return path[0] !== '/' || path.includes('\0') || path.split('/').includes('..');
 }
 
-/** X-Accel-Limit-Rate: the peer's rate for its answer, in bytes per second (`off`: none). */
-function paceByPeer(res: ServerResponse, value: string): void {
+/** X-Accel-Limit-Rate: the peer's rate for the request's answer, in bytes per second
+ * (`off`: none), before the place's, after an X-Accel-Redirect too. */
+function paceByPeer(req: IncomingMessage, res: ServerResponse, value: string): void {
   const rate = value === 'off' ? 0 : parseSize(value.trim());
-  if (rate) paceResponse(res, rate, 0);
+  if (rate === undefined) return;
+  setRequestRate(req, rate);
+  paceResponse(res, rate, 0);
 }
 
 /** A value that would break the request head: a CR, LF or NUL, which a variable can hold
@@ -401,9 +405,6 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
   /** proxy_intercept_errors: the peer's answer is read and dropped, the server's page
    * goes instead. */
   private intercepted = false;
-  /** A peer's X-Accel-Redirect: where the request goes instead once the peer's answer is
-   * read, with the headers of it that nginx keeps. */
-  private accel: { readonly target: string; readonly kept: readonly string[] } | undefined;
   /** proxy_http_version 1.0: a body without a length, read whole first. */
   private body: Buffer | undefined;
   private headersSent = false;
@@ -622,20 +623,24 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       this.intercepted = true;
       return true;
     }
+    if (limitRate !== undefined) paceByPeer(this.req, res, limitRate);
     if (accel !== undefined && !this.tap) {
-      // nginx's redirect by the peer: its body is read and dropped, the request goes on
-      // in the location the header names.
-      this.accel = { target: accel, kept: keptOnRedirect(headers) };
+      // nginx's redirect by the peer: the request goes on at once in the location the
+      // header names (once this parser callback is over); the peer's body is read and
+      // dropped behind it, and the exchange no longer answers the client.
+      const kept = keptOnRedirect(headers);
       this.intercepted = true;
+      setImmediate(() => this.redirect(accel, kept));
       return true;
     }
     if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
       this.kept = true;
       return true;
     }
-    if (limitRate !== undefined) paceByPeer(res, limitRate);
+    // proxy_limit_rate is a filter of its own: it paces the peer's answer whatever the
+    // client's rate is.
     const rate = this.proxy.config.options.limitRate;
-    if (rate) paceResponse(res, rate, 0);
+    if (rate) filterBody(res, rateLimiter({ rate, after: 0 }));
     if (hides) dropHidden(headers, hidden);
     const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
     if (cookie !== undefined) headers.push('Set-Cookie', cookie);
@@ -697,7 +702,6 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const held = this.held;
     this.held = undefined;
     if (this.finished) return;
-    if (this.accel) return this.redirect(this.accel.target, this.accel.kept);
     if (this.intercepted) {
       errorPagesOf(this.res)!.answer(this.status);
       return;
@@ -720,6 +724,10 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
    * climb out of the tree (`..`, as nginx's ngx_http_parse_unsafe_uri refuses: 404). The
    * request goes on as a GET (a HEAD stays one), with the peer's headers nginx keeps. */
   private redirect(target: string, kept: readonly string[]): void {
+    if (this.finished) return;
+    // What the peer does from here is no longer the client's answer (nor, if it fails,
+    // a failure of the request).
+    this.finished = true;
     const res = this.res;
     if (!target.startsWith('@') && unsafeUri(target)) {
       this.proxy.errorLog.log('error', `unsafe URI "${target}" was detected`);

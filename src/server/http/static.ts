@@ -5,7 +5,7 @@ import { createReadStream, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { pipeline, type Transform } from 'node:stream';
+import { pipeline } from 'node:stream';
 import { sendPage, sendRedirect, type RedirectSettings } from './pages.js';
 import { contentType, type CoreSettings } from './core/config.js';
 
@@ -25,8 +25,6 @@ export interface StaticOptions {
   readonly error: (code: number, extra?: Record<string, string>) => void;
   /** Headers added to an answer of this status (`add_header`, `server_tokens`). */
   readonly headers: (status: number) => void;
-  /** Paces the body (`limit_rate`). */
-  readonly throttle?: () => Transform | undefined;
   /** Answered as a GET whatever the method: an error page's internal redirect. */
   readonly get?: boolean;
   /** The location's `types` and `default_type` (nginx's defaults without them). */
@@ -78,7 +76,5 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
     return;
   }
   // pipeline ends the response, or destroys it (and the file) when either side fails.
-  const throttle = options?.throttle?.();
-  if (throttle) pipeline(createReadStream(path), throttle, res, () => {});
-  else pipeline(createReadStream(path), res, () => {});
+  pipeline(createReadStream(path), res, () => {});
 }

@@ -67,7 +67,7 @@ function putString(b: Buffer, p: number, s: string): number {
 
 /**
  * A format as functions of the record: text and variables in order; a variable nginx does
- * not find is `-` (nothing under `escape=json`), a found one is escaped. They are written
+ * not find is `-` (nothing under `escape=json` and `escape=none`, as nginx), a found one is escaped. They are written
  * once per format (no array walked, no piece tested per line), and each variable keeps
  * its last value and that value escaped: a variable's value is often the one of the line
  * before (the time, the client's address, the status, the user agent), and testing it for
@@ -122,7 +122,7 @@ let p = o.used;\n${put}o.wrote(p);\n},
   return make(
     names.map((n) => lookup(n) ?? (() => undefined)),
     ESCAPES[format.escape],
-    format.escape === 'json' ? '' : '-',
+    format.escape === 'default' ? '-' : '',
     bytes,
     putString,
   ) as Compiled<R>;

@@ -78,8 +78,9 @@ t.test('a restart finds the cache on disk: cold, then the same size, and hits', 
   const reached = backend.total;
   await zonal.stop();
 
-  // One file a batch, 100 ms apart: the loader takes most of a second.
-  zonal = await Zonal.start({ 'zonal.conf': config(line('loader_files=1 loader_sleep=100ms')) });
+  // One file a batch, 400 ms apart: the loader takes about 3 s, longer than a start and a
+  // request take on a loaded machine.
+  zonal = await Zonal.start({ 'zonal.conf': config(line('loader_files=1 loader_sleep=400ms')) });
   t.teardown(() => zonal.stop());
   const first = await cache();
   t.equal(first.cold, true, 'cold while the loader runs');

@@ -77,6 +77,7 @@ t.test('X-Accel-Redirect to an internal location serves its file, with the heade
 t.test('the request goes on as a GET, with the arguments of the URI, and the variable names it', async (t) => {
   const r = await send('POST', '/proxy?xar=/show?a=1');
   t.equal(r.body, 'xar: /show?a=1 uri: /show args: a=1 method: GET');
+  t.match(r.head, /^Content-Type: text\/blah\r?$/m, "a return there keeps the peer's type, as nginx's return names none");
   const head = await send('HEAD', '/proxy?xar=/show');
   t.equal(head.status, 200, 'a HEAD stays one');
   t.equal(head.body, '');
