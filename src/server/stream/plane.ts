@@ -521,28 +521,37 @@ class Session {
 
   /** The value of `proxy_pass` named no upstream: its address, without a balancer. */
   private direct(client: Socket, host: string, port: number): void {
-    const proxy = this.site.config.proxy;
     const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     this.peers.push(where);
     this.peerClosed = false;
     this.start = performance.now();
-    const peer = this.peerSocket(host, port, undefined);
+    this.dial(client, this.peerSocket(host, port, undefined), undefined, (connected) => {
+      this.peerClosed = true;
+      if (!connected) return this.refuse(502);
+      client.destroy();
+      this.maybeEnd();
+    });
+  }
+
+  /** Reaches `peer` within proxy_connect_timeout, then pipes the session through it
+   * (unless the client left meanwhile); `up` is told first. `closed`: the peer's socket
+   * closed, `connected` or not. */
+  private dial(client: Socket, peer: Socket, up: (() => void) | undefined, closed: (connected: boolean) => void): void {
     let connected = false;
-    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
+    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), this.site.config.proxy.connectTimeout);
     peer.once(this.site.peerTls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       connected = true;
+      up?.();
       this.connectMs = performance.now() - this.start;
+      // The client left while the peer was being reached.
       if (client.destroyed) peer.destroy();
       else this.pipe(client, peer);
     });
     peer.on('error', () => {});
     peer.once('close', () => {
       clearTimeout(timer);
-      this.peerClosed = true;
-      if (!connected) return this.refuse(502);
-      client.destroy();
-      this.maybeEnd();
+      closed(connected);
     });
   }
 
@@ -562,20 +571,7 @@ class Session {
     const session = sessionKey !== undefined ? upstream.sessions.get(sessionKey) : undefined;
     const peer = this.peerSocket(chosen.host, chosen.port, session);
     if (sessionKey !== undefined) peer.on('session', (s: Buffer) => upstream.sessions.set(sessionKey, s));
-    let connected = false;
-    const timer = setTimeout(() => peer.destroy(new Error('connect timed out')), proxy.connectTimeout);
-    peer.once(tls ? 'secureConnect' : 'connect', () => {
-      clearTimeout(timer);
-      connected = true;
-      upstream.balancer.connected(chosen);
-      this.connectMs = performance.now() - this.start;
-      // The client left while the peer was being reached.
-      if (client.destroyed) peer.destroy();
-      else this.pipe(client, peer);
-    });
-    peer.on('error', () => {});
-    peer.once('close', () => {
-      clearTimeout(timer);
+    this.dial(client, peer, () => upstream.balancer.connected(chosen), (connected) => {
       if (!connected) {
         upstream.balancer.release(chosen, true);
         this.tried.add(chosen.id);
