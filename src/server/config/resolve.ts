@@ -23,7 +23,7 @@ import { gzipInUse, mergeGzip, TOP_GZIP, type GzipConfig } from '../gzip/config.
 import { defaultContent, mergeContent, TOP_CONTENT, type ContentConfig } from '../http/content-config.js';
 import { histogramField } from '../histograms/config.js';
 import type { HistogramSetting } from '../../metrics/catalog.js';
-import { resolverZones, upstreamResolver } from '../resolver/config.js';
+import { mergeResolver, resolverZones, settleResolver, upstreamResolver, type ResolverLevel } from '../resolver/config.js';
 import { stickyOf } from '../upstream/config.js';
 import type { ProbeConfig } from '../probes/config.js';
 import { mergeCore, TOP_CORE, type CoreSettings } from '../http/core/config.js';
@@ -93,6 +93,7 @@ interface Merged {
   readonly realip?: RealipLevel;
   readonly gzip: GzipConfig;
   readonly rewrite: RewriteSettings;
+  readonly resolver?: ResolverLevel;
 }
 
 type SslLevel = Pick<InheritableLevel, 'proxySslServerName' | 'proxySslName' | 'proxySslVerify' | 'proxySslTrustedCertificate' | 'proxySslSessionReuse'>;
@@ -153,6 +154,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     ...histogramField(level.histogram ?? outer.histogram),
     rewrite: mergeRewrite(outer.rewrite, level),
     ...fieldOf('realip', mergeRealip(outer.realip, level)),
+    ...fieldOf('resolver', mergeResolver(outer.resolver, level)),
   };
 }
 
@@ -254,9 +256,11 @@ class Resolver {
     });
     const ssl = p.ssl ? this.ssl(merged.ssl, upstream) : undefined;
     const cache = resolveCache(merged.cache, this.caches, this.c, this.unknownCaches);
+    const resolver = p.url !== undefined ? settleResolver(merged.resolver) : undefined;
     return {
       upstream,
       ...(p.url !== undefined ? { url: p.url } : {}),
+      ...(resolver ? { resolver } : {}),
       ...(p.uri !== undefined ? { uri: p.uri } : {}),
       ...merged.proxy,
       setHeaders: effectiveHeaders(merged.proxy.setHeaders),

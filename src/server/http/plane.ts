@@ -15,6 +15,7 @@ import { connections, type Connections } from '../../metrics/connections.js';
 import { numberConnection, sameConnection } from '../core/connection.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
+import { Resolvers } from '../resolver/peers.js';
 import type { Status } from '../../metrics/status.js';
 import type { ServerConfig, VirtualServerConfig } from '../config/model.js';
 import { listenGroups, listenOptions } from '../listens.js';
@@ -127,6 +128,8 @@ export class HttpPlane {
   private readonly sites = new Map<VirtualServerConfig, Site>();
   private readonly recorders = new Map<string, HttpZone>();
   private readonly upstreams = new Map<string, UpstreamRuntime>();
+  /** The locations' resolvers (proxy_pass with variables); each made on first use. */
+  private readonly resolvers: Resolvers;
   private draining = false;
   /** Responses that take their time (proxied, API, files), until they close: a drain
    * makes those whose head is not written yet say `Connection: close`. */
@@ -144,6 +147,7 @@ export class HttpPlane {
   ) {
     this.status = options.status;
     this.conns = connections(this.status);
+    this.resolvers = new Resolvers(this.status);
     const catalog = this.status.catalog().http?.upstreams ?? [];
     for (const u of config.http?.upstreams ?? []) {
       const entry = catalog.find((c) => c.name === u.name);
@@ -154,7 +158,7 @@ export class HttpPlane {
 
   private site(server: VirtualServerConfig): Site {
     let s = this.sites.get(server);
-    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams, audit: sendAudit })));
+    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams, resolvers: this.resolvers, audit: sendAudit })));
     return s;
   }
 
@@ -549,6 +553,7 @@ export class HttpPlane {
       clearTimeout(sweep);
       clearInterval(this.sendCheck);
       for (const u of this.upstreams.values()) u.close();
+      this.resolvers.close();
     });
   }
 }

@@ -19,6 +19,8 @@ import type { PeerPool } from './peer-pool.js';
 import { Readable } from 'node:stream';
 import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import { AddressUpstream, type PeerChoice, type ProxyUpstream, type UpstreamRuntime } from './upstream.js';
+import type { DnsError, DnsResolver } from '../resolver/dns.js';
+import { addressKey, type Resolvers } from '../resolver/peers.js';
 import { parseUpstreamAddress } from '../config/values.js';
 import { errorLogOf, type ErrorLog } from '../log/error-log.js';
 import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
@@ -132,8 +134,11 @@ export class Proxy {
   private readonly pools = new WeakMap<PeerChoice, PeerPool>();
   /** `proxy_pass` with variables in its host: the URL of a request. */
   private readonly url?: (c: HttpContext) => string;
-  /** The addresses such URLs named that no upstream has, as few as requests name. */
+  /** The addresses such URLs named that no upstream has (an address, or a name with its
+   * port and what the resolver found for it), as few as requests name. */
   private readonly addresses = new Map<string, AddressUpstream>();
+  /** The location's resolver, for a host in such a URL that is a name. */
+  private readonly dns?: DnsResolver;
   readonly errorLog: ErrorLog;
   /** `proxy_pass https://`: how this location's connections talk TLS. */
   private readonly tls?: TlsProfile;
@@ -158,8 +163,10 @@ export class Proxy {
     status?: StatusStore,
     /** The process's upstreams by name, for a URL with variables. */
     private readonly upstreams: ReadonlyMap<string, UpstreamRuntime> = new Map(),
+    resolvers?: Resolvers,
   ) {
     if (config.url !== undefined) this.url = compileValue(config.url);
+    if (config.resolver && resolvers) this.dns = resolvers.get(config.resolver);
     this.errorLog = errorLogOf(location.errorLogs);
     // Connection is zonal's own: keep-alive when the upstream caches connections.
     this.setHeaders = config.setHeaders
@@ -235,19 +242,49 @@ export class Proxy {
     if (named) return { upstream: named, tls, path, proxyHost: host };
     const address = parseUpstreamAddress(ssl && !/:\d+$/.test(host) ? `${host}:443` : host);
     if (address.error !== undefined) {
-      // nginx resolves such a name with a `resolver`, which zonal does not do here.
+      if (address.resolver && this.dns) return { upstream: UNREACHED, resolving: this.resolve(this.dns, host, ssl), tls, path, proxyHost: host };
       this.errorLog.log('error', address.resolver ? `no resolver defined to resolve ${host.replace(/:\d*$/, '')}` : `${address.error} in "${url}"`);
       return 502;
     }
     const a = address.value;
     const implicit = this.upstreams.get(a.address);
     if (implicit) return { upstream: implicit, tls, path, proxyHost: host };
-    let upstream = this.addresses.get(a.address);
-    if (!upstream) {
-      if (this.addresses.size >= ADDRESSES_KEPT) this.addresses.delete(this.addresses.keys().next().value!);
-      this.addresses.set(a.address, (upstream = new AddressUpstream(host, a.host, a.port, a.address)));
-    }
+    const upstream = this.addressUpstream(a.address, host, [a]);
     return { upstream, tls, path, proxyHost: host };
+  }
+
+  /** The upstream made of `peers` for `key`, kept while they stay the same. */
+  private addressUpstream(key: string, proxyHost: string, peers: ReadonlyArray<Omit<PeerChoice, 'id'>>): AddressUpstream {
+    let upstream = this.addresses.get(key);
+    if (upstream && upstream.holds(peers.map((p) => p.host))) return upstream;
+    upstream?.close();
+    this.addresses.delete(key);
+    if (this.addresses.size >= ADDRESSES_KEPT) {
+      const [oldest, old] = this.addresses.entries().next().value!;
+      old.close();
+      this.addresses.delete(oldest);
+    }
+    this.addresses.set(key, (upstream = new AddressUpstream(proxyHost, peers)));
+    return upstream;
+  }
+
+  /** A URL's host that is a name, looked up by the location's resolver (its answers are
+   * cached for their TTL, or `valid=`): every address it has is a peer of the request, as
+   * nginx makes an upstream of them. */
+  private async resolve(dns: DnsResolver, host: string, ssl: boolean): Promise<ProxyUpstream | number> {
+    const m = /^(.*?)(?::(\d+))?$/.exec(host)!;
+    const name = m[1].replace(/\.$/, '');
+    const port = m[2] !== undefined ? Number(m[2]) : ssl ? 443 : 80;
+    try {
+      const { addresses } = await dns.lookup(name);
+      const peers = addresses.map((ip) => ({ host: ip, port, address: addressKey(ip, port) }));
+      return this.addressUpstream(`${name.toLowerCase()}:${port}`, host, peers);
+    } catch (e) {
+      const err = e as DnsError;
+      // nginx's words: "<name> could not be resolved (3: Host not found)".
+      this.errorLog.log('error', `${name} could not be resolved (${resolveFailure(err)})`);
+      return 502;
+    }
   }
 
   /** An upstream block by its name, caseless as host names are. */
@@ -305,6 +342,9 @@ const ADDRESSES_KEPT = 64;
 /** Where a request goes (Proxy.reach). */
 interface Reached {
   readonly upstream: ProxyUpstream;
+  /** The resolver's lookup of the URL's host when it is a name: the upstream it makes of
+   * the addresses, or the status to answer. */
+  readonly resolving?: Promise<ProxyUpstream | number>;
   readonly tls: TlsProfile | undefined;
   /** The peer's request target. */
   readonly path: string;
@@ -312,8 +352,17 @@ interface Reached {
   readonly proxyHost: string;
 }
 
-/** The upstream of an exchange answered at once (its URL named nothing to reach). */
-const UNREACHED = new AddressUpstream('', '', 0, '');
+/** The upstream of an exchange answered at once (its URL named nothing to reach), and of
+ * one whose host the resolver is looking up. */
+const UNREACHED = new AddressUpstream('', []);
+
+/** nginx's code and text of a failed lookup (ngx_resolver_strerror). */
+function resolveFailure(err: DnsError): string {
+  if (err.rcode === 'timedout') return '110: Operation timed out';
+  const texts = ['', 'Format error', 'Server failure', 'Host not found', 'Unimplemented', 'Operation refused'];
+  // NOERROR with no address: nginx says the host is not found.
+  return err.rcode === 0 ? '3: Host not found' : `${err.rcode}: ${texts[err.rcode] ?? 'Unknown error'}`;
+}
 
 /** `$proxy_port`: the port of `$proxy_host`, or the scheme's. */
 const portOf = (proxyHost: string, ssl: boolean): string => /:(\d+)$/.exec(proxyHost)?.[1] ?? (ssl ? '443' : '80');
@@ -384,12 +433,15 @@ function responseClosed(this: Proxied): void {
 class Exchange implements ExchangeHandler, Expiring, AfterIo {
   /** What the request's values read (proxy_set_header, proxy_redirect, add_header). */
   private readonly context: HttpContext;
-  /** Where the request goes (the location's upstream, or what its URL named), and how. */
-  private readonly upstream: ProxyUpstream;
-  private readonly tls: TlsProfile | undefined;
+  /** Where the request goes (the location's upstream, or what its URL named), and how:
+   * settled once the resolver has answered for a name. */
+  private upstream: ProxyUpstream = UNREACHED;
+  private tls: TlsProfile | undefined;
   /** What to answer when the URL named nothing to reach; 0 otherwise. */
-  private readonly unreached: number = 0;
-  private readonly proxyHost: string = '';
+  private unreached: number = 0;
+  private proxyHost: string = '';
+  /** The resolver's lookup of the URL's host, while it runs. */
+  private resolving: Promise<ProxyUpstream | number> | undefined;
   private chosen: PeerChoice | undefined;
   private client: UpstreamConnection | undefined;
   private pool: PeerPool | undefined;
@@ -424,7 +476,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
   private leaveQueue: (() => void) | undefined;
   /** The current attempt as the access log sees it ($upstream_*), when one names them. */
   private attempt: UpstreamAttempt | undefined;
-  private readonly path: string;
+  private path = '';
   private readonly head: string[] | undefined;
   /** The response went to the tap, not to the client. */
   private kept = false;
@@ -449,14 +501,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       upstreamCacheStatus: { get: () => tap?.cacheStatus ?? '' },
     });
     const reached = proxy.reach(this.context);
-    if (typeof reached === 'number') {
-      this.unreached = reached;
-      this.upstream = UNREACHED;
-      this.tls = undefined;
-      this.path = '';
-    } else {
-      ({ upstream: this.upstream, tls: this.tls, path: this.path, proxyHost: this.proxyHost } = reached);
-    }
+    if (typeof reached === 'number') this.unreached = reached;
+    else ({ upstream: this.upstream, resolving: this.resolving, tls: this.tls, path: this.path, proxyHost: this.proxyHost } = reached);
     const head = proxy.headers(this.context);
     this.head = head && tap ? tap.requestHeaders(head) : head;
     (res as Proxied)[EXCHANGE] = this;
@@ -464,6 +510,15 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
   }
 
   start(): void {
+    if (this.resolving) {
+      void this.resolving.then((upstream) => {
+        this.resolving = undefined;
+        if (typeof upstream === 'number') this.unreached = upstream;
+        else this.upstream = upstream;
+        if (!this.finished) this.start();
+      });
+      return;
+    }
     if (this.unreached) return this.fail(this.unreached);
     // A configured header the request's variables made unsendable: nginx answers 400 too.
     if (!this.head) return this.fail(400);

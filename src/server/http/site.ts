@@ -30,6 +30,7 @@ import { errorLogOf } from '../log/error-log.js';
 import { groupNames, hasConfiguredVariables, setGroups } from '../rewrite/variables.js';
 import { nameRegex, normaliseHost } from './server-names.js';
 import type { IncomingMessage } from 'node:http';
+import type { Resolvers } from '../resolver/peers.js';
 export type { Place, Route } from './place.js';
 
 /** An `if` block has none in it: nginx allows `if` in a server and a location only. */
@@ -50,6 +51,8 @@ export interface SiteOptions {
   readonly recorders?: Map<string, HttpZone>;
   /** The process's upstreams by name, for proxy_pass. */
   readonly upstreams?: ReadonlyMap<string, UpstreamRuntime>;
+  /** The process's resolvers, for a proxy_pass with variables whose host is a name. */
+  readonly resolvers?: Resolvers;
   /** Told of every /config write its API locations took or refused. */
   readonly audit?: (change: ConfigChange, request: ApiRequest) => void;
 }
@@ -229,7 +232,7 @@ export class Site {
  * host, the process's upstreams its URLs may name. */
 function proxyOf(options: SiteOptions, config: ProxyConfig, l: LocationConfig): Proxy {
   const status = options.record ? options.status : undefined;
-  if (config.url !== undefined) return new Proxy(config, l, undefined, status, options.upstreams);
+  if (config.url !== undefined) return new Proxy(config, l, undefined, status, options.upstreams, options.resolvers);
   const u = options.upstreams?.get(config.upstream);
   if (!u) throw new Error(`proxy_pass names upstream "${config.upstream}", which this process does not run`);
   return new Proxy(config, l, u, status);

@@ -54,25 +54,38 @@ function pooled(pools: Map<string, PeerPool>, chosen: PeerChoice, connectTimeout
   return p;
 }
 
-/** The address a `proxy_pass` with variables named when it is no upstream's: one peer,
- * tried once, its connections not kept (nginx's upstream made for the request). */
+/** The addresses a `proxy_pass` with variables named when it is no upstream's (one, or
+ * those its resolver found for a name): each tried once per request, in turn across
+ * requests, their connections not kept (nginx's upstream made for the request). */
 export class AddressUpstream implements ProxyUpstream {
   readonly config = { keepalive: 0 };
-  readonly peerCount = 1;
-  private readonly peer: PeerChoice;
+  readonly peerCount: number;
+  private readonly peers: readonly PeerChoice[];
+  private next = 0;
   private readonly pools = new Map<string, PeerPool>();
 
   constructor(
     readonly proxyHost: string,
-    host: string,
-    port: number,
-    address: string,
+    peers: ReadonlyArray<Omit<PeerChoice, 'id'>>,
   ) {
-    this.peer = { id: 0, host, port, address };
+    this.peers = peers.map((p, id) => ({ id, ...p }));
+    this.peerCount = this.peers.length;
   }
 
-  pick(): PeerChoice {
-    return this.peer;
+  pick(_req?: IncomingMessage, _uri?: string, tried?: ReadonlySet<number>): PeerChoice | NoPeer {
+    const n = this.peers.length;
+    for (let i = 0; i < n; i++) {
+      const p = this.peers[(this.next + i) % n];
+      if (tried?.has(p.id)) continue;
+      this.next = (this.next + i + 1) % n;
+      return p;
+    }
+    return 'unavailable';
+  }
+
+  /** Whether it is made of exactly these addresses, in this order. */
+  holds(addresses: readonly string[]): boolean {
+    return addresses.length === this.peers.length && addresses.every((a, i) => this.peers[i].host === a);
   }
 
   release(): void {}

@@ -6,10 +6,10 @@
 //                                   and its upstream
 //
 // As in Angie, an upstream's `resolve` servers use the upstream's own resolver, else its
-// block's (http's, or stream's for a stream upstream). zonal resolves nothing for
-// servers and locations (it has no proxy_pass with variables), so a resolver written
-// there is checked and its zone shown, and only an upstream or the http or stream block
-// puts one to work.
+// block's (http's, or stream's for a stream upstream). A location's resolver (its own,
+// else its server's, else http's, as nginx inherits it) looks up the host a `proxy_pass`
+// with variables names when no upstream has that name. A stream server's is checked and
+// its zone shown: zonal's stream proxy_pass with variables names upstreams or addresses.
 import { isIP } from 'node:net';
 import type { DirectiveSpec } from '../config/spec.js';
 import type { AnyLevel, Checker, Context, HttpLevel, UpstreamLevel } from '../config/levels.js';
@@ -139,6 +139,19 @@ export function upstreamResolver(u: UpstreamLevel, block: UpstreamsBlock): Resol
   return { ...r, timeout: u.resolver?.timeout ?? block.resolver?.timeout ?? RESOLVER_TIMEOUT_MS };
 }
 
+/** What a location inherits of `resolver` and `resolver_timeout`, each on its own. */
+export function mergeResolver(outer: ResolverLevel | undefined, level: { readonly resolver?: ResolverLevel }): ResolverLevel | undefined {
+  const resolver = level.resolver?.resolver ?? outer?.resolver;
+  const timeout = level.resolver?.timeout ?? outer?.timeout;
+  if (resolver === undefined && timeout === undefined) return undefined;
+  return { ...(resolver ? { resolver } : {}), ...(timeout !== undefined ? { timeout } : {}) };
+}
+
+/** The resolver a level's merged settings give, if it has one. */
+export function settleResolver(l: ResolverLevel | undefined): ResolverConfig | undefined {
+  return l?.resolver && { ...l.resolver, timeout: l.timeout ?? RESOLVER_TIMEOUT_MS };
+}
+
 /** Once the http or stream block is read: every upstream with a `resolve` server has a
  * resolver. */
 export function checkResolvers(block: UpstreamsBlock, c: Checker): void {
@@ -232,6 +245,11 @@ declare module '../stream/config.js' {
 declare module '../config/model.js' {
   interface UpstreamBlockConfig {
     /** The resolver of the upstream's `resolve` servers: its own, else its block's. */
+    readonly resolver?: ResolverConfig;
+  }
+  interface ProxyConfig {
+    /** With variables in `proxy_pass`'s host: the location's resolver, which looks up a
+     * host no upstream is named after (without one, such a request gets 502). */
     readonly resolver?: ResolverConfig;
   }
   interface HttpBlockConfig {
