@@ -330,14 +330,21 @@ function cookieRewrite(get: (level: InheritableLevel) => RewriteList | undefined
   });
 }
 
+/** `proxy_next_upstream_timeout`'s value, in http and stream alike: milliseconds, 0 (nginx's
+ * default) for no limit. */
+export function nextUpstreamTimeout(d: Directive, c: { error(at: Directive['origin'], message: string): void }): number | undefined {
+  const ms = d.args[0] === '0' ? 0 : milliseconds(d.args[0]);
+  if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
+  return ms;
+}
+
 export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
   proxy_next_upstream_timeout: define({
     contexts: inheritable,
     args: [1, 1],
     apply(d, level, c) {
-      const ms = d.args[0] === '0' ? 0 : milliseconds(d.args[0]);
-      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
-      else level.proxyNextUpstreamTimeout = ms;
+      const ms = nextUpstreamTimeout(d, c);
+      if (ms !== undefined) level.proxyNextUpstreamTimeout = ms;
     },
   }),
 

@@ -22,9 +22,9 @@
 // `resolver`, `upstream_probe` and `upstream_probe_timeout` are declared with their code
 // (resolver/config.ts, probes/config.ts), which adds their fields to these levels.
 import { streamLogs } from '../log/config.js';
-import { parseTime } from '../../metrics/peers.js';
 import type { DirectiveSpec } from '../config/spec.js';
 import { confFile } from '../config/files.js';
+import { milliseconds } from '../config/numbers.js';
 import { checkUpstreamBlock, newUpstreamBlock } from '../upstream/check.js';
 import type { AnyLevel, Checker, Context, UpstreamLevel } from '../config/levels.js';
 import type { AccessRule, Origin, UpstreamBlockConfig } from '../config/model.js';
@@ -34,7 +34,7 @@ import { histogramField } from '../histograms/config.js';
 import { streamProbes, type StreamProbeConfig } from '../probes/config.js';
 import { checkResolvers, streamResolverZones, upstreamResolver } from '../resolver/config.js';
 import { knownStreamVariable } from '../config/variables.js';
-import { proxyClientCertificate, settleProxySsl, type ProxySslLevel } from '../proxy/config.js';
+import { nextUpstreamTimeout, proxyClientCertificate, settleProxySsl, type ProxySslLevel } from '../proxy/config.js';
 import { settleTls, type ServerTls } from '../ssl/config.js';
 import type { ProxySsl } from '../config/model.js';
 import type { ProxyClientCertificate } from '../ssl/proxy.js';
@@ -199,12 +199,6 @@ const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, {
   spec as unknown as DirectiveSpec;
 const both = ['stream', 'stream_server'] as const;
 
-function milliseconds(arg: string): number | undefined {
-  const s = parseTime(arg, true);
-  if (s === undefined || s <= 0 || s * 1000 > MAX) return undefined;
-  return Math.round(s * 1000);
-}
-
 
 function timeDirective(set: (level: StreamCommon, ms: number) => void) {
   return define({
@@ -366,10 +360,8 @@ export const streamDirectives: Readonly<Record<string, DirectiveSpec>> = {
     contexts: both,
     args: [1, 1],
     apply(d, level, c) {
-      // 0 is nginx's default: no limit.
-      const ms = d.args[0] === '0' ? 0 : milliseconds(d.args[0]);
-      if (ms === undefined) c.error(d.origin, `invalid value "${d.args[0]}" in "${d.name}" directive`);
-      else level.proxyNextUpstreamTimeout = ms;
+      const ms = nextUpstreamTimeout(d, c);
+      if (ms !== undefined) level.proxyNextUpstreamTimeout = ms;
     },
   }),
   // ngx_stream_ssl_preread_module, and the preread phase's limits.
