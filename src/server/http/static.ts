@@ -78,13 +78,14 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   // conditional nor ranged: nginx's filters take only a 200.
   const own = !options?.get;
   const precondition = own ? preconditionOf(req, validators) : 200;
-  if (precondition === 412) {
+  // nginx's 412 and 416 are its special responses, without the file's validators.
+  const refuse = (code: number, extra?: Record<string, string>) => {
     res.removeHeader('Last-Modified');
     res.removeHeader('ETag');
-    if (options) options.error(412);
-    else sendPage(res, 412, head);
-    return;
-  }
+    if (options) options.error(code, extra);
+    else sendPage(res, code, head, extra);
+  };
+  if (precondition === 412) return refuse(412);
   options?.headers(precondition);
   if (precondition === 304) {
     res.writeHead(304);
@@ -95,11 +96,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   if (!res.hasHeader('content-type')) res.setHeader('Content-Type', options?.contentType ?? contentType(options?.core, path));
   if (options?.contentEncoding) res.setHeader('Content-Encoding', options.contentEncoding);
   const range = own ? rangeOf(req, info.size, validators) : ({ kind: 'whole' } as const);
-  if (range.kind === 'unsatisfiable') {
-    if (options) options.error(416, { 'Content-Range': unsatisfiedRange(info.size) });
-    else sendPage(res, 416, head, { 'Content-Range': unsatisfiedRange(info.size) });
-    return;
-  }
+  if (range.kind === 'unsatisfiable') return refuse(416, { 'Content-Range': unsatisfiedRange(info.size) });
   if (range.kind === 'partial') {
     const partial = partialAnswer(range.ranges, info.size, String(res.getHeader('content-type')));
     for (const [name, value] of partial.headers) res.setHeader(name, value);
