@@ -7,7 +7,7 @@
 //   proxy_cache_methods GET|HEAD|POST ...;   proxy_cache_min_uses <n>;
 //   proxy_cache_bypass <string> ...;   proxy_no_cache <string> ...;
 //   proxy_cache_use_stale off | error timeout invalid_header updating http_500 http_502 http_503 http_504 http_403 http_404 http_429;
-//   proxy_cache_background_update on|off;   proxy_cache_revalidate on|off;
+//   proxy_cache_background_update on|off;   proxy_cache_revalidate on|off;   proxy_cache_convert_head on|off;
 //   proxy_cache_lock on|off;   proxy_cache_lock_timeout <time>;   proxy_cache_lock_age <time>;
 //
 // Sharding (Angie): several proxy_cache_path directives naming one keys_zone are the
@@ -66,6 +66,7 @@ export interface CacheLevel {
   useStale?: StaleCondition[];
   backgroundUpdate?: boolean;
   revalidate?: boolean;
+  convertHead?: boolean;
   lock?: boolean;
   lockTimeout?: number;
   lockAge?: number;
@@ -83,6 +84,8 @@ export interface CacheUse {
   readonly useStale: readonly StaleCondition[];
   readonly backgroundUpdate: boolean;
   readonly revalidate: boolean;
+  /** proxy_cache_convert_head: a HEAD goes to the peer as a GET, whose answer is stored. */
+  readonly convertHead: boolean;
   readonly lock: boolean;
   /** ms. */
   readonly lockTimeout: number;
@@ -126,6 +129,17 @@ const levelOf = (level: InheritableLevel): CacheLevel => (level.cache ??= { zone
 const define = <const K extends Context>(spec: DirectiveSpec<Extract<AnyLevel, { kind: K }>> & { contexts: readonly K[] }) =>
   spec as unknown as DirectiveSpec;
 const inheritable = ['http', 'server', 'location'] as const;
+
+/** An on|off directive of http, server and location. */
+const flag = (set: (level: CacheLevel, on: boolean) => void) =>
+  define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const v = onOff(d, c);
+      if (v !== undefined) set(levelOf(level), v);
+    },
+  });
 
 /** nginx's sizes: bytes, k, m, g. */
 export function parseBytes(arg: string): number | undefined {
@@ -308,30 +322,10 @@ export const cacheDirectives: Record<string, DirectiveSpec> = {
       levelOf(level).useStale = d.args as StaleCondition[];
     },
   }),
-  proxy_cache_background_update: define({
-    contexts: inheritable,
-    args: [1, 1],
-    apply(d, level, c) {
-      const v = onOff(d, c);
-      if (v !== undefined) levelOf(level).backgroundUpdate = v;
-    },
-  }),
-  proxy_cache_revalidate: define({
-    contexts: inheritable,
-    args: [1, 1],
-    apply(d, level, c) {
-      const v = onOff(d, c);
-      if (v !== undefined) levelOf(level).revalidate = v;
-    },
-  }),
-  proxy_cache_lock: define({
-    contexts: inheritable,
-    args: [1, 1],
-    apply(d, level, c) {
-      const v = onOff(d, c);
-      if (v !== undefined) levelOf(level).lock = v;
-    },
-  }),
+  proxy_cache_background_update: flag((l, on) => (l.backgroundUpdate = on)),
+  proxy_cache_revalidate: flag((l, on) => (l.revalidate = on)),
+  proxy_cache_convert_head: flag((l, on) => (l.convertHead = on)),
+  proxy_cache_lock: flag((l, on) => (l.lock = on)),
   proxy_cache_lock_timeout: define({
     contexts: inheritable,
     args: [1, 1],
@@ -388,6 +382,7 @@ export function resolveCache(m: MergedCache, zones: readonly CacheZone[], c: Che
     useStale: m.useStale ?? [],
     backgroundUpdate: m.backgroundUpdate ?? false,
     revalidate: m.revalidate ?? false,
+    convertHead: m.convertHead ?? true,
     lock: m.lock ?? false,
     lockTimeout: m.lockTimeout ?? DEFAULTS.lockTimeout,
     lockAge: m.lockAge ?? DEFAULTS.lockAge,

@@ -30,6 +30,8 @@ export interface CachedHead {
   readonly etag?: string;
   /** Vary: the request headers it names, lowercase, and their values when it was stored. */
   readonly vary?: ReadonlyArray<readonly [string, string]>;
+  /** An error proxy_intercept_errors took: only its status is kept, no body. */
+  readonly error?: boolean;
   readonly bodyLength: number;
 }
 
@@ -92,6 +94,7 @@ function valid(h: CachedHead): boolean {
     Number.isFinite(h.date) &&
     Number.isInteger(h.bodyLength) &&
     h.bodyLength >= 0 &&
+    (h.error === undefined || typeof h.error === 'boolean') &&
     (h.vary === undefined || (Array.isArray(h.vary) && h.vary.every((p) => Array.isArray(p) && p.length === 2 && p.every((v) => typeof v === 'string'))))
   );
 }

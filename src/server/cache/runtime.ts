@@ -11,6 +11,10 @@ import { CacheLookupState as S, type CacheEvicted, type CacheKeys } from '../../
 import { cache as cacheRecorder, type Cache, type CacheStatus } from '../../metrics/caches.js';
 import type { StatusStore } from '../../metrics/store.js';
 import type { ProxyFailure, ProxyTap, TappedProxy } from '../http/proxy-tap.js';
+import { errorPagesOf } from '../http/error-pages.js';
+import { NOT_MODIFIED_DROPS, preconditionOf } from '../http/not-modified.js';
+import { sendPage } from '../http/pages.js';
+import { partialAnswer, rangeOf, unsatisfiedRange, withHeaders } from '../http/range.js';
 
 /** The statuses proxy_cache_use_stale can name. */
 const STALE_STATUSES = new Set([403, 404, 429, 500, 502, 503, 504]);
@@ -35,8 +39,9 @@ const FILE_CHECK_MS = 1000;
 const HASHED_KEYS = 4096;
 /** A hit's prebuilt bytes are kept for bodies up to this size (they are a second copy). */
 const PREBUILT_BODY = 1024 * 1024;
-/** The client's conditional headers: not sent to the peer, whose answer must be whole. */
-const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', 'if-unmodified-since', 'if-range']);
+/** The client's conditional and range headers: not sent to the peer, whose answer must be
+ * whole (nginx's proxy_set_header defaults with proxy_cache); they are zonal's to answer. */
+const CONDITIONAL = new Set(['if-modified-since', 'if-none-match', 'if-match', 'if-unmodified-since', 'if-range', 'range']);
 
 /** A cache key's MD5, and the memo's id of it (its bytes as a string, cheaper than hex). */
 interface KeyHash {
@@ -352,7 +357,11 @@ class CachedRequest implements ProxyTap {
   private validUntil = 0;
   /** The peer's response was kept from the client: answered at complete(). */
   private keptAs: 'revalidated' | 'stale' | 'background' | undefined;
+  /** proxy_intercept_errors took the peer's answer; `written` when it was remembered. */
+  private intercepted: { written: boolean } | undefined;
   private done = false;
+  /** GET for a HEAD (proxy_cache_convert_head): the answer stored is a whole one. */
+  readonly method: string | undefined;
 
   constructor(
     private readonly location: LocationCache,
@@ -366,6 +375,7 @@ class CachedRequest implements ProxyTap {
       proxyHost: { get: () => location.proxyTo.upstream?.proxyHost },
       upstreamCacheStatus: { get: () => this.cacheStatus },
     });
+    this.method = req.method === 'HEAD' && location.use.convertHead ? 'GET' : undefined;
   }
 
   private get runtime(): CacheRuntime {
@@ -491,18 +501,24 @@ class CachedRequest implements ProxyTap {
     this.location.proxyTo.pass(this.req, this.res, this.uri, this.captures, this);
   }
 
-  /** A response from the cache: its head with add_header's, then its body. */
+  /** A response from the cache: its head with add_header's, then its body; or what a
+   * request's conditions and ranges make of a 200 (nginx's not_modified and range
+   * filters); or, for an error proxy_intercept_errors took, its error page again. */
   private serve(file: CachedFile): void {
     this.done = true;
     const res = this.res;
     const bytes = file.body.length;
     this.runtime.recorder.served(this.status, bytes);
     if (res.destroyed || res.headersSent) return;
+    if (file.head.error) return this.answerStatus(file.head.status);
     const head = this.req.method === 'HEAD';
+    // Most requests ask for neither conditions nor ranges: only theirs may reuse bytes.
+    const filtered = file.head.status === 200 && asksAny(this.req.rawHeaders);
+    if (filtered && this.filtered(file, head)) return;
     const add = this.location.proxyTo.addHeaders;
     // A hit is answered with the bytes of an earlier one (prebuilt.ts) when nothing but
     // the second can have changed them.
-    const reuse = this.status === 'hit' && (add === undefined || add.constant) && reusable(res);
+    const reuse = !filtered && this.status === 'hit' && (add === undefined || add.constant) && reusable(res);
     const now = reuse ? Date.now() : 0;
     if (reuse) {
       const prebuilt = this.location.prebuilt.get(file);
@@ -518,6 +534,51 @@ class CachedRequest implements ProxyTap {
     res.end(head ? undefined : file.body);
   }
 
+  /** A 200 to a request with conditions or ranges: 412, 304, 416 or 206, as nginx answers
+   * them from the entry's Last-Modified and ETag; false: the whole answer, as any. Ranges
+   * only when the peer said Accept-Ranges (nginx's r->allow_ranges for a cached answer). */
+  private filtered(file: CachedFile, head: boolean): boolean {
+    const res = this.res;
+    const add = this.location.proxyTo.addHeaders;
+    const validators = { lastModified: file.head.lastModified, etag: file.head.etag };
+    const precondition = preconditionOf(this.req, validators);
+    if (precondition === 412) {
+      this.answerStatus(412);
+      return true;
+    }
+    if (precondition === 304) {
+      const headers = withHeaders(file.head.headers, [], NOT_MODIFIED_DROPS);
+      add?.addTo(headers, 304, this.context);
+      res.writeHead(304, headers);
+      res.end();
+      return true;
+    }
+    const length = file.body.length;
+    if (headerOf(file.head.headers, 'accept-ranges') === undefined) return false;
+    const range = rangeOf(this.req, length, validators);
+    if (range.kind === 'whole') return false;
+    if (range.kind === 'unsatisfiable') {
+      res.setHeader('Content-Range', unsatisfiedRange(length));
+      this.answerStatus(416);
+      return true;
+    }
+    const headers = [...file.head.headers];
+    // add_header sees the 200 (its filter is before the range filter in nginx).
+    add?.addTo(headers, 200, this.context);
+    const partial = partialAnswer(range.ranges, length, headerOf(headers, 'content-type'));
+    res.writeHead(206, withHeaders(headers, partial.headers, ['accept-ranges']));
+    res.end(head ? undefined : Buffer.concat(partial.pieces.map((p) => (Buffer.isBuffer(p) ? p : file.body.subarray(p.start, p.end)))));
+    return true;
+  }
+
+  /** zonal's own answer with `status`: the location's error_page for it (nginx's special
+   * response), else nginx's page. */
+  private answerStatus(status: number): void {
+    const pages = errorPagesOf(this.res);
+    if (pages) pages.answer(status);
+    else sendPage(this.res, status, this.req.method === 'HEAD');
+  }
+
   // ProxyTap
 
   requestHeaders(head: string[]): string[] {
@@ -525,9 +586,7 @@ class CachedRequest implements ProxyTap {
     // to answer, not the peer's; a revalidation sends the cached entry's own.
     const found = this.found;
     const revalidate = found !== undefined && this.location.use.revalidate && this.status === 'expired';
-    let conditional = false;
-    for (let i = 0; i < head.length && !conditional; i += 2) conditional = head[i].length >= 8 && head[i].length <= 19 && CONDITIONAL.has(head[i].toLowerCase());
-    if (!conditional && !revalidate) return head;
+    if (!asksAny(head) && !revalidate) return head;
     const out: string[] = [];
     for (let i = 0; i < head.length; i += 2) if (!CONDITIONAL.has(head[i].toLowerCase())) out.push(head[i], head[i + 1]);
     if (found && revalidate) {
@@ -537,7 +596,7 @@ class CachedRequest implements ProxyTap {
     return out;
   }
 
-  response(status: number, statusText: string, headers: string[]): boolean {
+  response(status: number, statusText: string, headers: string[], intercepted: boolean): boolean {
     const now = Date.now();
     if (status === 304 && this.found && this.location.use.revalidate && this.status === 'expired') {
       // Revalidated: valid again for what the 304 says, or proxy_cache_valid of the entry's status.
@@ -554,7 +613,17 @@ class CachedRequest implements ProxyTap {
       return false;
     }
     this.validUntil = this.store ? validUntil(status, headers, now, this.location.use.valid) : 0;
-    this.cacheable = this.validUntil > now && this.req.method !== 'HEAD';
+    // A HEAD's answer has no body to store, unless it went to the peer as a GET.
+    this.cacheable = this.validUntil > now && (this.req.method !== 'HEAD' || this.method === 'GET');
+    if (intercepted) {
+      // nginx remembers an intercepted error for as long as it may be cached (the
+      // cache node's `error`): its status only, which the error page answers again.
+      this.intercepted = { written: this.cacheable && this.writeEntry(status, statusText, [], true) };
+      this.cacheable = false;
+      this.release();
+      if (this.background) this.keptAs = 'background';
+      return !this.background;
+    }
     if (this.cacheable) {
       this.peerStatus = status;
       this.peerStatusText = statusText;
@@ -596,28 +665,39 @@ class CachedRequest implements ProxyTap {
     }
     this.done = true;
     let written: number | undefined;
+    if (this.intercepted?.written) written = 0;
     if (this.cacheable) {
       const headers = this.peerHeaders!;
       // A chunked response is stored whole: its answers from the cache carry its length.
       if (headerOf(headers, 'content-length') === undefined) headers.push('Content-Length', String(this.bodyLength));
-      const head: CachedHead = {
-        key: this.cacheKey,
-        status: this.peerStatus,
-        statusText: this.peerStatusText,
-        headers,
-        validUntil: this.validUntil,
-        date: Date.now(),
-        ...optional('lastModified', headerOf(headers, 'last-modified')),
-        ...optional('etag', headerOf(headers, 'etag')),
-        ...(varyOf(headers, this.req.headers) ? { vary: varyOf(headers, this.req.headers) } : {}),
-        bodyLength: this.bodyLength,
-      };
-      if (this.runtime.write(this.md5, head, this.body ?? [])) written = this.bodyLength;
-      this.holds = false;
+      if (this.writeEntry(this.peerStatus, this.peerStatusText, headers, false)) written = this.bodyLength;
     }
     this.body = undefined;
     // A background update is no response of its own.
     if (!this.background) this.runtime.recorder.served(this.status, this.bodyLength, written);
+  }
+
+  /** Writes the peer's answer (or, `error`, only its status) as the key's entry. */
+  private writeEntry(status: number, statusText: string, headers: string[], error: boolean): boolean {
+    // Only a 200 or 206 is revalidated and conditional: nginx keeps no validators of others.
+    const validated = status === 200 || status === 206;
+    const vary = varyOf(headers, this.req.headers);
+    const head: CachedHead = {
+      key: this.cacheKey,
+      status,
+      statusText,
+      headers,
+      validUntil: this.validUntil,
+      date: Date.now(),
+      ...optional('lastModified', validated ? headerOf(headers, 'last-modified') : undefined),
+      ...optional('etag', validated ? headerOf(headers, 'etag') : undefined),
+      ...(vary ? { vary } : {}),
+      ...(error ? { error } : {}),
+      bodyLength: error ? 0 : this.bodyLength,
+    };
+    const stored = this.runtime.write(this.md5, head, error ? [] : (this.body ?? [])) !== undefined;
+    this.holds = false;
+    return stored;
   }
 
   failed(status: number, failure: ProxyFailure | 'client' | 'status'): boolean {
@@ -644,6 +724,16 @@ class CachedRequest implements ProxyTap {
     this.holds = false;
     this.runtime.keys.release(this.md5);
   }
+}
+
+/** Whether a header list (name, value, ...) has one of CONDITIONAL (lengths first: most
+ * names are not). */
+function asksAny(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (name.length >= 5 && name.length <= 19 && CONDITIONAL.has(name.toLowerCase())) return true;
+  }
+  return false;
 }
 
 /** The headers a cached response keeps: not the peer's Date, which each answer from the

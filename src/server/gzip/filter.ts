@@ -264,5 +264,5 @@ function compressBody(res: ServerResponse, state: GzipState, length: number): vo
   const gz = createGzip({ level: state.config!.compLevel, windowBits, memLevel });
   state.zlib = gz;
   gz.on('data', (chunk: Buffer) => (state.zout += chunk.length));
-  filterBody(res, gz);
+  filterBody(res, gz, true);
 }

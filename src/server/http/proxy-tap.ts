@@ -15,10 +15,13 @@ export interface ProxyTap {
   readonly cacheStatus: string;
   /** The peer's request headers (name, value, ...): what to send instead. */
   requestHeaders(head: string[]): string[];
-  /** The peer's response head (hop-by-hop headers left out). True: it goes to the client
-   * (with add_header's appended to `headers`); false: the tap keeps the response and
-   * answers the client at complete(). */
-  response(status: number, statusText: string, headers: string[]): boolean;
+  /** The method the peer gets, when not the client's (proxy_cache_convert_head). */
+  readonly method: string | undefined;
+  /** The peer's response head (hop-by-hop headers left out). True: it goes on to the
+   * client (with add_header's appended to `headers`), or, `intercepted` by
+   * proxy_intercept_errors, to the location's error page, its body unread by the tap;
+   * false: the tap keeps the response and answers the client at complete(). */
+  response(status: number, statusText: string, headers: string[], intercepted: boolean): boolean;
   data(chunk: Buffer): void;
   /** The whole response was read, before the client's response ends. */
   complete(): void;

@@ -596,7 +596,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.sent = client.dispatch(
       {
         path: this.path,
-        method: this.proxy.method?.(this.context) || (this.req.method ?? 'GET'),
+        method: this.proxy.method?.(this.context) || this.tap?.method || (this.req.method ?? 'GET'),
         headers: buffered ? [...this.head!, 'Content-Length', String(buffered.length)] : this.head!,
         body: buffered ? Readable.from([buffered]) : this.hasBody ? requestBody(this.req) : null,
         // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
@@ -673,8 +673,14 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     const res = this.res;
     if (this.finished || res.destroyed) return false;
     // proxy_intercept_errors: the body is read and dropped, the page goes at the end.
-    // nginx intercepts the statuses an error_page names, and only those.
-    if (statusCode >= 300 && this.proxy.config.options.interceptErrors && !this.tap && errorPagesOf(res)?.has(statusCode)) {
+    // nginx intercepts the statuses an error_page names, and only those; the cache sees
+    // the answer first (a stale entry may answer instead, or the error be remembered).
+    const intercept = statusCode >= 300 && this.proxy.config.options.interceptErrors && errorPagesOf(res)?.has(statusCode) === true;
+    if (this.tap && !this.tap.response(statusCode, statusText, headers, intercept)) {
+      this.kept = true;
+      return true;
+    }
+    if (intercept) {
       this.intercepted = true;
       return true;
     }
@@ -686,10 +692,6 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       const kept = keptOnRedirect(headers);
       this.intercepted = true;
       setImmediate(() => this.redirect(accel, kept));
-      return true;
-    }
-    if (this.tap && !this.tap.response(statusCode, statusText, headers)) {
-      this.kept = true;
       return true;
     }
     // proxy_limit_rate is a filter of its own: it paces the peer's answer whatever the

@@ -5,9 +5,11 @@ import { createReadStream, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { sendPage, sendRedirect, type RedirectSettings } from './pages.js';
 import { contentType, type CoreSettings } from './core/config.js';
+import { preconditionOf } from './not-modified.js';
+import { partialAnswer, rangeOf, unsatisfiedRange } from './range.js';
 
 async function statOrUndefined(path: string): Promise<Stats | { error: string }> {
   try {
@@ -66,11 +68,51 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
     return;
   }
   // Set first: `expires modified` counts from it.
-  res.setHeader('Last-Modified', info.mtime.toUTCString());
-  options?.headers(200);
+  const lastModified = info.mtime.toUTCString();
+  // nginx's `etag on`: the modification time and size, in hex.
+  const etag = `"${Math.floor(info.mtime.getTime() / 1000).toString(16)}-${info.size.toString(16)}"`;
+  res.setHeader('Last-Modified', lastModified);
+  res.setHeader('ETag', etag);
+  const validators = { lastModified, etag };
+  // An error page's answer (a GET of another URI, with the error's status) is neither
+  // conditional nor ranged: nginx's filters take only a 200.
+  const own = !options?.get;
+  const precondition = own ? preconditionOf(req, validators) : 200;
+  // nginx's 412 and 416 are its special responses, without the file's validators.
+  const refuse = (code: number, extra?: Record<string, string>) => {
+    res.removeHeader('Last-Modified');
+    res.removeHeader('ETag');
+    if (options) options.error(code, extra);
+    else sendPage(res, code, head, extra);
+  };
+  if (precondition === 412) return refuse(412);
+  options?.headers(precondition);
+  if (precondition === 304) {
+    res.writeHead(304);
+    res.end();
+    return;
+  }
   // A type set before (a peer's, kept by its X-Accel-Redirect) stays, as in nginx.
   if (!res.hasHeader('content-type')) res.setHeader('Content-Type', options?.contentType ?? contentType(options?.core, path));
-  res.writeHead(200, { 'Content-Length': info.size, ...(options?.contentEncoding ? { 'Content-Encoding': options.contentEncoding } : {}) });
+  if (options?.contentEncoding) res.setHeader('Content-Encoding', options.contentEncoding);
+  const range = own ? rangeOf(req, info.size, validators) : ({ kind: 'whole' } as const);
+  if (range.kind === 'unsatisfiable') return refuse(416, { 'Content-Range': unsatisfiedRange(info.size) });
+  if (range.kind === 'partial') {
+    const partial = partialAnswer(range.ranges, info.size, String(res.getHeader('content-type')));
+    for (const [name, value] of partial.headers) res.setHeader(name, value);
+    res.writeHead(206);
+    if (head) return void res.end();
+    const file = path;
+    async function* pieces() {
+      for (const piece of partial.pieces) {
+        if (Buffer.isBuffer(piece)) yield piece;
+        else if (piece.end > piece.start) yield* createReadStream(file, { start: piece.start, end: piece.end - 1 });
+      }
+    }
+    pipeline(Readable.from(pieces()), res, () => {});
+    return;
+  }
+  res.writeHead(200, { 'Content-Length': info.size, ...(own ? { 'Accept-Ranges': 'bytes' } : {}) });
   if (head) {
     res.end();
     return;

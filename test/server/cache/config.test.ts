@@ -42,6 +42,7 @@ const GOOD = `http {
       proxy_cache_use_stale error timeout updating http_503;
       proxy_cache_background_update on;
       proxy_cache_revalidate on;
+      proxy_cache_convert_head off;
       proxy_cache_lock on;
       proxy_cache_lock_timeout 2s;
       add_header X-Other yes always;
@@ -65,6 +66,7 @@ t.test('resolved: inherited settings, nginx defaults, shards and bytes', async (
     { codes: [404], ms: 60_000 },
   ]);
   t.same([top.methods, top.minUses, top.lock, top.lockTimeout, top.useStale], [['GET', 'HEAD'], 1, false, 5000, []]);
+  t.equal(top.convertHead, true, 'proxy_cache_convert_head on by default');
   t.same(at('/').addHeaders, [{ name: 'X-Cache', value: '$upstream_cache_status', always: false }]);
   const two = at('/two/').cache!;
   t.same(two.zone.paths.map((p) => [p.path, p.maxSize]), [
@@ -74,6 +76,7 @@ t.test('resolved: inherited settings, nginx defaults, shards and bytes', async (
   t.same(two.valid, [{ codes: [], ms: 5000 }], 'a block with proxy_cache_valid replaces the outer list');
   t.same([two.methods, two.minUses, two.bypass, two.noCache], [['GET', 'HEAD', 'POST'], 2, ['$cookie_nocache', '$arg_nocache'], ['$http_pragma']]);
   t.same([two.useStale, two.backgroundUpdate, two.revalidate, two.lock, two.lockTimeout], [['error', 'timeout', 'updating', 'http_503'], true, true, true, 2000]);
+  t.equal(two.convertHead, false, 'proxy_cache_convert_head off');
   t.same(at('/two/').addHeaders, [{ name: 'X-Other', value: 'yes', always: true }]);
   t.equal(at('/off/').cache, undefined, 'proxy_cache off');
   const iff = locations.find((l: LocationConfig) => l.path === '/if/')!;
@@ -107,6 +110,7 @@ const BAD: Array<[string, string, RegExp]> = [
   ['unknown variable', 'proxy_cache_key $nope;', /unknown "nope" variable/],
   ['bad use_stale', 'proxy_cache_use_stale sometimes;', /invalid value "sometimes"/],
   ['bad lock', 'proxy_cache_lock maybe;', /it must be "on" or "off"/],
+  ['bad convert_head', 'proxy_cache_convert_head yes;', /it must be "on" or "off"/],
   ['add_header variable', 'add_header X $nope;', /unknown "nope" variable/],
   ['add_header name', 'add_header "X Y" 1;', /invalid header name/],
   ['add_header parameter', 'add_header X 1 sometimes;', /invalid parameter "sometimes"/],

@@ -271,3 +271,36 @@ t.test('$gzip_ratio', async (t) => {
   t.ok(Math.abs(Number(ratio!.split(' ')[1]) - expected) < 1, `about ${expected.toFixed(2)}`);
   t.ok(lines.some((l) => l === '/text.txt -'), 'not compressed: not found');
 });
+
+/** The chunks of a chunked answer as they came on the wire (HTTP/1.1, connection closed). */
+function wireChunks(path: string): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n`));
+    const got: Buffer[] = [];
+    s.on('data', (d: Buffer) => got.push(d));
+    s.on('error', reject);
+    s.on('end', () => {
+      const all = Buffer.concat(got);
+      let at = all.indexOf('\r\n\r\n') + 4;
+      const chunks: Buffer[] = [];
+      for (;;) {
+        const eol = all.indexOf('\r\n', at);
+        const size = parseInt(all.subarray(at, eol).toString(), 16);
+        if (!(size > 0)) break;
+        chunks.push(all.subarray(eol + 2, eol + 2 + size));
+        at = eol + 2 + size + 2;
+      }
+      resolve(chunks);
+    });
+  });
+}
+
+t.test('a body given whole leaves gzip in one chunk, as nginx compresses a whole buffer', async (t) => {
+  await get('/c/json', GZIP);
+  const hit = await wireChunks('/c/json');
+  t.equal(hit.length, 1, 'a cached answer: one chunk');
+  t.same(gunzipSync(hit[0]), Buffer.from(json));
+  const returned = await wireChunks('/return');
+  t.equal(returned.length, 1, 'a return body: one chunk');
+  t.same(gunzipSync(returned[0]), Buffer.from(text));
+});
