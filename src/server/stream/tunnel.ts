@@ -9,7 +9,8 @@
 // that fails or closes closes the other. `timeout` is the longest silence in both
 // directions at once: nginx's stream `proxy_timeout`, and its `proxy_read_timeout` of an
 // upgraded connection (nginx sets the peer's read timer again on every event of the
-// tunnel, whichever way it goes). A side whose writes wait with no progress for its
+// tunnel, whichever way it goes, and leaves it off while a write waits). A side whose
+// writes wait with no progress for its
 // `sendTimeout` (a reader that stopped reading) closes both: nginx's `send_timeout`
 // toward the client and `proxy_send_timeout` toward the peer.
 import type { Socket } from 'node:net';
@@ -79,6 +80,9 @@ export function tunnel(client: Socket, peer: Socket, o: TunnelOptions): void {
   peer.on('error', closeBoth);
   let recheck: NodeJS.Timeout | undefined;
   const idle = () => {
+    // A write waiting for a reader is its send timeout's to judge (nginx's read timer is
+    // off while the peer has bytes it cannot pass on).
+    if ((clientStalls && client.writableLength > 0) || (peerStalls && peer.writableLength > 0)) last = performance.now();
     const silent = performance.now() - last;
     if (silent >= timeout - 1) return closeBoth();
     // A socket's timer starts from the loop's cached clock, which lags under load: it
