@@ -44,24 +44,15 @@ export function tunnel(client: Socket, peer: Socket, o: TunnelOptions): void {
   let last = performance.now();
   const clientStalls = o.clientSendTimeout === undefined ? undefined : stallGuard(client, o.clientSendTimeout, closeBoth);
   const peerStalls = o.peerSendTimeout === undefined ? undefined : stallGuard(peer, o.peerSendTimeout, closeBoth);
-  relay(
-    client,
-    peer,
-    (n) => {
+  const pass = (src: Socket, dst: Socket, moved: Moved, stalls: StallGuard | undefined) => {
+    const read = (n: number) => {
       last = performance.now();
-      o.fromClient(n);
-    },
-    { full: peerStalls?.full },
-  );
-  relay(
-    peer,
-    client,
-    (n) => {
-      last = performance.now();
-      o.fromPeer(n);
-    },
-    { full: clientStalls?.full },
-  );
+      moved(n);
+    };
+    relay(src, dst, read, { full: stalls?.full });
+  };
+  pass(client, peer, o.fromClient, peerStalls);
+  pass(peer, client, o.fromPeer, clientStalls);
   const passEnd = (to: Socket) => {
     if (o.halfClose) return void to.end();
     if (to.destroyed || to.writableFinished) return closeBoth();

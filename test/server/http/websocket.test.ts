@@ -218,6 +218,35 @@ function rawClient(port = front): Promise<{ socket: Socket; text: () => string; 
   });
 }
 
+/** Writes to `socket` as fast as it takes it, until it closes, `done` says so, 8 s pass
+ * or 256 MiB went (far past what loopback buffers hold). */
+function flood(socket: Socket, done = () => false): void {
+  const chunk = Buffer.alloc(256 * 1024, 1);
+  const stop = performance.now() + 8000;
+  let sent = 0;
+  const pump = () => {
+    while (!socket.destroyed && !done() && sent < 256 * 1024 * 1024 && performance.now() < stop) {
+      sent += chunk.length;
+      if (!socket.write(chunk)) return void socket.once('drain', pump);
+    }
+  };
+  pump();
+}
+
+/** A raw client through zonal's `path` to the raw backend, which answers 101: both ends
+ * of the tunnel once the 101 is in. */
+async function tunnelTo(path: string): Promise<{ client: Awaited<ReturnType<typeof rawClient>>; peer: Socket }> {
+  let peer: Socket | undefined;
+  onRaw = (socket, head) => {
+    peer = socket;
+    socket.write(switching(head));
+  };
+  const client = await rawClient();
+  client.socket.write(handshake(path));
+  await client.until(/\r\n\r\n/);
+  return { client, peer: peer! };
+}
+
 const handshake = (path: string, extra = '') =>
   `GET ${path} HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`;
 
@@ -284,27 +313,13 @@ t.test("bytes pipelined after the client's head and after the peer's 101 are pas
 });
 
 t.test('the peer closing closes the client; the client closing closes the peer', async (t) => {
-  let peer: Socket | undefined;
-  onRaw = (socket, head) => {
-    peer = socket;
-    socket.write(switching(head));
-  };
-  const one = await rawClient();
-  one.socket.write(handshake('/raw/peer-closes'));
-  await one.until(/\r\n\r\n/);
-  peer!.end();
-  t.ok((await closed(one.socket)) < 5000, 'the peer ended: the client is closed');
+  const one = await tunnelTo('/raw/peer-closes');
+  one.peer.end();
+  t.ok((await closed(one.client.socket)) < 5000, 'the peer ended: the client is closed');
 
-  onRaw = (socket, head) => {
-    peer = socket;
-    socket.write(switching(head));
-  };
-  const two = await rawClient();
-  two.socket.write(handshake('/raw/client-closes'));
-  await two.until(/\r\n\r\n/);
-  const peerSocket = peer!;
-  two.socket.end();
-  t.ok((await closed(peerSocket)) < 5000, 'the client ended: the peer is closed');
+  const two = await tunnelTo('/raw/client-closes');
+  two.client.socket.end();
+  t.ok((await closed(two.peer)) < 5000, 'the client ended: the peer is closed');
 
   // What one side sent before its end reaches the other first.
   onRaw = (socket, head) => {
@@ -317,77 +332,34 @@ t.test('the peer closing closes the client; the client closing closes the peer',
 });
 
 t.test('proxy_read_timeout closes a silent tunnel; traffic either way keeps it open', async (t) => {
-  let peer: Socket | undefined;
-  onRaw = (socket, head) => {
-    peer = socket;
-    socket.write(switching(head));
-    socket.on('data', () => {});
-  };
-  const busy = await rawClient();
-  busy.socket.write(handshake('/raw/busy'));
-  await busy.until(/\r\n\r\n/);
+  const busy = await tunnelTo('/raw/busy');
+  busy.peer.on('data', () => {});
   // 1.4 s of client frames every 200 ms: twice proxy_read_timeout, never silent that long.
   for (let i = 0; i < 7; i++) {
     await new Promise((r) => setTimeout(r, 200));
-    busy.socket.write(clientFrame('ping'));
+    busy.client.socket.write(clientFrame('ping'));
   }
-  t.notOk(busy.socket.destroyed, 'a tunnel with traffic stays open past proxy_read_timeout');
-  const busyPeer = peer!;
-  const ms = await closed(busy.socket, 5000);
+  t.notOk(busy.client.socket.destroyed, 'a tunnel with traffic stays open past proxy_read_timeout');
+  const ms = await closed(busy.client.socket, 5000);
   t.ok(ms >= 500 && ms < 2500, `silent, it closes after proxy_read_timeout (700ms): ${Math.round(ms)} ms`);
-  t.ok((await closed(busyPeer)) < 1000, 'the peer is closed too');
+  t.ok((await closed(busy.peer)) < 1000, 'the peer is closed too');
 });
 
-t.test("send_timeout: a client that stops reading is closed; proxy_send_timeout: a peer that stops reading is", async (t) => {
-  // The peer floods; the client reads nothing.
-  let flooding = true;
-  let flooder: Socket | undefined;
-  onRaw = (socket, head) => {
-    flooder = socket;
-    socket.write(switching(head));
-    const chunk = Buffer.alloc(256 * 1024, 1);
-    let sent = 0;
-    const pump = () => {
-      // Bounded: 512 MiB at most, far past what loopback buffers hold.
-      while (flooding && !socket.destroyed && sent < 512 * 1024 * 1024) {
-        sent += chunk.length;
-        if (!socket.write(chunk)) return void socket.once('drain', pump);
-      }
-    };
-    pump();
-  };
-  const deaf = await rawClient();
-  deaf.socket.write(handshake('/stall/deaf-client'));
-  await deaf.until(/\r\n\r\n/);
-  deaf.socket.pause();
-  const ms = await closed(flooder!, 8000);
-  flooding = false;
+t.test('send_timeout: a client that stops reading is closed; proxy_send_timeout: a peer that stops reading is', async (t) => {
+  // proxy_read_timeout is 10 s there: only the send timeouts (700ms) close these.
+  const deaf = await tunnelTo('/stall/deaf-client');
+  deaf.client.socket.pause();
+  flood(deaf.peer);
+  const ms = await closed(deaf.peer, 8000);
   t.ok(ms < 4000, `the peer's connection closed once the client read nothing for send_timeout: ${Math.round(ms)} ms`);
-  deaf.socket.destroy();
+  deaf.client.socket.destroy();
 
-  // The client floods; the peer reads nothing.
-  let peer: Socket | undefined;
-  onRaw = (socket, head) => {
-    peer = socket;
-    socket.pause();
-    socket.write(switching(head));
-  };
-  const loud = await rawClient();
-  loud.socket.write(handshake('/stall/deaf-peer'));
-  await loud.until(/\r\n\r\n/);
-  const chunk = Buffer.alloc(256 * 1024, 2);
-  let sent = 0;
-  const stop = performance.now() + 8000;
-  const pump = () => {
-    while (!loud.socket.destroyed && sent < 512 * 1024 * 1024 && performance.now() < stop) {
-      sent += chunk.length;
-      if (!loud.socket.write(chunk)) return void loud.socket.once('drain', pump);
-    }
-  };
-  pump();
-  const closedIn = await closed(loud.socket, 8000);
+  const loud = await tunnelTo('/stall/deaf-peer');
+  loud.peer.pause();
+  flood(loud.client.socket);
+  const closedIn = await closed(loud.client.socket, 8000);
   t.ok(closedIn < 4000, `the client's connection closed once the peer read nothing for proxy_send_timeout: ${Math.round(closedIn)} ms`);
-  peer?.destroy();
+  loud.peer.destroy();
 });
 
 t.test('a non-101 answer to an Upgrade request is a normal response, and the connection goes on', async (t) => {
@@ -480,17 +452,8 @@ t.test('proxy_send_timeout: a request body the peer stops reading ends the attem
   const client = await rawClient();
   const length = 256 * 1024 * 1024;
   client.socket.write(`POST /stall/upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${length}\r\n\r\n`);
-  const chunk = Buffer.alloc(256 * 1024, 3);
-  let sent = 0;
-  const stop = performance.now() + 8000;
-  const pump = () => {
-    while (!client.socket.destroyed && sent < length && performance.now() < stop && !/\r\n\r\n/.test(client.text())) {
-      sent += chunk.length;
-      if (!client.socket.write(chunk)) return void client.socket.once('drain', pump);
-    }
-  };
   const start = performance.now();
-  pump();
+  flood(client.socket, () => /\r\n\r\n/.test(client.text()));
   const text = await client.until(/\r\n\r\n/, 8000);
   const ms = performance.now() - start;
   t.match(text, /^HTTP\/1\.1 504 /, '504 Gateway Time-out');
