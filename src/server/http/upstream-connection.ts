@@ -173,8 +173,19 @@ export class UpstreamConnection implements AfterIo {
   private readonly abort = (err: Error) => this.fail(err);
   /** Host, when the request has none: the peer's address. */
   private readonly hostHeader: string;
-  /** proxy_send_timeout of the request being written. */
+  /** proxy_send_timeout of the request being written, once a write of it waited. */
   private sending: StallGuard | undefined;
+
+  /** A write of the request waits for the peer to read: proxy_send_timeout runs. */
+  private waiting(): void {
+    this.sending ??= stallGuard(this.socket, this.request!.sendTimeout, () => this.fail(new SendTimeout('proxy_send_timeout')));
+    this.sending.full();
+  }
+
+  private stopSending(): void {
+    this.sending?.stop();
+    this.sending = undefined;
+  }
   /** Takes this connection's listeners off its socket. */
   private readonly listeners: () => void;
 
@@ -285,7 +296,7 @@ export class UpstreamConnection implements AfterIo {
       // Reusable when both sides kept the connection and the whole request went out.
       this.reusable = this.keepAlive && this.bodyDone && !this.request!.reset && this.idleMs > 0;
       this.handler = undefined;
-      this.sending?.stop();
+      this.stopSending();
       this.request = undefined;
       handler.onComplete();
     };
@@ -369,8 +380,7 @@ export class UpstreamConnection implements AfterIo {
 
   private writeHead(): void {
     const request = this.request!;
-    this.sending = stallGuard(this.socket, request.sendTimeout, () => this.fail(new SendTimeout('proxy_send_timeout')));
-    if (!this.socket.write(this.pendingHead, 'latin1')) this.sending.full();
+    if (!this.socket.write(this.pendingHead, 'latin1')) this.waiting();
     this.pendingHead = '';
     this.written = true;
     if (request.body) this.stream(request.body, this.chunked);
@@ -398,7 +408,7 @@ export class UpstreamConnection implements AfterIo {
       }
       if (ok) return;
       body.pause();
-      this.sending?.full();
+      this.waiting();
     };
     const onEnd = () => {
       cleanup();
@@ -427,7 +437,7 @@ export class UpstreamConnection implements AfterIo {
     this.closed = true;
     this.reusable = false;
     this.handler = undefined;
-    this.sending?.stop();
+    this.stopSending();
     this.request = undefined;
     const socket = this.socket;
     // Not flowing with nobody listening: what comes next waits for the handler.
@@ -458,7 +468,7 @@ export class UpstreamConnection implements AfterIo {
     this.socket.destroy();
     const handler = this.handler;
     this.handler = undefined;
-    this.sending?.stop();
+    this.stopSending();
     this.request = undefined;
     if (handler) handler.onError(err);
     else this.onIdleClose?.(this);
