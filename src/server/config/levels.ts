@@ -31,6 +31,7 @@ export interface InheritableLevel extends Level {
   /** Milliseconds. */
   proxyConnectTimeout?: number;
   proxyReadTimeout?: number;
+  proxySendTimeout?: number;
   /** Empty for `off`. */
   proxyNextUpstream?: NextUpstreamCondition[];
   proxyNextUpstreamTries?: number;

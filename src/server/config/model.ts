@@ -94,6 +94,8 @@ export interface ProxyConfig {
   /** Milliseconds (defaults: 60 s each, as nginx). */
   readonly connectTimeout: number;
   readonly readTimeout: number;
+  /** `proxy_send_timeout`: how long a write to the peer may wait with no progress. */
+  readonly sendTimeout: number;
   /** Default `error timeout`; empty for `off`. */
   readonly nextUpstream: readonly NextUpstreamCondition[];
   /** 0: no limit. */

@@ -103,7 +103,7 @@ const TOP_REWRITE: RewriteSettings = { log: false, warn: true };
 const TOP: Merged = {
   access: [],
   apiOrigins: [],
-  proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
+  proxy: { setHeaders: [], connectTimeout: PROXY_TIMEOUT_MS, readTimeout: PROXY_TIMEOUT_MS, sendTimeout: PROXY_TIMEOUT_MS, nextUpstream: NEXT_UPSTREAM, nextUpstreamTries: 0 },
   proxyOptions: {},
   ssl: {},
   cache: TOP_CACHE,
@@ -133,6 +133,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
       setHeaders: level.proxySetHeaders.length ? level.proxySetHeaders : o.setHeaders,
       connectTimeout: level.proxyConnectTimeout ?? o.connectTimeout,
       readTimeout: level.proxyReadTimeout ?? o.readTimeout,
+      sendTimeout: level.proxySendTimeout ?? o.sendTimeout,
       nextUpstream: level.proxyNextUpstream ?? o.nextUpstream,
       nextUpstreamTries: level.proxyNextUpstreamTries ?? o.nextUpstreamTries,
     },

@@ -39,6 +39,9 @@ import { checkClientCertificate, VERIFY_PAGES } from '../ssl/request.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { clientAddress, requestContext } from './variables.js';
 import { acceptProxied } from './proxy-protocol.js';
+import { closeResponse, offerUpgrade, upgradeOf } from './upgrade.js';
+import { sendTimeoutOf, setSendTimeout } from './send-timeout.js';
+import { writtenDirectly } from '../stream/relay.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -88,13 +91,11 @@ function serverOptions(core: CoreSettings): ServerOptions & { connectionsCheckin
 /** The keepAliveTimeout that makes node close an idle connection after `ms`, or as near as it goes. */
 const nodeKeepAlive = (ms: number) => Math.max(1, ms - NODE_KEEP_ALIVE_BUFFER_MS);
 
-type Internal = ServerResponse & { _keepAliveTimeout: number; _closed?: boolean };
+type Internal = ServerResponse & { _keepAliveTimeout: number };
 
-/** A response's send_timeout, when it is not nginx's default. */
-const SEND_TIMEOUT = Symbol('zonal.send_timeout');
 /** Since when a response's writes wait, and how far its socket had written then. */
 const STALLED = Symbol('zonal.stalled');
-type Sending = ServerResponse & { [SEND_TIMEOUT]?: number; [STALLED]?: { readonly written: number; readonly since: number } };
+type Sending = ServerResponse & { [STALLED]?: { readonly written: number; readonly since: number } };
 /** How often the responses in flight are looked at for send_timeout. */
 const SEND_CHECK_MS = 250;
 
@@ -105,9 +106,10 @@ const DRAIN_IDLE_MS = 1000;
 type Counted = Socket & { [CONN]?: Conn };
 
 /** socket.bytesWritten without its cost: the getter copies the write queue into a new
- * array on every call; this is the same sum (checked for TCP and TLS sockets). */
+ * array on every call; this is the same sum (checked for TCP and TLS sockets), with what
+ * a tunnel after a 101 wrote past node (relay.ts). */
 function bytesWritten(socket: Socket): number {
-  return (socket as Socket & { _bytesDispatched: number })._bytesDispatched + socket.writableLength;
+  return (socket as Socket & { _bytesDispatched: number })._bytesDispatched + socket.writableLength + writtenDirectly(socket);
 }
 
 export interface PlaneOptions {
@@ -188,9 +190,9 @@ export class HttpPlane {
       // one it parses (a path or an absolute URL), and an authority-form target
       // (`host:port`) as a malformed request line (400).
       server.on('connect', (req: IncomingMessage, socket: Socket) => this.refuse(socket, /^(\/|[a-z][a-z0-9+.-]*:\/\/)/i.test(req.url ?? '') ? 405 : 400));
-      // Nor does it upgrade: the request is answered as any other, and the connection
-      // goes on with the requests that follow it.
-      server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => notUpgraded(server, req, socket, head, handle));
+      // An upgrade request is answered as any other: a proxied one's peer may switch
+      // protocols (upgrade.ts); otherwise the connection goes on with the requests that follow it.
+      server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => answerUpgrade(server, req, socket, head, handle));
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
@@ -356,7 +358,7 @@ export class HttpPlane {
     const routed: Route = server?.answered ? server : site.route(uri);
     const core = routed.place.core ?? site.place.core ?? listen.core;
     keepAlive(req, res, conn, core, listen);
-    if (core.sendTimeout !== TOP_CORE.sendTimeout) (res as Sending)[SEND_TIMEOUT] = core.sendTimeout;
+    setSendTimeout(res, core.sendTimeout);
     // nginx checks the body's announced size once it has found the location, before its
     // rewrites (`return`) run.
     const length = core.clientMaxBodySize > 0 ? req.headers['content-length'] : undefined;
@@ -526,7 +528,7 @@ export class HttpPlane {
       const written = (socket as Socket & { _bytesDispatched: number })._bytesDispatched;
       const stalled = r[STALLED];
       if (!stalled || stalled.written !== written) r[STALLED] = { written, since: now };
-      else if (now - stalled.since >= (r[SEND_TIMEOUT] ?? TOP_CORE.sendTimeout)) socket.destroy();
+      else if (now - stalled.since >= sendTimeoutOf(res)) socket.destroy();
     });
   }
 
@@ -599,23 +601,20 @@ function keepAlive(req: IncomingMessage, res: ServerResponse, conn: Conn | undef
 }
 
 /**
- * An `Upgrade` request zonal does not upgrade (node:http hands the socket over for any):
- * answered as a normal request, then the connection goes back to node:http with the
- * bytes that came after the request's head, the next requests among them.
+ * An `Upgrade` request (node:http hands the socket over for any): answered as a normal
+ * request. Unless its answer was a peer's 101 (the proxy took the connection, and closes
+ * the response when the tunnel closes), the connection then goes back to node:http with
+ * the bytes that came after the request's head, the next requests among them.
  */
-function notUpgraded(server: Server, req: IncomingMessage, socket: Socket, head: Buffer, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
+function answerUpgrade(server: Server, req: IncomingMessage, socket: Socket, head: Buffer, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
   const res = new ServerResponse(req);
   res.assignSocket(socket);
+  offerUpgrade(req, socket, head);
   res.once('finish', () => {
     res.detachSocket(socket);
-    const internal = res as Internal;
+    if (upgradeOf(req)!.taken) return;
     // node:http's server responses close after 'finish'; this one is not node's.
-    process.nextTick(() => {
-      if (internal._closed) return;
-      internal._closed = true;
-      internal.destroyed = true;
-      res.emit('close');
-    });
+    process.nextTick(() => closeResponse(res));
     if (!res.shouldKeepAlive || socket.destroyed) {
       socket.destroySoon();
       return;

@@ -17,7 +17,7 @@ import { filterBody } from './body-filter.js';
 import { parseSize } from '../config/values.js';
 import type { PeerPool } from './peer-pool.js';
 import { Readable } from 'node:stream';
-import { ConnectTimeout, InvalidResponse, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
+import { ConnectTimeout, InvalidResponse, SendTimeout, type ExchangeHandler, type UpstreamConnection } from './upstream-connection.js';
 import { AddressUpstream, type PeerChoice, type ProxyUpstream, type UpstreamRuntime } from './upstream.js';
 import type { DnsError, DnsResolver } from '../resolver/dns.js';
 import { addressKey, type Resolvers } from '../resolver/peers.js';
@@ -35,6 +35,10 @@ import type { UpstreamAttempt } from '../log/variables.js';
 export type { ProxyTap } from './proxy-tap.js';
 import type { StatusStore } from '../../metrics/store.js';
 import { requestBody } from './core/body.js';
+import type { Socket } from 'node:net';
+import { closeResponse, upgradeOf } from './upgrade.js';
+import { tunnel } from '../stream/tunnel.js';
+import { sendTimeoutOf } from './send-timeout.js';
 
 /** Header names, caseless. A name is lowercased only when its length is one of theirs:
  * most headers of a request or response are in no such set. */
@@ -63,7 +67,7 @@ type Failure = ProxyFailure;
 
 function failureOf(err: Error): Failure {
   if (err instanceof InvalidResponse) return 'invalid_header';
-  return err instanceof ReadTimeout || err instanceof ConnectTimeout ? 'timeout' : 'error';
+  return err instanceof ReadTimeout || err instanceof ConnectTimeout || err instanceof SendTimeout ? 'timeout' : 'error';
 }
 
 /** The statuses proxy_next_upstream may name, and those of them that count as a peer's
@@ -202,7 +206,8 @@ export class Proxy {
 
   /** `captures`: the request's `$1`..`$9`, when an `if` condition set them. */
   handle(req: IncomingMessage, res: ServerResponse, uri: string, captures?: readonly string[]): void {
-    if (this.cache) this.cache.handle(req, res, uri, captures);
+    // An upgrade request's answer may be a tunnel: nothing to cache or serve from a cache.
+    if (this.cache && !upgradeOf(req)) this.cache.handle(req, res, uri, captures);
     else new Exchange(this, req, res, uri, captures).start();
   }
 
@@ -327,6 +332,14 @@ export class Proxy {
       if (v !== '') out.push(h.name, v);
     }
     return out;
+  }
+
+  /** What an upgrade request tells its peer: it may switch protocols, and the Connection
+   * header is the configured one (nginx sends it as configured; `upgrade` asks the peer
+   * to switch) unless that is empty. */
+  upgrade(ctx: HttpContext): { upgrade: true; connection?: string } {
+    const connection = this.connection?.(ctx);
+    return connection && !UNSAFE_VALUE.test(connection) ? { upgrade: true, connection } : { upgrade: true };
   }
 
   /** The configured Connection asks the peer to close after this request. */
@@ -602,6 +615,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         // HTTP/1.0 keeps no connection (nginx sends Connection: close with it).
         reset: http10 || this.upstream.config.keepalive === 0 || this.proxy.closes(this.context),
         http10,
+        sendTimeout: this.proxy.config.sendTimeout,
+        ...(!http10 && upgradeOf(this.req) ? this.proxy.upgrade(this.context) : {}),
       },
       this,
     );
@@ -631,7 +646,9 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
   onHeaders(statusCode: number, headers: string[], resume: () => void, statusText: string): boolean {
     const now = performance.now();
     this.proxy.readDeadlines.start(this, now);
-    if (statusCode < 200) return true;
+    // A 101 comes only to an upgrade request: the connection becomes a tunnel (onUpgrade).
+    const switching = statusCode === 101;
+    if (statusCode < 200 && !switching) return true;
     this.headerMs = now - this.started;
     this.status = statusCode;
     attemptHeaders(this.attempt, statusCode, this.headerMs, this.connectMs(), headers);
@@ -655,7 +672,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       const name = headers[i];
       let value = headers[i + 1];
       this.received += name.length + value.length + 4;
-      if (HOP.has(name)) continue;
+      // A 101's Upgrade names the protocol the client gets: nginx passes it on.
+      if (HOP.has(name) && !(switching && name.length === 7 && name.toLowerCase() === 'upgrade')) continue;
       if (!hides && hidden.has(name)) hides = true;
       if (name.length > 8 && (name[0] === 'X' || name[0] === 'x')) {
         const lower = name.toLowerCase();
@@ -672,6 +690,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.received += 2;
     const res = this.res;
     if (this.finished || res.destroyed) return false;
+    if (switching) return this.switchProtocols(statusText, headers, hides);
     // proxy_intercept_errors: the body is read and dropped, the page goes at the end.
     // nginx intercepts the statuses an error_page names, and only those; the cache sees
     // the answer first (a stale entry may answer instead, or the error be remembered).
@@ -705,6 +724,74 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     this.headersSent = true;
     res.writeHead(statusCode, statusText, headers);
     return true;
+  }
+
+  /** The peer's 101 to the client, through the header filters (proxy_hide_header,
+   * add_header, the sticky cookie) with nginx's `Connection: upgrade`; its head goes
+   * out when the peer's connection is handed over (onUpgrade). */
+  private switchProtocols(statusText: string, headers: string[], hides: boolean): boolean {
+    if (hides) dropHidden(headers, this.proxy.hidden);
+    const cookie = this.upstream.stickyCookie?.(this.chosen!, this.req, this.uri);
+    if (cookie !== undefined) headers.push('Set-Cookie', cookie);
+    this.proxy.addHeaders?.addTo(headers, 101, this.context);
+    headers.push('Connection', 'upgrade');
+    this.headersSent = true;
+    // The connection is the tunnel's: no keep-alive after this response.
+    this.res.shouldKeepAlive = false;
+    this.res.writeHead(101, statusText, headers);
+    return true;
+  }
+
+  /** The peer switched protocols: the client's connection and the peer's are joined
+   * until either closes (nginx's upgraded connection), what each sent past its head
+   * first. The request is counted and logged when the tunnel has closed. */
+  onUpgrade(peer: Socket, rest: Buffer): void {
+    this.proxy.readDeadlines.stop(this);
+    const client = upgradeOf(this.req)!;
+    if (this.finished || this.res.destroyed || client.socket.destroyed) {
+      peer.destroy();
+      this.upgradeEnded();
+      return;
+    }
+    // The client's connection is taken: its closing no longer aborts a request.
+    client.taken = true;
+    this.finished = true;
+    this.res.end();
+    if (client.head.length > 0) {
+      this.sent += client.head.length;
+      peer.write(client.head);
+    }
+    if (rest.length > 0) {
+      this.received += rest.length;
+      client.socket.write(rest);
+    }
+    const proxy = this.proxy;
+    tunnel(client.socket, peer, {
+      timeout: proxy.config.readTimeout,
+      halfClose: false,
+      fromClient: (n) => (this.sent += n),
+      fromPeer: (n) => (this.received += n),
+      clientSendTimeout: sendTimeoutOf(this.res),
+      peerSendTimeout: proxy.config.sendTimeout,
+    });
+    let open = 2;
+    const closed = () => {
+      if (--open === 0) this.upgradeEnded();
+    };
+    client.socket.once('close', closed);
+    peer.once('close', closed);
+  }
+
+  /** The tunnel closed (or never opened): the peer's response is counted, its attempt
+   * ends, and the client's response closes (the plane counts and logs it then). */
+  private upgradeEnded(): void {
+    const now = performance.now();
+    const chosen = this.chosen!;
+    this.chosen = undefined;
+    chosen.metrics?.responded(101, this.received, this.sent, this.headerMs, now - this.started);
+    attemptEnded(this.attempt, now - this.started, this.connectMs(), this.received, this.sent);
+    this.upstream.release(chosen, false);
+    closeResponse(this.res);
   }
 
   onData(chunk: Buffer): boolean {

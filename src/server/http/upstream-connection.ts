@@ -16,10 +16,13 @@ import type { ConnectionOptions, TLSSocket } from 'node:tls';
 import { createRequire } from 'node:module';
 import { afterIo, type AfterIo } from './after-io.js';
 import { nodeTls } from '../ssl/modules.js';
+import { stallGuard, type StallGuard } from '../stream/tunnel.js';
 
 /** node's HTTP parser binding, as node:http's client and server use it. `_http_common`
  * is a legacy module of node's, there since node 0.x and still in node 24. */
 interface Parser {
+  /** The read being parsed, while the parser reads the handle itself (`consume`). */
+  getCurrentBuffer(): Buffer;
   initialize(type: number, resource: object, maxHeaderSize?: number, lenient?: number): void;
   execute(data: Buffer): number | Error;
   finish(): undefined | Error;
@@ -71,6 +74,10 @@ export interface ExchangeHandler {
   onReadEnd(): boolean;
   onComplete(): void;
   onError(err: Error): void;
+  /** The peer switched protocols (its 101 came through onHeaders) for a request that
+   * asked to: the connection is no longer HTTP nor the pool's, and is the handler's now,
+   * with what the peer sent after its head. */
+  onUpgrade(socket: Socket, rest: Buffer): void;
 }
 
 export interface UpstreamRequest {
@@ -86,6 +93,13 @@ export interface UpstreamRequest {
   readonly reset: boolean;
   /** `proxy_http_version 1.0`: an HTTP/1.0 request line (its body needs a length). */
   readonly http10?: boolean;
+  /** The client asked to switch protocols: a 101 hands the connection over (onUpgrade). */
+  readonly upgrade?: boolean;
+  /** The Connection header sent instead of zonal's keep-alive or close (an upgrade
+   * request's configured one: `upgrade` asks the peer to switch). */
+  readonly connection?: string;
+  /** `proxy_send_timeout`: milliseconds a write of the request may wait with no progress. */
+  readonly sendTimeout: number;
 }
 
 /** TLS to a peer (`proxy_pass https://`): the options every connection to it shares, and
@@ -99,6 +113,10 @@ export interface PeerTls {
 
 /** The peer did not accept the connection within the connect timeout. */
 export class ConnectTimeout extends Error {
+  readonly code = 'ETIMEDOUT';
+}
+/** A write of the request waited longer than proxy_send_timeout. */
+export class SendTimeout extends Error {
   readonly code = 'ETIMEDOUT';
 }
 /** The connection ended before the response did. */
@@ -142,17 +160,34 @@ export class UpstreamConnection implements AfterIo {
   private skipBody = false;
   /** A 1xx response: its message-complete is not the request's. */
   private informational = false;
+  /** The peer answered 101 to an upgrade: what follows its head is another protocol. */
+  private upgraded = false;
   private keepAlive = false;
   private bodyDone = true;
   /** The head of the request, until the connection is up to take it. */
   private pendingHead = '';
   private chunked = false;
   /** The handle the parser reads, when it could take it. */
-  private readonly handle: StreamHandle | undefined;
+  private handle: StreamHandle | undefined;
   private readonly resume = () => this.resumeReading();
   private readonly abort = (err: Error) => this.fail(err);
   /** Host, when the request has none: the peer's address. */
   private readonly hostHeader: string;
+  /** proxy_send_timeout of the request being written, once a write of it waited. */
+  private sending: StallGuard | undefined;
+
+  /** A write of the request waits for the peer to read: proxy_send_timeout runs. */
+  private waiting(): void {
+    this.sending ??= stallGuard(this.socket, this.request!.sendTimeout, () => this.fail(new SendTimeout('proxy_send_timeout')));
+    this.sending.full();
+  }
+
+  private stopSending(): void {
+    this.sending?.stop();
+    this.sending = undefined;
+  }
+  /** Takes this connection's listeners off its socket. */
+  private readonly listeners: () => void;
 
   constructor(host: string, port: number, connectTimeout: number, tls?: PeerTls) {
     const unix = host.startsWith('unix:');
@@ -171,27 +206,37 @@ export class UpstreamConnection implements AfterIo {
       this.connectedAt = performance.now();
       if (this.request) this.writeHead();
     });
-    // What the parser made of a read (with `consume`, it reports after each read).
-    const executed = (ret: number | Error) => {
+    // What the parser made of a read (with `consume`, it reports after each read, and
+    // `data` is the parser's).
+    const executed = (ret: number | Error, data?: Buffer) => {
       if (ret instanceof Error) this.fail(new InvalidResponse(ret.message));
+      else if (this.upgraded) this.handOver((data ?? this.parser.getCurrentBuffer()).subarray(ret));
       else if (this.handler && !this.handler.onReadEnd()) this.pauseReading();
     };
     // Reads that still come through the stream: before `consume`, or without it. The
     // listener also keeps the stream flowing, so that 'end' is emitted.
-    socket.on('data', (data: Buffer) => executed(this.parser.execute(data)));
-    socket.on('end', () => {
+    const onData = (data: Buffer) => executed(this.parser.execute(data), data);
+    const onEnd = () => {
       // A body delimited by the connection's end is complete now.
       const ret = this.handler ? this.parser.finish() : undefined;
       if (ret instanceof Error) this.fail(new InvalidResponse(ret.message));
       this.fail(new PeerClosed('the peer closed the connection'));
-    });
-    socket.on('error', (err) => this.fail(err));
-    socket.on('close', () => {
+    };
+    const onError = (err: Error) => this.fail(err);
+    const onClose = () => {
       this.fail(new PeerClosed('the connection to the peer closed'));
-      // Freed only now: fail() may run inside one of the parser's own callbacks.
-      if (this.handle) this.parser.unconsume();
-      this.parser.free();
-    });
+      this.freeParser();
+    };
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    this.listeners = () => {
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+    };
 
     const parser = (this.parser = new HTTPParser());
     parser.initialize(HTTPParser.RESPONSE, {}, 0, LENIENT_OPTIONAL_CR_BEFORE_LF);
@@ -215,6 +260,17 @@ export class UpstreamConnection implements AfterIo {
       head = undefined;
       const handler = this.handler;
       if (!handler) return 1;
+      if (status === 101) {
+        // What follows the head is another protocol's: executed() hands it over, when
+        // the client asked to switch.
+        if (!this.request!.upgrade) {
+          this.fail(new InvalidResponse('the peer switched protocols for a request that did not ask to'));
+          return 1;
+        }
+        this.upgraded = true;
+        handler.onHeaders(status, all, this.resume, statusText);
+        return 1;
+      }
       if (status < 200) {
         this.informational = true;
         return 1;
@@ -230,6 +286,7 @@ export class UpstreamConnection implements AfterIo {
       if (this.handler && !this.handler.onData(chunk)) this.pauseReading();
     };
     parser[HTTPParser.kOnMessageComplete] = () => {
+      if (this.upgraded) return;
       if (this.informational) {
         this.informational = false;
         return;
@@ -239,6 +296,7 @@ export class UpstreamConnection implements AfterIo {
       // Reusable when both sides kept the connection and the whole request went out.
       this.reusable = this.keepAlive && this.bodyDone && !this.request!.reset && this.idleMs > 0;
       this.handler = undefined;
+      this.stopSending();
       this.request = undefined;
       handler.onComplete();
     };
@@ -312,6 +370,7 @@ export class UpstreamConnection implements AfterIo {
     if (!host) head += `Host: ${this.hostHeader}\r\n`;
     this.chunked = req.body !== null && !length;
     if (this.chunked) head += 'Transfer-Encoding: chunked\r\n';
+    if (req.connection) return `${head}Connection: ${req.connection}\r\n\r\n`;
     return head + (req.reset ? 'Connection: close\r\n\r\n' : 'Connection: keep-alive\r\n\r\n');
   }
 
@@ -320,11 +379,11 @@ export class UpstreamConnection implements AfterIo {
   }
 
   private writeHead(): void {
-    this.socket.write(this.pendingHead, 'latin1');
+    const request = this.request!;
+    if (!this.socket.write(this.pendingHead, 'latin1')) this.waiting();
     this.pendingHead = '';
     this.written = true;
-    const body = this.request!.body;
-    if (body) this.stream(body, this.chunked);
+    if (request.body) this.stream(request.body, this.chunked);
   }
 
   /** Streams the request body, pausing it while the socket is full. */
@@ -339,12 +398,17 @@ export class UpstreamConnection implements AfterIo {
       if (chunked) {
         const size = `${chunk.length.toString(16)}\r\n`;
         handler.onBodySent(size.length + chunk.length + 2);
-        ok = socket.write(size) && socket.write(chunk) && socket.write('\r\n');
+        // All three whatever the first two say: a full queue still takes them.
+        socket.write(size);
+        socket.write(chunk);
+        ok = socket.write('\r\n');
       } else {
         handler.onBodySent(chunk.length);
         ok = socket.write(chunk);
       }
-      if (!ok) body.pause();
+      if (ok) return;
+      body.pause();
+      this.waiting();
     };
     const onEnd = () => {
       cleanup();
@@ -365,6 +429,37 @@ export class UpstreamConnection implements AfterIo {
     socket.once('close', cleanup);
   }
 
+  /** The peer switched protocols: the socket, off the parser and this connection's
+   * listeners, goes to the handler with `rest` (what came after the 101's head). */
+  private handOver(rest: Buffer): void {
+    const handler = this.handler;
+    if (this.closed || !handler) return;
+    this.closed = true;
+    this.reusable = false;
+    this.handler = undefined;
+    this.stopSending();
+    this.request = undefined;
+    const socket = this.socket;
+    // Not flowing with nobody listening: what comes next waits for the handler.
+    socket.pause();
+    this.listeners();
+    // The handle back to its stream now (as node:http's server does in this callback);
+    // the parser freed after the callback of its own.
+    if (this.handle) this.parser.unconsume();
+    this.handle = undefined;
+    setImmediate(() => this.freeParser());
+    handler.onUpgrade(socket, Buffer.from(rest));
+  }
+
+  /** The parser's resources; the handle goes back to its stream. Once. */
+  private freeParser(): void {
+    if (this.parserFreed) return;
+    this.parserFreed = true;
+    if (this.handle) this.parser.unconsume();
+    this.parser.free();
+  }
+  private parserFreed = false;
+
   private fail(err: Error): void {
     if (this.closed) return;
     this.closed = true;
@@ -373,6 +468,7 @@ export class UpstreamConnection implements AfterIo {
     this.socket.destroy();
     const handler = this.handler;
     this.handler = undefined;
+    this.stopSending();
     this.request = undefined;
     if (handler) handler.onError(err);
     else this.onIdleClose?.(this);

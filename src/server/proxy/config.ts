@@ -171,7 +171,7 @@ export function proxyOptions(
 
 const inheritable = ['http', 'server', 'location'] as const;
 
-/** `proxy_connect_timeout`, `proxy_read_timeout`. */
+/** `proxy_connect_timeout`, `proxy_read_timeout`, `proxy_send_timeout`. */
 function proxyTimeout(set: (level: InheritableLevel, ms: number) => void) {
   return define({
     contexts: inheritable,
@@ -504,6 +504,7 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
   }),
   proxy_connect_timeout: proxyTimeout((level, ms) => (level.proxyConnectTimeout = ms)),
   proxy_read_timeout: proxyTimeout((level, ms) => (level.proxyReadTimeout = ms)),
+  proxy_send_timeout: proxyTimeout((level, ms) => (level.proxySendTimeout = ms)),
 
   // nginx's conditions; `updating` is refused rather than silently ignored (it is the
   // cache's, and zonal's cache does not serve stale answers while updating).

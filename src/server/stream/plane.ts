@@ -38,7 +38,7 @@ import type { StreamListen, StreamServerConfig } from './config.js';
 import { listenAddress } from '../config/values.js';
 import { listenOptions } from '../listens.js';
 import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
-import { relay } from './relay.js';
+import { tunnel } from './tunnel.js';
 import { prereadClientHello, type ClientHello } from './ssl-preread.js';
 import { proxyHeaderV1 } from './proxy-protocol.js';
 import type { StreamRecord } from './variables.js';
@@ -593,67 +593,19 @@ class Session {
 
   private pipe(client: Socket, peer: Socket): void {
     this.code = 200;
-    const timeout = this.site.config.proxy.timeout;
-    // proxy_timeout: silence both ways. A socket's idle timer runs from its last read
-    // (the fast path's writes do not reach node's timer), and when it fires the session
-    // ends if nothing came either way for as long. The socket read last is the one whose
-    // timer fires once all is silent; an earlier one fires while the other side is busy
-    // and must leave its listener for later (setTimeout's own callback is a `once`).
-    let last = performance.now();
-    relay(client, peer, (n) => {
-      this.received += n;
-      this.peerSent += n;
-      last = performance.now();
+    const proxy = this.site.config.proxy;
+    tunnel(client, peer, {
+      timeout: proxy.timeout,
+      halfClose: proxy.halfClose,
+      fromClient: (n) => {
+        this.received += n;
+        this.peerSent += n;
+      },
+      fromPeer: (n) => {
+        if (this.firstByteMs === undefined) this.firstByteMs = performance.now() - this.start;
+        this.peerReceived += n;
+        this.sent += n;
+      },
     });
-    relay(peer, client, (n) => {
-      last = performance.now();
-      if (this.firstByteMs === undefined) this.firstByteMs = last - this.start;
-      this.peerReceived += n;
-      this.sent += n;
-    });
-    // A side's end: with proxy_half_close on, passed on (the session lasts until both
-    // sides ended); off (nginx's default), the session ends once what that side sent is
-    // passed on. A client that connects and leaves without a byte (a load balancer's TCP
-    // check) so ends its session at once, with 200, as nginx's.
-    const halfClose = this.site.config.proxy.halfClose;
-    const closeBoth = () => {
-      peer.destroy();
-      client.destroy();
-    };
-    const passEnd = (to: Socket) => {
-      if (halfClose) return void to.end();
-      if (to.destroyed || to.writableFinished) return closeBoth();
-      to.once('finish', closeBoth);
-      to.end();
-    };
-    client.on('end', () => passEnd(peer));
-    peer.on('end', () => passEnd(client));
-    // A client that sent nothing and ended while its peer was being reached has had its
-    // 'end' already: node emits it on a paused socket with nothing to read.
-    if (client.readableEnded) passEnd(peer);
-    client.on('close', () => peer.destroy());
-    client.on('error', () => peer.destroy());
-    let recheck: NodeJS.Timeout | undefined;
-    const idle = () => {
-      const silent = performance.now() - last;
-      if (silent >= timeout - 1) {
-        peer.destroy();
-        client.destroy();
-        return;
-      }
-      // A socket's timer starts from the loop's cached clock, which lags under load: it
-      // may fire before the session was silent that long, and a fired one waits for new
-      // activity (which may never come): a timer of our own waits for the rest.
-      if (recheck) return;
-      recheck = setTimeout(() => {
-        recheck = undefined;
-        if (!client.destroyed || !peer.destroyed) idle();
-      }, timeout - silent);
-      recheck.unref();
-    };
-    client.setTimeout(timeout);
-    peer.setTimeout(timeout);
-    client.on('timeout', idle);
-    peer.on('timeout', idle);
   }
 }

@@ -54,33 +54,53 @@ const encrypted = (s: Socket) => (s as Socket & { encrypted?: boolean }).encrypt
 
 let shared: Buffer | undefined;
 
-/** Passes src's bytes on to dst; true when it took the fast path. `general` forces
- * node's path (a test compares the two). */
-export function relay(src: Socket, dst: Socket, moved: Moved, general = false): boolean {
-  const fast = !general && !encrypted(src) && !encrypted(dst) && slotsOf(src) !== null;
+/** What the fast path wrote to a socket itself: node's bytesWritten does not see it. */
+const DIRECT = Symbol('zonal.written_directly');
+type Direct = Socket & { [DIRECT]?: number };
+
+/** The bytes the fast path wrote to `socket` past node's count (its bytesWritten). */
+export function writtenDirectly(socket: Socket): number {
+  return (socket as Direct)[DIRECT] ?? 0;
+}
+
+export interface RelayOptions {
+  /** Take node's path (a test compares the two). */
+  readonly general?: boolean;
+  /** Told when dst's queue is full and src waits for it to drain. */
+  readonly full?: () => void;
+}
+
+/** Passes src's bytes on to dst; true when it took the fast path. */
+export function relay(src: Socket, dst: Socket, moved: Moved, options: RelayOptions = {}): boolean {
+  const fast = !options.general && !encrypted(src) && !encrypted(dst) && slotsOf(src) !== null;
   const handle = handleOf(src);
   const fd = handleOf(dst)?.fd;
+  const full = options.full;
   if (fast && typeof handle?.useUserBuffer === 'function' && typeof fd === 'number' && fd >= 0) {
-    relayFast(src, dst, moved, handle as Required<Handle>, fd);
+    relayFast(src, dst, moved, handle as Required<Handle>, fd, full);
     return true;
   }
   src.on('data', (chunk: Buffer) => {
     moved(chunk.length);
-    if (!dst.write(chunk)) src.pause();
+    if (dst.write(chunk)) return;
+    src.pause();
+    full?.();
   });
   dst.on('drain', () => src.resume());
   src.resume();
   return false;
 }
 
-function relayFast(src: Socket, dst: Socket, moved: Moved, handle: Required<Handle>, fd: number): void {
+function relayFast(src: Socket, dst: Socket, moved: Moved, handle: Required<Handle>, fd: number, full: (() => void) | undefined): void {
   const buffer = (shared ??= Buffer.allocUnsafeSlow(READ_SIZE));
   const { buffer: bufferSlot, callback, generator } = slots!;
   const target = src as unknown as Record<symbol, unknown>;
   // Returning false stops src's reads (node's readStop) until 'drain' resumes them.
   target[callback] = (n: number, read: Buffer): boolean => {
     moved(n);
-    return put(dst, fd, read, n);
+    if (put(dst, fd, read, n)) return true;
+    full?.();
+    return false;
   };
   target[generator] = null;
   target[bufferSlot] = buffer;
@@ -113,6 +133,7 @@ function put(dst: Socket, fd: number, buffer: Buffer, n: number): boolean {
         return true;
       }
     }
+    if (written > 0) (dst as Direct)[DIRECT] = writtenDirectly(dst) + written;
     if (written === n) return true;
   }
   return dst.write(Buffer.from(buffer.subarray(written, n)));

@@ -109,7 +109,7 @@ async function run(general: boolean, total: number, options: { stallEvery: numbe
         result.reads++;
         result.mostQueued = Math.max(result.mostQueued, dst.writableLength);
       },
-      general,
+      { general },
     );
     src.on('end', () => dst.end());
     const writing = options.endFirst ? Promise.resolve() : writeAll(writer, total);
