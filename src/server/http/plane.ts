@@ -334,7 +334,8 @@ export class HttpPlane {
     if (uri === undefined || refused !== 0) {
       // nginx closes the connection after these.
       res.shouldKeepAlive = false;
-      noteRequest(res, site.place, uri);
+      // A URI nginx could not parse leaves its $uri empty.
+      noteRequest(res, site.place, uri ?? '');
       const page = refused === HEADER_TOO_LARGE ? HEADER_TOO_LARGE_PAGE : VERIFY_PAGES[refused];
       if (page !== undefined) {
         res.writeHead(400, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(page) });
