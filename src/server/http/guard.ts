@@ -1,5 +1,6 @@
 // What runs before a location's content: `allow`/`deny`, then basic auth, as nginx's
 // access phase orders them. 0 lets the request through; 403 and 401 are the answers.
+import { resolve } from 'node:path';
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
@@ -24,8 +25,16 @@ export class Guard {
   constructor(private readonly settings: Inherited) {
     if (settings.access.length > 0) this.allowed = accessChecker(settings.access);
     const basic = settings.authBasic;
-    if (basic && basic.userFile.includes('$')) this.userFile = compileValue(basic.userFile);
-    else if (basic) this.auth = new BasicAuth(basic);
+    if (basic && basic.userFile.includes('$')) {
+      // nginx's ngx_get_full_name: a value that is not absolute is against the main
+      // file's directory; an empty one names no file.
+      const value = compileValue(basic.userFile);
+      const base = basic.userFileBase ?? '/';
+      this.userFile = (c) => {
+        const file = value(c);
+        return file === '' ? '' : resolve(base, file);
+      };
+    } else if (basic) this.auth = new BasicAuth(basic);
   }
 
   /** Whether anything is checked: a request in an open location skips the guard. */
