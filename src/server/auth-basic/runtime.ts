@@ -7,6 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { TextDecoder } from 'node:util';
 import type { BasicAuthConfig } from '../config/model.js';
+import { desCrypt } from './des-crypt.js';
 
 // bcryptjs and apache-md5 load with the first hash of theirs checked, not with every
 // worker (the configuration's modules import this one): a worker's start is mostly
@@ -172,10 +173,10 @@ export function parseUserFile(text: string): ReadonlyMap<string, string> {
   return users;
 }
 
-/** Whether `password` has `hash`, in the schemes nginx reads: bcrypt (through crypt(3) on
- * systems that have it), `$apr1$`, `$1$`, `{PLAIN}`, `{SHA}` and `{SSHA}`. Anything else
- * (DES or SHA-crypt `$5$`/`$6$`, which nginx leaves to the system's crypt) never matches;
- * a bare password is not plain text to nginx either, so it never matches. */
+/** Whether `password` has `hash`, in the schemes nginx reads: `$apr1$`, `{PLAIN}`, `{SHA}`
+ * and `{SSHA}` its own, and of those it leaves to the system's crypt(3) bcrypt, `$1$` and
+ * the traditional DES one. Anything else (SHA-crypt `$5$`/`$6$`, yescrypt) never matches;
+ * a bare password is not plain text to nginx either: crypt(3) of it never equals it. */
 export function verifyPassword(password: string, hash: string): boolean | Promise<boolean> {
   if (hash.startsWith('$2a$') || hash.startsWith('$2b$') || hash.startsWith('$2y$')) {
     // Asynchronous, so the event loop keeps serving during the key schedule.
@@ -194,7 +195,10 @@ export function verifyPassword(password: string, hash: string): boolean | Promis
     const digest = createHash('sha1').update(password).update(decoded.subarray(20)).digest();
     return timingSafeEqual(digest, decoded.subarray(0, 20));
   }
-  return false;
+  if (hash.startsWith('$') || hash.startsWith('{')) return false;
+  // crypt(3) takes the salt from the first two characters, and nginx compares the whole.
+  const crypted = desCrypt(Buffer.from(password, 'utf8'), hash);
+  return crypted !== undefined && same(crypted, hash);
 }
 
 /** Constant-time string equality: comparing digests hides the lengths too. */
