@@ -10,10 +10,19 @@ const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /** `value` as node:http writes a head, one byte per character: characters above 0xff (a
  * decoded URI's, a configuration's) become their UTF-8 bytes. */
-export const headerBytes = (value: string): string => (WIDE.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value);
+const headerBytes = (value: string): string => (WIDE.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value);
 
 /** Whether node:http refuses a value headerBytes made. */
-export const refusedByNode = (value: string): boolean => CONTROL.test(value);
+const refusedByNode = (value: string): boolean => CONTROL.test(value);
+
+/** `value` for the head of `res` as nginx would send it: what to set, or undefined when it
+ * goes apart (appendRawHeader) or not at all: CR, LF or NUL would end the header line. */
+export function sendable(res: ServerResponse | undefined, name: string, value: string): string | undefined {
+  const v = headerBytes(value);
+  if (!refusedByNode(v)) return v;
+  if (res && !/[\r\n\0]/.test(v)) appendRawHeader(res, name, v);
+  return undefined;
+}
 
 const RAW = Symbol('header lines node:http refuses');
 
@@ -23,7 +32,7 @@ type Raw = ServerResponse & { [RAW]?: string[]; _header: string | null };
 /** Adds a header whose value node:http refuses: its line goes into the head node:http
  * makes at writeHead (which its implicit head goes through too), before the empty line
  * that ends it. A response without such a header keeps node's writeHead untouched. */
-export function appendRawHeader(res: ServerResponse, name: string, value: string): void {
+function appendRawHeader(res: ServerResponse, name: string, value: string): void {
   const r = res as Raw;
   const line = `${name}: ${value}\r\n`;
   if (r[RAW]) {

@@ -5,7 +5,7 @@ import { compileValue } from '../config/variables.js';
 import type { HttpContext } from '../http/variables.js';
 import type { AddHeader } from './config.js';
 import { expiresHeaders, parseExpires, type Expires } from './expires.js';
-import { appendRawHeader, headerBytes, refusedByNode } from './raw.js';
+import { sendable } from './raw.js';
 
 /** A value folded over lines (a line break and a tab or space, as nginx's
  * $ssl_client_cert is) as a recipient reads it (RFC 9112's obs-fold): one space for each
@@ -85,11 +85,8 @@ export class AddHeaders {
     const ctx: HttpContext = this.variables && c.status !== status ? Object.create(c, { status: { value: status } }) : c;
     for (const h of this.list) {
       if (!listed && !h.always) continue;
-      const v = headerBytes(unfold(h.value(ctx)));
-      if (v === '' || /[\r\n\0]/.test(v)) continue;
-      // Other control characters go as nginx sends them, into the head node:http makes.
-      if (!refusedByNode(v)) headers.push(h.name, v);
-      else if (c.res) appendRawHeader(c.res, h.name, v);
+      const v = sendable(c.res, h.name, unfold(h.value(ctx)));
+      if (v) headers.push(h.name, v);
     }
   }
 

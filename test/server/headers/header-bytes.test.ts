@@ -3,6 +3,8 @@
 // and `/%E2%82%AC` the three bytes of the euro sign (nginx's tests, http_uri.t: "control
 // escaped"). node:http refuses both in a header; the answer must still carry them, and no
 // worker may fail on them. A CR or LF would end the header line: such a value is left out.
+// The same holds for the peer's headers proxy_cookie_path and proxy_redirect rewrite with
+// variables.
 import t from 'tap';
 import { createServer } from 'node:http';
 import { freePorts, Zonal } from '../zonal.js';
@@ -10,7 +12,10 @@ import { exchange } from '../http/raw.js';
 
 const [port, backendPort] = await freePorts(2);
 
-const backend = createServer((req, res) => res.end('from the peer'));
+const backend = createServer((req, res) => {
+  res.setHeader('Set-Cookie', 'a=b; Path=/');
+  res.end('from the peer');
+});
 await new Promise<void>((resolve) => backend.listen(backendPort, '127.0.0.1', () => resolve()));
 t.teardown(() => new Promise((r) => backend.close(r)));
 
@@ -28,6 +33,10 @@ http {
         location /peer/ {
             add_header X-URI "x $uri x";
             proxy_pass http://127.0.0.1:${backendPort}/;
+        }
+        location /cookie/ {
+            proxy_pass http://127.0.0.1:${backendPort}/;
+            proxy_cookie_path / "$uri/";
         }
         location /missing/ {
             add_header X-URI "x $uri x" always;
@@ -66,6 +75,15 @@ t.test('on a proxied answer and on an error page with always', async (t) => {
   const missing = await head('/missing/%1F');
   t.match(missing, /^HTTP\/1\.1 404 /);
   t.match(missing, /\r\nX-URI: x \/missing\/\x1f x\r\n/);
+});
+
+t.test("a peer's header rewritten with variables", async (t) => {
+  const text = await head('/cookie/%02');
+  t.match(text, /^HTTP\/1\.1 200 /);
+  t.match(text, /\r\nSet-Cookie: a=b; Path=\/cookie\/\x02\/\r\n/, 'the Path proxy_cookie_path made, its byte as it is');
+  const split = await head('/cookie/%0D%0AX-Injected:%20yes');
+  t.match(split, /^HTTP\/1\.1 200 /);
+  t.notMatch(split, /X-Injected|Set-Cookie/i, 'a value with CR LF is not sent');
 });
 
 t.test('a value with CR or LF is left out, the answer goes', async (t) => {
