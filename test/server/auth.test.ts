@@ -202,6 +202,17 @@ t.test('a missing or unreadable file answers false and never throws', async (t) 
   }
 });
 
+t.test("nginx's answers: 401 without credentials, 403 for a file that does not exist, 500 for one that cannot be read", async (t) => {
+  const missing = new BasicAuth({ realm: 'r', userFile: join(dir, 'missing') });
+  t.equal(await missing.verdict(undefined), 401, 'no credentials: the challenge, the file not looked at');
+  t.equal(await missing.verdict(basic('dave', 'secret')), 403, 'no such file');
+  const directory = new BasicAuth({ realm: 'r', userFile: dir });
+  t.equal(await directory.verdict(basic('dave', 'secret')), 500, 'a directory');
+  const readable = new BasicAuth({ realm: 'r', userFile: file });
+  t.equal(await readable.verdict(basic('dave', 'secret')), 0);
+  t.equal(await readable.verdict(basic('dave', 'wrong')), 401);
+});
+
 t.test('successful bcrypt checks are remembered; failures are not', async (t) => {
   // A still clock: no stat after the first read, however long bcrypt takes here.
   const auth = new BasicAuth({ realm: 'r', userFile: file }, { now: clock().now });

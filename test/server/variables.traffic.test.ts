@@ -194,16 +194,19 @@ t.test('index and auth_basic_user_file with variables', async (t) => {
   t.equal((await get('/auth?f=ann', as('ann'))).body, 'in as ann\n', "ann's file");
   t.equal((await get('/auth?f=bob', as('ann'))).status, 401, "ann is not in bob's file");
   t.equal((await get('/auth?f=bob', as('bob'))).body, 'in as bob\n');
-  const refused = await get('/auth?f=nofile', as('ann'));
+  const refused = await get('/auth?f=bob', as('ann'));
   t.equal(refused.status, 401);
   t.equal(refused.headers['www-authenticate'], 'Basic realm="zone of $arg_f"', 'the realm as written');
+  // As nginx answers: a file that does not exist is 403, one that cannot be read 500.
+  t.equal((await get('/auth?f=nofile', as('ann'))).status, 403, 'no such file');
   // nginx's documentation: the file name may contain variables; its value, when
   // relative, is against the main configuration file's directory (nginx's conf prefix).
   // carl's hash is crypt(3)'s DES one, which nginx leaves to the system's crypt.
   t.equal((await get('/authv?f=carl.htpasswd', as('carl'))).body, 'in as carl\n', "a relative value: the file beside zonal.conf");
   t.equal((await get(`/authv?f=${join(dir, 'ann.htpasswd')}`, as('ann'))).body, 'in as ann\n', 'an absolute value as it is');
-  t.equal((await get('/authv?f=ann.htpasswd', as('ann'))).status, 401, "ann's file is not beside zonal.conf");
-  t.equal((await get('/authv', as('carl'))).status, 401, 'an empty value names no file');
+  t.equal((await get('/authv?f=ann.htpasswd', as('ann'))).status, 403, "ann's file is not beside zonal.conf: no such file");
+  t.equal((await get('/authv', as('carl'))).status, 500, "an empty value: the configuration's directory, which cannot be read");
+  t.equal((await get('/authv')).status, 401, 'without credentials, the challenge');
 });
 
 t.test('ssl variables over a real TLS connection', async (t) => {

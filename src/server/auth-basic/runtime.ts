@@ -38,6 +38,9 @@ export class BasicAuth {
   private users: ReadonlyMap<string, string> | undefined;
   /** dev, inode, size and mtime of the file the table was read from; '' when unreadable. */
   private signature = '';
+  /** What nginx answers while the file cannot be read: 403 when it does not exist, 500
+   * for any other failure (a directory, no permission). */
+  private unreadable: 403 | 500 | undefined;
   private statedAt = -Infinity;
   private reading: Promise<ReadonlyMap<string, string>> | undefined;
   /** user, hash and sha256(password) -> true; in order of use, oldest first. */
@@ -55,15 +58,23 @@ export class BasicAuth {
   /** Whether the Authorization header names a user of the file with the right password.
    * Never rejects: a missing file, a malformed header or hash answer false. */
   async check(authorization: string | undefined): Promise<boolean> {
+    return (await this.verdict(authorization)) === 0;
+  }
+
+  /** nginx's answer: 0 lets the request in; 401 for credentials absent (the file is not
+   * read then) or wrong; 403 when the file does not exist, 500 when it cannot be read.
+   * Never rejects. */
+  async verdict(authorization: string | undefined): Promise<0 | 401 | 403 | 500> {
     const credentials = parseAuthorization(authorization);
-    if (credentials === undefined) return false;
+    if (credentials === undefined) return 401;
     try {
       const users = await this.userTable();
+      if (this.unreadable) return this.unreadable;
       const hash = users.get(credentials.user);
-      if (hash === undefined) return false;
-      return await this.verify(credentials.user, hash, credentials.password);
+      if (hash === undefined) return 401;
+      return (await this.verify(credentials.user, hash, credentials.password)) ? 0 : 401;
     } catch {
-      return false;
+      return 401;
     }
   }
 
@@ -90,9 +101,11 @@ export class BasicAuth {
         this.users = parseUserFile(await readFile(this.userFile, 'utf8'));
         this.signature = signature;
       }
-    } catch {
+      this.unreadable = undefined;
+    } catch (e) {
       this.users = new Map();
       this.signature = '';
+      this.unreadable = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 403 : 500;
     }
     return this.users;
   }

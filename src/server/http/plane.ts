@@ -23,6 +23,7 @@ import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage, sendRedirect, useNginxReasons } from './pages.js';
 import { ServerNames } from './server-names.js';
 import { Site, type Place, type Route } from './site.js';
+import type { Verdict } from './guard.js';
 import { rewriteLocation, rewriteServer } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
 import { enter, refuse, serveContent } from './content.js';
@@ -417,7 +418,7 @@ export class HttpPlane {
     }
   }
 
-  private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+  private guarded(verdict: Verdict, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
     if (res.destroyed) return;
     if (verdict === 0) {
       this.content(req, res, uri, place, captures);
