@@ -1,5 +1,5 @@
 // Basic auth with an htpasswd file: every scheme with hashes made by the libraries and by
-// other tools (openssl, PHP, jBCrypt, pyca/bcrypt), the header parser, the file read again
+// other tools (openssl, PHP, jBCrypt, pyca/bcrypt, glibc's crypt), the header parser, the file read again
 // after a change (on a clock the test moves), and the memory of successful checks.
 import t from 'tap';
 import { createHash } from 'node:crypto';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import aprMd5 from 'apache-md5';
 import { BasicAuth, parseAuthorization, parseUserFile } from '../../src/server/auth-basic/runtime.js';
+import { desCrypt } from '../../src/server/auth-basic/des-crypt.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'zonal-auth-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -45,6 +46,10 @@ const users = [
   'md5crypt:$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I1',
   'utf8:$apr1$abcdefgh$rRdIxwY5XRHT4TMtBPZn.0',
   'ldap:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=',
+  // crypt(3)'s traditional DES, made by glibc's crypt through Perl's crypt().
+  'des:sa3tHJ3/KuYvI',
+  'desutf8:utlYWqaaG9i6.',
+  'desbadsalt:!a3tHJ3/KuYvI',
   'alice:{PLAIN}second',
   'colon:{PLAIN}before:after',
   'crlf:{PLAIN}windows\r',
@@ -83,6 +88,13 @@ t.test('schemes', async (t) => {
     ['utf8', 'pässword', true],
     ['utf8', 'password', false],
     ['ldap', 'password', true],
+    ['des', 'password', true],
+    ['des', 'passwordAndMore', true],
+    ['des', 'passwor', false],
+    ['des', 'Password', false],
+    ['desutf8', 'pässword', true],
+    ['desutf8', 'password', false],
+    ['desbadsalt', 'password', false],
     ['colon', 'before', true],
     ['colon', 'before:after', false],
     ['crlf', 'windows', true],
@@ -93,6 +105,20 @@ t.test('schemes', async (t) => {
   for (const [user, password, expected] of rows) {
     t.equal(await auth.check(basic(user, password)), expected, `${user} / ${JSON.stringify(password)}: ${expected}`);
   }
+});
+
+t.test('crypt(3) DES: vectors of glibc, the salt from the first two characters', async (t) => {
+  const vectors: [password: Buffer, setting: string, hash: string][] = [
+    [Buffer.from('password'), 'salt', 'sa3tHJ3/KuYvI'],
+    [Buffer.from(''), 'ab', 'abmF1QH4PEr.E'],
+    [Buffer.from('abcdefghijk'), 'zZ', 'zZx8AiUhD/THE'],
+    [Buffer.from('abcdefgh'), 'zZx8AiUhD/THE', 'zZx8AiUhD/THE'],
+    [Buffer.from([0xff, 0x80, 0x74, 0x65, 0x73, 0x74]), './', './vv3VymMXqSo'],
+    [Buffer.from('pw'), 'ca', 'ca2g1/1lL/uQ6'],
+  ];
+  for (const [password, setting, hash] of vectors) t.equal(desCrypt(password, setting), hash, `${password.toString('hex')} with ${setting}`);
+  t.equal(desCrypt(Buffer.from('pw'), 'a'), undefined, 'one salt character');
+  t.equal(desCrypt(Buffer.from('pw'), 'a!'), undefined, 'a salt character out of the encoding');
 });
 
 t.test('the Authorization header', async (t) => {
@@ -174,6 +200,17 @@ t.test('a missing or unreadable file answers false and never throws', async (t) 
     t.equal(await auth.check(basic('dave', 'secret')), false, JSON.stringify(userFile));
     t.equal(await auth.check(undefined), false);
   }
+});
+
+t.test("nginx's answers: 401 without credentials, 403 for a file that does not exist, 500 for one that cannot be read", async (t) => {
+  const missing = new BasicAuth({ realm: 'r', userFile: join(dir, 'missing') });
+  t.equal(await missing.verdict(undefined), 401, 'no credentials: the challenge, the file not looked at');
+  t.equal(await missing.verdict(basic('dave', 'secret')), 403, 'no such file');
+  const directory = new BasicAuth({ realm: 'r', userFile: dir });
+  t.equal(await directory.verdict(basic('dave', 'secret')), 500, 'a directory');
+  const readable = new BasicAuth({ realm: 'r', userFile: file });
+  t.equal(await readable.verdict(basic('dave', 'secret')), 0);
+  t.equal(await readable.verdict(basic('dave', 'wrong')), 401);
 });
 
 t.test('successful bcrypt checks are remembered; failures are not', async (t) => {

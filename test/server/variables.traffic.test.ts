@@ -65,6 +65,7 @@ http {
         location /scheme { proxy_pass $scheme://$arg_b; }
         location /idx/ { root ${dir}/docs; index $arg_i.html index.html; }
         location /auth { auth_basic "zone of $arg_f"; auth_basic_user_file ${dir}/$arg_f.htpasswd; return 200 "in as $remote_user\\n"; }
+        location /authv { auth_basic on; auth_basic_user_file $arg_f; return 200 "in as $remote_user\\n"; }
         location /status/ { api /status/; }
     }
     server {
@@ -85,7 +86,7 @@ http {
 }
 `;
 writeFileSync(join(dir, 'zonal.conf'), conf);
-const z = await Zonal.start({ 'zonal.conf': conf, 'site.pem': cert, 'site.key': key });
+const z = await Zonal.start({ 'zonal.conf': conf, 'site.pem': cert, 'site.key': key, 'carl.htpasswd': 'carl:ca2g1/1lL/uQ6\n' });
 t.teardown(() => z.stop());
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: string };
@@ -193,9 +194,19 @@ t.test('index and auth_basic_user_file with variables', async (t) => {
   t.equal((await get('/auth?f=ann', as('ann'))).body, 'in as ann\n', "ann's file");
   t.equal((await get('/auth?f=bob', as('ann'))).status, 401, "ann is not in bob's file");
   t.equal((await get('/auth?f=bob', as('bob'))).body, 'in as bob\n');
-  const refused = await get('/auth?f=nofile', as('ann'));
+  const refused = await get('/auth?f=bob', as('ann'));
   t.equal(refused.status, 401);
   t.equal(refused.headers['www-authenticate'], 'Basic realm="zone of $arg_f"', 'the realm as written');
+  // As nginx answers: a file that does not exist is 403, one that cannot be read 500.
+  t.equal((await get('/auth?f=nofile', as('ann'))).status, 403, 'no such file');
+  // nginx's documentation: the file name may contain variables; its value, when
+  // relative, is against the main configuration file's directory (nginx's conf prefix).
+  // carl's hash is crypt(3)'s DES one, which nginx leaves to the system's crypt.
+  t.equal((await get('/authv?f=carl.htpasswd', as('carl'))).body, 'in as carl\n', "a relative value: the file beside zonal.conf");
+  t.equal((await get(`/authv?f=${join(dir, 'ann.htpasswd')}`, as('ann'))).body, 'in as ann\n', 'an absolute value as it is');
+  t.equal((await get('/authv?f=ann.htpasswd', as('ann'))).status, 403, "ann's file is not beside zonal.conf: no such file");
+  t.equal((await get('/authv', as('carl'))).status, 500, "an empty value: the configuration's directory, which cannot be read");
+  t.equal((await get('/authv')).status, 401, 'without credentials, the challenge');
 });
 
 t.test('ssl variables over a real TLS connection', async (t) => {

@@ -31,10 +31,10 @@ export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
         return;
       }
       // A file a request's variables name is read when a request names it; as nginx's, a
-      // value that does not begin with a variable is against the main file's directory.
+      // relative value is against the main file's directory (guard.ts).
       const error = checkVariables(file, knownHttpVariable);
       if (error) return c.error(d.origin, error);
-      level.authUserFile = file.startsWith('$') ? file : c.path(file, 'conf');
+      level.authUserFile = file;
     },
   }),
 };

@@ -7,6 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { TextDecoder } from 'node:util';
 import type { BasicAuthConfig } from '../config/model.js';
+import { desCrypt } from './des-crypt.js';
 
 // bcryptjs and apache-md5 load with the first hash of theirs checked, not with every
 // worker (the configuration's modules import this one): a worker's start is mostly
@@ -37,6 +38,9 @@ export class BasicAuth {
   private users: ReadonlyMap<string, string> | undefined;
   /** dev, inode, size and mtime of the file the table was read from; '' when unreadable. */
   private signature = '';
+  /** What nginx answers while the file cannot be read: 403 when it does not exist, 500
+   * for any other failure (a directory, no permission). */
+  private unreadable: 403 | 500 | undefined;
   private statedAt = -Infinity;
   private reading: Promise<ReadonlyMap<string, string>> | undefined;
   /** user, hash and sha256(password) -> true; in order of use, oldest first. */
@@ -54,15 +58,23 @@ export class BasicAuth {
   /** Whether the Authorization header names a user of the file with the right password.
    * Never rejects: a missing file, a malformed header or hash answer false. */
   async check(authorization: string | undefined): Promise<boolean> {
+    return (await this.verdict(authorization)) === 0;
+  }
+
+  /** nginx's answer: 0 lets the request in; 401 for credentials absent (the file is not
+   * read then) or wrong; 403 when the file does not exist, 500 when it cannot be read.
+   * Never rejects. */
+  async verdict(authorization: string | undefined): Promise<0 | 401 | 403 | 500> {
     const credentials = parseAuthorization(authorization);
-    if (credentials === undefined) return false;
+    if (credentials === undefined) return 401;
     try {
       const users = await this.userTable();
+      if (this.unreadable) return this.unreadable;
       const hash = users.get(credentials.user);
-      if (hash === undefined) return false;
-      return await this.verify(credentials.user, hash, credentials.password);
+      if (hash === undefined) return 401;
+      return (await this.verify(credentials.user, hash, credentials.password)) ? 0 : 401;
     } catch {
-      return false;
+      return 401;
     }
   }
 
@@ -89,9 +101,11 @@ export class BasicAuth {
         this.users = parseUserFile(await readFile(this.userFile, 'utf8'));
         this.signature = signature;
       }
-    } catch {
+      this.unreadable = undefined;
+    } catch (e) {
       this.users = new Map();
       this.signature = '';
+      this.unreadable = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 403 : 500;
     }
     return this.users;
   }
@@ -172,10 +186,10 @@ export function parseUserFile(text: string): ReadonlyMap<string, string> {
   return users;
 }
 
-/** Whether `password` has `hash`, in the schemes nginx reads: bcrypt (through crypt(3) on
- * systems that have it), `$apr1$`, `$1$`, `{PLAIN}`, `{SHA}` and `{SSHA}`. Anything else
- * (DES or SHA-crypt `$5$`/`$6$`, which nginx leaves to the system's crypt) never matches;
- * a bare password is not plain text to nginx either, so it never matches. */
+/** Whether `password` has `hash`, in the schemes nginx reads: `$apr1$`, `{PLAIN}`, `{SHA}`
+ * and `{SSHA}` its own, and of those it leaves to the system's crypt(3) bcrypt, `$1$` and
+ * the traditional DES one. Anything else (SHA-crypt `$5$`/`$6$`, yescrypt) never matches;
+ * a bare password is not plain text to nginx either: crypt(3) of it never equals it. */
 export function verifyPassword(password: string, hash: string): boolean | Promise<boolean> {
   if (hash.startsWith('$2a$') || hash.startsWith('$2b$') || hash.startsWith('$2y$')) {
     // Asynchronous, so the event loop keeps serving during the key schedule.
@@ -194,7 +208,10 @@ export function verifyPassword(password: string, hash: string): boolean | Promis
     const digest = createHash('sha1').update(password).update(decoded.subarray(20)).digest();
     return timingSafeEqual(digest, decoded.subarray(0, 20));
   }
-  return false;
+  if (hash.startsWith('$') || hash.startsWith('{')) return false;
+  // crypt(3) takes the salt from the first two characters, and nginx compares the whole.
+  const crypted = desCrypt(Buffer.from(password, 'utf8'), hash);
+  return crypted !== undefined && same(crypted, hash);
 }
 
 /** Constant-time string equality: comparing digests hides the lengths too. */

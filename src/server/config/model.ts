@@ -40,8 +40,10 @@ export interface ReturnConfig {
 export interface BasicAuthConfig {
   /** The realm (`auth_basic "<realm>"`). */
   readonly realm: string;
-  /** Absolute path of the htpasswd file. */
+  /** Absolute path of the htpasswd file; with variables, its value as written. */
   readonly userFile: string;
+  /** With variables: the directory a relative value is against (the main file's). */
+  readonly userFileBase?: string;
 }
 
 /** The settings nginx inherits from the outer levels down to locations. */

@@ -294,7 +294,8 @@ class Resolver {
     if (m.rewrite !== TOP_REWRITE) out.rewrite = m.rewrite;
     const realm = m.authBasic?.value;
     if (m.authBasic && realm !== false && realm !== undefined) {
-      if (m.authUserFile !== undefined) out.authBasic = { realm, userFile: m.authUserFile };
+      const userFile = m.authUserFile;
+      if (userFile !== undefined) out.authBasic = { realm, userFile, ...(userFile.includes('$') ? { userFileBase: this.c.path('.', 'conf') } : {}) };
       else if (!this.unpaired.has(m.authBasic)) {
         this.unpaired.add(m.authBasic);
         this.c.error(m.authBasic.origin, `"auth_basic" has no "auth_basic_user_file" where it applies`);

@@ -5,6 +5,7 @@ import { compileValue } from '../config/variables.js';
 import type { HttpContext } from '../http/variables.js';
 import type { AddHeader } from './config.js';
 import { expiresHeaders, parseExpires, type Expires } from './expires.js';
+import { sendable } from './raw.js';
 
 /** A value folded over lines (a line break and a tab or space, as nginx's
  * $ssl_client_cert is) as a recipient reads it (RFC 9112's obs-fold): one space for each
@@ -75,15 +76,17 @@ export class AddHeaders {
   }
 
   /** Appends to `headers` (name, value, ...) what applies to a response of `status`; an
-   * empty value adds nothing, as nginx. The values see `status` as `$status`. */
+   * empty value adds nothing, as nginx, nor one that would split the head (CR, LF, NUL).
+   * A value with another control character is added to `c.res`'s head apart. The values
+   * see `status` as `$status`. */
   addTo(headers: string[], status: number, c: HttpContext): void {
     const listed = ADDED_TO.has(status);
     if (this.expires && listed) this.addExpires(headers, c);
     const ctx: HttpContext = this.variables && c.status !== status ? Object.create(c, { status: { value: status } }) : c;
     for (const h of this.list) {
       if (!listed && !h.always) continue;
-      const v = unfold(h.value(ctx));
-      if (v !== '' && !/[\r\n\0]/.test(v)) headers.push(h.name, v);
+      const v = sendable(c.res, h.name, unfold(h.value(ctx)));
+      if (v) headers.push(h.name, v);
     }
   }
 

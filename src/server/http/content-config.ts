@@ -40,7 +40,8 @@ export type ServerTokens = 'on' | 'off' | 'build';
 /** What one block writes. */
 export interface ContentLevel {
   index?: string[];
-  alias?: At<string>;
+  /** `prefix`: the location's path, which the alias replaces; absent in a regex location. */
+  alias?: At<string> & { readonly prefix?: string };
   tryFiles?: TryFiles;
   /** Only those written in this block: a block with any replaces the outer list (nginx). */
   errorPages?: ErrorPage[];
@@ -57,6 +58,10 @@ export interface ContentConfig {
   /** `alias`, with variables possibly ($1 of a regex location): replaces the location's
    * part of the URI. */
   readonly alias?: string;
+  /** The part of the URI `alias` replaces: the path of the location that set it (nested
+   * locations inherit it with the alias, as nginx's); absent when a regex location set
+   * it, whose alias is the whole path. */
+  readonly aliasPrefix?: string;
   readonly tryFiles?: TryFiles;
   readonly errorPages: readonly ErrorPage[];
   readonly internal: boolean;
@@ -100,12 +105,15 @@ function mergeRedirect(outer: RedirectSettings, own: ContentLevel['redirect']): 
 export function mergeContent(outer: ContentConfig, level: InheritableLevel & { readonly kind: string }, addHeaders: readonly AddHeader[]): ContentConfig {
   const own = level.content ?? {};
   const keep = level.kind === 'if';
-  const alias = own.alias?.value ?? (level.root !== undefined ? undefined : outer.alias);
+  const set = own.alias ?? (level.root !== undefined ? undefined : outer.alias !== undefined ? { value: outer.alias, prefix: outer.aliasPrefix } : undefined);
+  const alias = set?.value;
+  const aliasPrefix = set?.prefix;
   const tryFiles = own.tryFiles ?? (keep ? outer.tryFiles : undefined);
   const serverTokens = own.serverTokens ?? outer.serverTokens;
   return {
     index: own.index ?? outer.index,
     ...(alias !== undefined ? { alias } : {}),
+    ...(aliasPrefix !== undefined ? { aliasPrefix } : {}),
     ...(tryFiles ? { tryFiles } : {}),
     errorPages: own.errorPages ?? outer.errorPages,
     internal: own.internal ?? (keep ? outer.internal : false),
@@ -192,7 +200,8 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
       // to it); a path that begins with a variable is the variable's.
       const [arg] = d.args;
       const value = arg.startsWith('$') ? arg : c.path(arg, 'prefix') + (arg.endsWith('/') && arg !== '/' ? '/' : '');
-      levelOf(location).alias = { value, origin: d.origin };
+      const regex = location.modifier === '~' || location.modifier === '~*';
+      levelOf(location).alias = { value, origin: d.origin, ...(regex ? {} : { prefix: location.path }) };
     },
   }),
 

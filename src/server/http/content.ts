@@ -175,13 +175,17 @@ export function serveContent(req: IncomingMessage, res: ServerResponse, uri: str
  * undefined when the part the request gave climbs out of the alias (`location /i` with
  * `alias /data/` and `/i../etc/passwd`, which nginx serves: zonal answers 404). */
 function pathOf(uri: string, place: Place, c: HttpContext): string | undefined {
-  const alias = contentOf(place).alias;
+  const { alias, aliasPrefix } = contentOf(place);
   if (alias === undefined) return join(place.root ?? '', uri);
   // A regex location's alias is the whole path (its captures say which); a prefix
   // location's replaces the prefix.
-  const path = place.aliasPrefix === undefined ? expand(alias, c) : expand(alias, c) + uri.slice(Math.min(place.aliasPrefix.length, uri.length));
-  return /(^|\/)\.\.(\/|$)/.test(path) ? undefined : path;
+  return aliased(expand(alias, c), aliasPrefix === undefined ? '' : uri.slice(Math.min(aliasPrefix.length, uri.length)));
 }
+
+const aliased = (alias: string, rest: string): string | undefined => {
+  const path = alias + rest;
+  return /(^|\/)\.\.(\/|$)/.test(path) ? undefined : path;
+};
 
 type Found = { file: boolean; dir: boolean } | { error: string };
 
@@ -198,9 +202,8 @@ const refused = (f: Found) => 'error' in f && (f.error === 'EACCES' || f.error =
 
 /** Static files: a URI ending with '/' by its index (an internal redirect to the first
  * index file that exists), any other by the file. */
-async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: HttpContext): Promise<void> {
+async function files(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, c: HttpContext, path = pathOf(uri, place, c)): Promise<void> {
   const content = contentOf(place);
-  const path = pathOf(uri, place, c);
   if (path === undefined) return answerError(req, res, 404, contentOf(place), c);
   if (uri.endsWith('/')) {
     for (const written of content.index) {
@@ -239,23 +242,46 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
   });
 }
 
-/** `try_files`: the first file (or `dir/`, a directory) that exists is served here as its
- * URI; else the last argument: a URI, a named location, or `=code`. */
+/** `try_files`: the first file (or, for a name written with a final '/', directory) that
+ * exists is served here, its name the request's URI from then on; else the last argument:
+ * a URI, a named location, or `=code`. */
 async function tryFiles(req: IncomingMessage, res: ServerResponse, place: Place, c: HttpContext): Promise<void> {
   const { files: list, last } = contentOf(place).tryFiles!;
   for (const file of list) {
-    const uri = expand(file, c);
-    if (uri === '') continue;
-    const dir = uri.endsWith('/');
-    const path = pathOf(uri, place, c);
-    if (path === undefined) continue;
-    const found = await look(path);
+    const tried = triedFile(file, place, c);
+    if (tried === undefined) continue;
+    const found = await look(tried.path);
     if (res.destroyed) return;
-    if (!('error' in found) && (dir ? found.dir : found.file)) return files(req, res, uri, place, { ...c, uri });
+    if ('error' in found || (tried.dir ? !found.dir : !found.file)) continue;
+    return files(req, res, tried.uri, place, { ...c, uri: tried.uri }, tried.served);
   }
   if (last.startsWith('=')) return answerError(req, res, Number(last.slice(1)), contentOf(place), c);
   if (last.startsWith('@')) return namedLocation(req, res, last, contentOf(place), c);
   internalRedirect(req, res, expand(last, c));
+}
+
+/** One name of try_files as nginx's try files phase reads it: the final '/' of a name
+ * as written asks for a directory and is not part of the name, so `$uri/` finding
+ * `/dir` makes the URI `/dir`, which the static module redirects to `/dir/`. The name is
+ * looked for under root, or after the alias: a prefix location's alias takes the name
+ * without the location's part (when the name has variables, which give the whole URI),
+ * and the URI becomes that part and the rest; a regex location's alias takes the whole
+ * name, and a file found there is served as alias and URI, the URI being the name. */
+function triedFile(file: string, place: Place, c: HttpContext): { path: string; dir: boolean; uri: string; served?: string } | undefined {
+  const dir = file.endsWith('/');
+  const written = dir ? file.slice(0, -1) : file;
+  const name = expand(written, c);
+  if (name === '') return undefined;
+  const { alias, aliasPrefix } = contentOf(place);
+  if (alias === undefined) return { path: join(place.root ?? '', name), dir, uri: name };
+  if (aliasPrefix === undefined) {
+    const path = aliased(expand(alias, c), name);
+    if (path === undefined) return undefined;
+    return dir ? { path, dir, uri: c.uri } : { path, dir, uri: name, served: path };
+  }
+  const rest = written.includes('$') && name.startsWith(aliasPrefix) ? name.slice(aliasPrefix.length) : name;
+  const path = aliased(expand(alias, c), rest);
+  return path === undefined ? undefined : { path, dir, uri: aliasPrefix + rest };
 }
 
 /** Checks access at the new place, then answers there. */

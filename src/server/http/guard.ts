@@ -1,5 +1,6 @@
 // What runs before a location's content: `allow`/`deny`, then basic auth, as nginx's
 // access phase orders them. 0 lets the request through; 403 and 401 are the answers.
+import { resolve } from 'node:path';
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
 import type { Inherited } from '../config/model.js';
@@ -12,7 +13,7 @@ import type { HttpContext } from './variables.js';
  * its own cache: enough for the files of a site, bounded whatever requests name. */
 const FILES_KEPT = 64;
 
-export type Verdict = 0 | 401 | 403;
+export type Verdict = 0 | 401 | 403 | 500;
 
 export class Guard {
   private readonly allowed?: (remoteAddress: string) => boolean;
@@ -24,8 +25,13 @@ export class Guard {
   constructor(private readonly settings: Inherited) {
     if (settings.access.length > 0) this.allowed = accessChecker(settings.access);
     const basic = settings.authBasic;
-    if (basic && basic.userFile.includes('$')) this.userFile = compileValue(basic.userFile);
-    else if (basic) this.auth = new BasicAuth(basic);
+    if (basic && basic.userFile.includes('$')) {
+      // nginx's ngx_get_full_name: a value that is not absolute is against the main
+      // file's directory (an empty one is the directory, which cannot be read).
+      const value = compileValue(basic.userFile);
+      const base = basic.userFileBase ?? '/';
+      this.userFile = (c) => resolve(base, value(c));
+    } else if (basic) this.auth = new BasicAuth(basic);
   }
 
   /** Whether anything is checked: a request in an open location skips the guard. */
@@ -40,10 +46,11 @@ export class Guard {
     if (!this.auth && !this.userFile) return 0;
     const auth = this.userFile ? this.authOf(c ? this.userFile(c) : '') : this.auth;
     if (!auth) return 401;
-    return auth.check(authorization).then((ok) => (ok ? 0 : 401));
+    return auth.verdict(authorization);
   }
 
-  /** The checker of the user file a request named; none for an empty name. */
+  /** The checker of the user file a request named; none for no name (an admin
+   * listener's, which has no request to evaluate the name with). */
   private authOf(file: string): BasicAuth | undefined {
     if (file === '') return undefined;
     let auth = this.files.get(file);
@@ -61,7 +68,8 @@ export class Guard {
   }
 
   /** A refusal as the API words its errors: what API locations and admin listeners answer. */
-  refusal(verdict: 401 | 403, head: boolean): ApiResponse {
+  refusal(verdict: Exclude<Verdict, 0>, head: boolean): ApiResponse {
+    if (verdict === 500) return apiError(500, 'InternalError', 'The user file cannot be read.', head);
     if (verdict === 403) return apiError(403, 'Forbidden', 'Access to the requested API element is forbidden.', head);
     return apiError(401, 'Unauthorized', 'Valid credentials are required for the requested API element.', head, { 'WWW-Authenticate': this.challenge() });
   }

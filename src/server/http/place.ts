@@ -32,9 +32,6 @@ export interface Place {
   readonly root?: string;
   /** index, alias, try_files, error_page, internal, server_tokens, limit_rate, add_header. */
   readonly content?: ContentConfig;
-  /** With `alias`: the part of the URI it replaces (the location's path); absent in a
-   * regex location, whose alias is the whole path. */
-  readonly aliasPrefix?: string;
   readonly proxy?: Proxy;
   /** `limit_req` and `limit_conn` in force (only where traffic is recorded: workers). */
   readonly limits?: PlaceLimits;

@@ -24,6 +24,7 @@ import type { ToPrimary } from '../messages.js';
 import { errorPage, sendPage, sendRedirect, useNginxReasons } from './pages.js';
 import { ServerNames } from './server-names.js';
 import { Site, type Place, type Route } from './site.js';
+import type { Verdict } from './guard.js';
 import { rewriteLocation, rewriteServer } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
 import { enter, refuse, serveContent } from './content.js';
@@ -340,7 +341,8 @@ export class HttpPlane {
     if (uri === undefined || refused !== 0) {
       // nginx closes the connection after these.
       res.shouldKeepAlive = false;
-      noteRequest(res, site.place, uri);
+      // A URI nginx could not parse leaves its $uri empty.
+      noteRequest(res, site.place, uri ?? '');
       const page = refused === HEADER_TOO_LARGE ? HEADER_TOO_LARGE_PAGE : VERIFY_PAGES[refused];
       if (page !== undefined) {
         res.writeHead(400, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(page) });
@@ -422,7 +424,7 @@ export class HttpPlane {
     }
   }
 
-  private guarded(verdict: 0 | 401 | 403, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
+  private guarded(verdict: Verdict, req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
     if (res.destroyed) return;
     if (verdict === 0) {
       this.content(req, res, uri, place, captures);

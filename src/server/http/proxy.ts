@@ -27,6 +27,7 @@ import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { compileValue } from '../config/variables.js';
 import { isRewrittenHere, requestContext, serverNameOf, type HttpContext } from './variables.js';
 import { AddHeaders } from '../headers/runtime.js';
+import { sendable } from '../headers/raw.js';
 import { LocationCache } from '../cache/runtime.js';
 import type { ProxyFailure, ProxyTap } from './proxy-tap.js';
 import { attemptEnded, attemptHeaders, attemptStarted } from '../log/upstream-trace.js';
@@ -680,9 +681,16 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
         if (lower === 'x-accel-redirect') accel = value;
         else if (lower === 'x-accel-limit-rate') limitRate = value;
       }
-      if (redirects && name.length === 8 && name.toLowerCase() === 'location') value = this.relocated(value);
-      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') value = refreshRedirected(this.proxy.redirects, value, this.context);
-      else if (cookies && name.length === 10 && name.toLowerCase() === 'set-cookie') value = cookieRewritten(this.proxy.cookieDomains, this.proxy.cookiePaths, value, this.context);
+      let rewritten: string | undefined;
+      if (redirects && name.length === 8 && name.toLowerCase() === 'location') rewritten = this.relocated(value);
+      else if (redirects && name.length === 7 && name.toLowerCase() === 'refresh') rewritten = refreshRedirected(this.proxy.redirects, value, this.context);
+      else if (cookies && name.length === 10 && name.toLowerCase() === 'set-cookie') rewritten = cookieRewritten(this.proxy.cookieDomains, this.proxy.cookiePaths, value, this.context);
+      if (rewritten !== undefined) {
+        // A rewrite's variables ($uri) may put in bytes node:http refuses.
+        const sent = sendable(this.res, name, rewritten);
+        if (sent === undefined) continue;
+        value = sent;
+      }
       headers[kept++] = name;
       headers[kept++] = value;
     }

@@ -122,10 +122,9 @@ export class Site {
       options.record && l.limits ? { limits: new PlaceLimits(l.limits, options.status, serverName, l.errorLogs, refuser(l.content)) } : {};
     const guard = new Guard(config);
     const logs = (l: Parameters<typeof placeLog>[0]) => (options.record ? placeLog(l, serverName) : {});
-    const files = (block: Inherited, l?: LocationConfig) => ({
+    const files = (block: Inherited) => ({
       ...(block.root ? { root: block.root } : {}),
       ...(block.content ? { content: block.content } : {}),
-      ...(block.content?.alias !== undefined && l && l.modifier !== '~' && l.modifier !== '~*' ? { aliasPrefix: l.path } : {}),
       ...(block.gzip ? { gzip: block.gzip } : {}),
     });
     const bare: Place = { guard, ...files(config), ...limits(config), ...logs(config), ...(config.core ? { core: config.core } : {}), ...realipOf(config) };
@@ -162,7 +161,7 @@ export class Site {
           ...(l.api ? { api: api(l, l) } : {}),
           ...(l.dashboard !== undefined ? { dashboard: new Dashboard(l.dashboard, config.admin && uwsAvailable()) } : {}),
           ...(l.proxy ? { proxy: proxyOf(options, l.proxy, l) } : {}),
-          ...files(l, l),
+          ...files(l),
           ...limits(l),
           ...logs(l),
           ...(l.core ? { core: l.core } : {}),
@@ -181,7 +180,7 @@ export class Site {
             ...(i.api ? { api: api(l, i) } : !own && place.api ? { api: place.api } : {}),
             ...(!own && place.dashboard ? { dashboard: place.dashboard } : {}),
             ...(i.proxy ? { proxy: proxyOf(options, i.proxy, l) } : !own && place.proxy ? { proxy: place.proxy } : {}),
-            ...files(i, l),
+            ...files(i),
             // An `if` block is a location nested in its own: its limits are its own or,
             // when it sets none, the location's (merged when the configuration was read).
             ...limits(i),

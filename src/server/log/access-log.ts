@@ -212,7 +212,7 @@ type Numbered = Socket & { [READ]?: number };
 /** A request reached its place (`log` is the place's): its line is written when its
  * response is over. Every request counts in its connection's `$connection_requests`.
  * What only $pipe reads (the connection's reads) is taken only when a format names it. */
-export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string | undefined): void {
+export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLog }, uri: string): void {
   const req = res.req;
   const socket = req.socket as Numbered;
   const requests = countRequest(socket);
@@ -231,7 +231,7 @@ export function noteRequest(res: ServerResponse, place: { readonly log?: PlaceLo
   (res as Noted)[NOTE] = {
     req,
     res,
-    uri: uri ?? req.url ?? '',
+    uri,
     serverName: log.serverName,
     start,
     received: 0,

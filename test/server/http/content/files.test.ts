@@ -30,6 +30,7 @@ put(docs, 'try/dir/index.html', 'tried dir\n');
 put(docs, 'hidden/secret.txt', 'secret\n');
 put(pics, 'pic.txt', 'a picture\n');
 put(pics, 'index.html', 'alias index\n');
+put(pics, 'sub/re-try.txt', 'regex alias tried\n');
 
 const z = await Zonal.start({
   'zonal.conf': `
@@ -53,6 +54,14 @@ http {
         location /hidden/ { internal; }
         location /toh/ { try_files /nope /hidden/secret.txt; }
         location /loop/ { try_files /nope /loop/again; }
+        location /dir-dir/ { try_files /try/dir/ =404; }
+        location /file-dir/ { try_files /try/file.txt/ =404; }
+        location /dir-file/ { try_files /try/dir =404; }
+        location ~ /re-try\\.txt$ { alias ${pics}/sub; try_files $uri =404; }
+        location /nest/ {
+            alias ${pics}/;
+            location ~ \\.txt$ { try_files $uri =404; }
+        }
     }
 }
 `,
@@ -105,6 +114,27 @@ t.test('try_files: $uri, $uri/, then the last URI, a named location or =code', a
   t.equal(named.status, 200);
   t.equal(named.body, 'named /tryn/x', 'a named location, with the request URI');
   t.equal((await get('/loop/x')).status, 500, 'an internal redirect loop ends in 500');
+});
+
+t.test('try_files: a name written with a final slash asks for a directory, and names it without', async (t) => {
+  const dir = await get('/dir-dir/');
+  t.equal(dir.status, 301, 'a directory found for /try/dir/ is the URI /try/dir, which the static module redirects');
+  t.match(dir.headers.get('location'), /\/try\/dir\/$/);
+  t.equal((await get('/file-dir/')).status, 404, 'a file does not match a name with a slash');
+  t.equal((await get('/dir-file/')).status, 404, 'a directory does not match a name without one');
+  const bare = await get('/try/dir');
+  t.equal(bare.status, 301, '$uri/ finding /try/dir: a redirect to /try/dir/, as nginx');
+  t.match(bare.headers.get('location'), /\/try\/dir\/$/);
+});
+
+t.test('try_files with alias: in a regex location, and in a location nested in an alias location', async (t) => {
+  const re = await get('/re-try.txt');
+  t.equal(re.status, 200);
+  t.equal(re.body, 'regex alias tried\n', 'the alias, then the URI: the file found is the file served');
+  const nested = await get('/nest/pic.txt');
+  t.equal(nested.status, 200);
+  t.equal(nested.body, 'a picture\n', "the outer location's alias replaces its part of the URI");
+  t.equal((await get('/nest/none.txt')).status, 404);
 });
 
 t.test('internal: a direct request gets 404, an internal redirect is served', async (t) => {
