@@ -11,6 +11,7 @@ import bcrypt from 'bcryptjs';
 import aprMd5 from 'apache-md5';
 import { BasicAuth, parseAuthorization, parseUserFile } from '../../src/server/auth-basic/runtime.js';
 import { desCrypt } from '../../src/server/auth-basic/des-crypt.js';
+import { shaCrypt } from '../../src/server/auth-basic/sha-crypt.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'zonal-auth-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -50,6 +51,10 @@ const users = [
   'des:sa3tHJ3/KuYvI',
   'desutf8:utlYWqaaG9i6.',
   'desbadsalt:!a3tHJ3/KuYvI',
+  // SHA-crypt, made by glibc's crypt through Perl's crypt().
+  'sha512:$6$saltsalt$TVLlQcbpFVof5W3Yz4DTP6gRstiNuHwwTt6GLc1E5n0U0aDehy0S5knV8wiOQSpT0Y77vwPZN.Pq.H91p5hVO1',
+  'sha256:$5$rounds=2000$pepper$j/12p4ukPO5zVtbWbpjVLPH48BZ2UManNL22WTfQOX0',
+  'sha256utf8:$5$pepper$KqVmEkjc4wKKKfmvRisO0Pf32vI5sZoL8WmsUz8lglA',
   'alice:{PLAIN}second',
   'colon:{PLAIN}before:after',
   'crlf:{PLAIN}windows\r',
@@ -95,6 +100,12 @@ t.test('schemes', async (t) => {
     ['desutf8', 'pässword', true],
     ['desutf8', 'password', false],
     ['desbadsalt', 'password', false],
+    ['sha512', 'secret', true],
+    ['sha512', 'secret2', false],
+    ['sha256', 'secret', true],
+    ['sha256', 'Secret', false],
+    ['sha256utf8', 'pässword', true],
+    ['sha256utf8', 'password', false],
     ['colon', 'before', true],
     ['colon', 'before:after', false],
     ['crlf', 'windows', true],
@@ -105,6 +116,20 @@ t.test('schemes', async (t) => {
   for (const [user, password, expected] of rows) {
     t.equal(await auth.check(basic(user, password)), expected, `${user} / ${JSON.stringify(password)}: ${expected}`);
   }
+});
+
+t.test('SHA-crypt: vectors of glibc (Perl crypt()), rounds and a long salt', async (t) => {
+  const vectors: [password: string, setting: string, hash: string | undefined][] = [
+    ['Hello world!', '$5$saltstring', '$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5'],
+    ['Hello world!', '$6$saltstring', '$6$saltstring$svn8UoSVapNtMuq1ukKS4tPQd8iKwSMHWjl/O817G3uBnIFNjnQJuesI68u4OTLiBFdcbYEdFCoEOfaS35inz1'],
+    ['Hello world!', '$6$rounds=1400$anotherlongsaltstring', '$6$rounds=1400$anotherlongsalts$5FGyu8c4BZDX4wJgs0Un26YOw2XibT5eTkHF1I1aP3QqStoJI9BHD2YPJYsAjEePVGUyBjdZxcNqMWlrrbIOC.'],
+    ['Hello world!', '$5$rounds=10000$saltstringsaltstring', '$5$rounds=10000$saltstringsaltst$3xv.VbSHBb41AL9AvLeujZkZRBAwqFMz2.opqey6IcA'],
+    ['', '$6$abc', '$6$abc$mJP3a6FyA8uCnzRtlnNypPwjnvpi5TP9qOrInzrfDmwxUQG38PkpCPdqfTb8JQfAngapMxeim4AZ..hSdRRzD.'],
+    // Below the minimum of rounds: the specification clamps, glibc's libxcrypt refuses ("*0").
+    ['Hello world!', '$5$rounds=10$roundstoolow', undefined],
+  ];
+  for (const [password, setting, hash] of vectors) t.equal(shaCrypt(Buffer.from(password), setting), hash, `${JSON.stringify(password)} with ${setting}`);
+  t.equal(shaCrypt(Buffer.from('x'), '$1$abc'), undefined, 'not SHA-crypt');
 });
 
 t.test('crypt(3) DES: vectors of glibc, the salt from the first two characters', async (t) => {

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { TextDecoder } from 'node:util';
 import type { BasicAuthConfig } from '../config/model.js';
 import { desCrypt } from './des-crypt.js';
+import { shaCrypt } from './sha-crypt.js';
 
 // bcryptjs and apache-md5 load with the first hash of theirs checked, not with every
 // worker (the configuration's modules import this one): a worker's start is mostly
@@ -187,8 +188,8 @@ export function parseUserFile(text: string): ReadonlyMap<string, string> {
 }
 
 /** Whether `password` has `hash`, in the schemes nginx reads: `$apr1$`, `{PLAIN}`, `{SHA}`
- * and `{SSHA}` its own, and of those it leaves to the system's crypt(3) bcrypt, `$1$` and
- * the traditional DES one. Anything else (SHA-crypt `$5$`/`$6$`, yescrypt) never matches;
+ * and `{SSHA}` its own, and of those it leaves to the system's crypt(3) bcrypt, `$1$`,
+ * SHA-crypt (`$5$`, `$6$`) and the traditional DES one. Anything else (yescrypt) never matches;
  * a bare password is not plain text to nginx either: crypt(3) of it never equals it. */
 export function verifyPassword(password: string, hash: string): boolean | Promise<boolean> {
   if (hash.startsWith('$2a$') || hash.startsWith('$2b$') || hash.startsWith('$2y$')) {
@@ -207,6 +208,10 @@ export function verifyPassword(password: string, hash: string): boolean | Promis
     if (decoded.length < 20) return false;
     const digest = createHash('sha1').update(password).update(decoded.subarray(20)).digest();
     return timingSafeEqual(digest, decoded.subarray(0, 20));
+  }
+  if (hash.startsWith('$5$') || hash.startsWith('$6$')) {
+    const crypted = shaCrypt(Buffer.from(password, 'utf8'), hash);
+    return crypted !== undefined && same(crypted, hash);
   }
   if (hash.startsWith('$') || hash.startsWith('{')) return false;
   // crypt(3) takes the salt from the first two characters, and nginx compares the whole.
