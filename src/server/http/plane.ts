@@ -38,6 +38,7 @@ import { checkClientCertificate, VERIFY_PAGES } from '../ssl/request.js';
 import { checkHead, HEADER_TOO_LARGE, HEADER_TOO_LARGE_PAGE } from './core/request.js';
 import { clientAddress, requestContext } from './variables.js';
 import { acceptProxied } from './proxy-protocol.js';
+import { acceptTls } from '../ssl/client-hello.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -190,8 +191,13 @@ export class HttpPlane {
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
-      // With proxy_protocol, a listener of its own reads the header before node:http.
-      const listener = listen.proxyProtocol ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket)) : server;
+      // With proxy_protocol, a listener of its own reads the header before node:http; with
+      // ssl, the ClientHello before node's TLS ($ssl_ciphers).
+      const listener = listen.proxyProtocol
+        ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket))
+        : listen.ssl
+          ? new NetServer({ pauseOnConnect: true }, (socket) => acceptTls(server, socket, names.select(undefined).ssl!.handshakeTimeout, (late) => this.helloTimedOut(late, names)))
+          : server;
       if (listener !== server) this.fronts.push(listener);
       await new Promise<void>((resolve, reject) => {
         listener.once('error', reject);
@@ -249,6 +255,17 @@ export class HttpPlane {
       else zone?.sslFailed();
     });
     return server;
+  }
+
+  /** A client of an `ssl` listen that sent no ClientHello in the handshake's time: its
+   * handshake timed out, in the default server's zone. */
+  private helloTimedOut(socket: Counted, names: ServerNames): void {
+    this.accept(socket);
+    const conn = socket[CONN];
+    if (conn) conn.closedByServer = true;
+    const site = this.site(names.select(undefined));
+    (site.zone ?? site.groupZone)?.sslTimedOut();
+    socket.destroy();
   }
 
   private accept(socket: Counted): void {

@@ -1,7 +1,9 @@
 // The variables of nginx's ssl modules (http's and stream's), as node's TLS socket tells
 // them: empty on a plain connection. A stream session's are read once its handshake is
 // done (its sockets are gone when its log line is written); an http request's from its
-// socket. (`$ssl_ciphers`, the client's list, is left out: node does not keep it.)
+// socket. `$ssl_ciphers`, the client's list, which node does not keep, is an https
+// request's only: its listen reads the ClientHello (client-hello.ts); stream's does not.
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
 import type { VariableTable } from '../../api/variables.js';
@@ -9,6 +11,7 @@ import type { HttpContext } from '../http/variables.js';
 import type { StreamRecord } from '../stream/variables.js';
 // Not ./config.js: it reads the variable tables this module is part of.
 import { clientVerification, VERIFY_DEPTH } from './verify.js';
+import { cipherNames, clientHelloOf } from './client-hello.js';
 
 type Named = TLSSocket & { servername?: string | false };
 
@@ -50,6 +53,16 @@ export function rfc2253(name: string): string {
   return escaped.split('\n').reverse().map((rdn) => rdn.split(' + ').join('+')).join(',');
 }
 
+/**
+ * A name as nginx's $ssl_client_s_dn_legacy prints it (OpenSSL's X509_NAME_oneline): each
+ * entry after a slash, first first, unescaped, and bytes outside printable ASCII as \xHH.
+ */
+export function oneline(name: string): string {
+  const entries = name.split('\n').flatMap((rdn) => rdn.split(' + '));
+  const bytes = (ch: string) => [...Buffer.from(ch, 'utf8')].map((b) => `\\x${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  return entries.map((e) => `/${e.replace(/\\([,+"\\<>;#= ])/g, '$1').replace(/[^\x20-\x7e]/gu, bytes)}`).join('');
+}
+
 const cert = (s: TLSSocket): X509Certificate | undefined => clientVerification(s, VERIFY_DEPTH).certificate;
 
 /** nginx's deprecated $ssl_client_cert: the PEM with a tab after each inner line break,
@@ -73,6 +86,14 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
     const c = cert(s);
     return c && rfc2253(c.issuer);
   },
+  ssl_client_s_dn_legacy: (s) => {
+    const c = cert(s);
+    return c && oneline(c.subject);
+  },
+  ssl_client_i_dn_legacy: (s) => {
+    const c = cert(s);
+    return c && oneline(c.issuer);
+  },
   ssl_client_serial: (s) => cert(s)?.serialNumber,
   ssl_client_fingerprint: (s) => cert(s)?.fingerprint.replace(/:/g, '').toLowerCase(),
   ssl_client_cert: (s) => {
@@ -95,17 +116,29 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
 /** The TLS socket of an https request, undefined for plain http. */
 const tls = (c: HttpContext) => ((c.req.socket as { encrypted?: boolean }).encrypted ? (c.req.socket as TLSSocket) : undefined);
 
+/** The ClientHello of an https request's connection, read by its listen. */
+const hello = (c: HttpContext) => {
+  const socket = tls(c);
+  return socket && clientHelloOf((socket as TLSSocket & { _parent?: Socket })._parent);
+};
+
 export const sslVariables: VariableTable<HttpContext> = {
-  names: Object.fromEntries(
-    Object.entries(OF_SOCKET).map(([name, of]) => [
-      name,
-      (c: HttpContext) => {
-        const socket = tls(c);
-        // On a plain connection nginx's $ssl_session_reused is empty, not "not found".
-        return socket ? of(socket) : name === 'ssl_session_reused' ? '' : undefined;
-      },
-    ]),
-  ),
+  names: {
+    ...Object.fromEntries(
+      Object.entries(OF_SOCKET).map(([name, of]) => [
+        name,
+        (c: HttpContext) => {
+          const socket = tls(c);
+          // On a plain connection nginx's $ssl_session_reused is empty, not "not found".
+          return socket ? of(socket) : name === 'ssl_session_reused' ? '' : undefined;
+        },
+      ]),
+    ),
+    ssl_ciphers: (c) => {
+      const h = hello(c);
+      return h && cipherNames(h.ciphers);
+    },
+  },
 };
 
 /** A stream session's TLS variables, read when its handshake is done. */

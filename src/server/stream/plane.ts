@@ -39,7 +39,7 @@ import { listenAddress } from '../config/values.js';
 import { listenOptions } from '../listens.js';
 import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
 import { relay } from './relay.js';
-import { prereadClientHello, type ClientHello } from './ssl-preread.js';
+import { prereadClientHello, type ClientHello } from '../ssl/client-hello.js';
 import { proxyHeaderV1 } from './proxy-protocol.js';
 import type { StreamRecord } from './variables.js';
 import { streamVariables } from '../config/variables.js';
