@@ -25,7 +25,7 @@ import { connect as connectTls, createServer as createTlsServer, TLSSocket, type
 import { TlsServers } from '../ssl/server.js';
 import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { tlsFacts, type TlsFacts } from '../ssl/variables.js';
-import { clientVerification, verifyRefusal } from '../ssl/verify.js';
+import { clientVerification, trustedFiles, verifyRefusal } from '../ssl/verify.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { Status } from '../../metrics/status.js';
@@ -129,7 +129,7 @@ class StreamSite {
    * ends the session there too). */
   verified(socket: TLSSocket): boolean {
     const ssl = this.config.ssl!;
-    return verifyRefusal(ssl.verifyClient, clientVerification(socket, ssl.verifyDepth)) === undefined;
+    return verifyRefusal(ssl.verifyClient, clientVerification(socket, ssl.verifyDepth, trustedFiles(ssl))) === undefined;
   }
 }
 
