@@ -1,7 +1,8 @@
 // The client's TLS ClientHello, read off a connection before anything takes it and left
-// where it is: for stream's ssl_preread (the peer terminates TLS) and for what node's TLS
-// does not tell of a handshake it makes, the cipher suites the client offered
-// ($ssl_ciphers).
+// where it is: for stream's ssl_preread (the peer terminates TLS) and, on the `ssl`
+// listens of http and stream, for what node's TLS does not tell of a handshake it makes:
+// the cipher suites the client offered ($ssl_ciphers) and its TLS 1.3 ticket, by which a
+// session cache finds its session (resumedId).
 import type { Socket } from 'node:net';
 import { CIPHER_SUITES } from './cipher-suites.js';
 

@@ -1,8 +1,8 @@
 // The variables of nginx's ssl modules (http's and stream's), as node's TLS socket tells
 // them: empty on a plain connection. A stream session's are read once its handshake is
 // done (its sockets are gone when its log line is written); an http request's from its
-// socket. `$ssl_ciphers`, the client's list, which node does not keep, is an https
-// request's only: its listen reads the ClientHello (client-hello.ts); stream's does not.
+// socket. `$ssl_ciphers`, the client's list, which node does not keep, is read from the
+// ClientHello the listen read before node's TLS (client-hello.ts).
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
@@ -76,6 +76,10 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
   ssl_server_name: (s) => (s as Named).servername || undefined,
   ssl_session_reused: (s) => (s.isSessionReused() ? 'r' : '.'),
   ssl_session_id: sessionId,
+  ssl_ciphers: (s) => {
+    const hello = clientHelloOf((s as TLSSocket & { _parent?: Socket })._parent);
+    return hello && cipherNames(hello.ciphers);
+  },
   // The verification as ssl_verify_client made it (its depth), else with the default depth.
   ssl_client_verify: (s) => clientVerification(s, VERIFY_DEPTH).verify,
   ssl_client_s_dn: (s) => {
@@ -116,29 +120,17 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
 /** The TLS socket of an https request, undefined for plain http. */
 const tls = (c: HttpContext) => ((c.req.socket as { encrypted?: boolean }).encrypted ? (c.req.socket as TLSSocket) : undefined);
 
-/** The ClientHello of an https request's connection, read by its listen. */
-const hello = (c: HttpContext) => {
-  const socket = tls(c);
-  return socket && clientHelloOf((socket as TLSSocket & { _parent?: Socket })._parent);
-};
-
 export const sslVariables: VariableTable<HttpContext> = {
-  names: {
-    ...Object.fromEntries(
-      Object.entries(OF_SOCKET).map(([name, of]) => [
-        name,
-        (c: HttpContext) => {
-          const socket = tls(c);
-          // On a plain connection nginx's $ssl_session_reused is empty, not "not found".
-          return socket ? of(socket) : name === 'ssl_session_reused' ? '' : undefined;
-        },
-      ]),
-    ),
-    ssl_ciphers: (c) => {
-      const h = hello(c);
-      return h && cipherNames(h.ciphers);
-    },
-  },
+  names: Object.fromEntries(
+    Object.entries(OF_SOCKET).map(([name, of]) => [
+      name,
+      (c: HttpContext) => {
+        const socket = tls(c);
+        // On a plain connection nginx's $ssl_session_reused is empty, not "not found".
+        return socket ? of(socket) : name === 'ssl_session_reused' ? '' : undefined;
+      },
+    ]),
+  ),
 };
 
 /** A stream session's TLS variables, read when its handshake is done. */

@@ -1,12 +1,15 @@
 // ssl_session_cache in the stream module (ngx_stream_ssl_module), as nginx-tests'
 // stream_ssl.t uses it: with ssl_session_tickets off, a TLS 1.2 session of `builtin`,
-// `builtin:size` or `shared` is resumed by its id, one of `off` never; with tickets on
-// (the default), a TLS 1.3 client resumes by ticket. Real bin/zonal in front of a plain
-// echo backend, node:tls clients.
+// `builtin:size` or `shared` is resumed by its id, and a TLS 1.3 one by its (stateful)
+// ticket, read from the ClientHello; one of `off` never; with tickets on (the default), a
+// TLS 1.3 client resumes by ticket. $ssl_ciphers in the access log. Real bin/zonal in
+// front of a plain echo backend, node:tls clients.
 import t from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { connect, type ConnectionOptions } from 'node:tls';
-import { freePorts, Zonal } from '../zonal.js';
+import { eventually, freePorts, Zonal } from '../zonal.js';
 import { certificates } from './certs.js';
 
 const certs = certificates();
@@ -25,13 +28,14 @@ const z = await Zonal.start({
   'zonal.conf': `
 worker_processes 1;
 stream {
+    log_format tls '$ssl_protocol|$ssl_ciphers';
     ssl_certificate server.crt;
     ssl_certificate_key server.key;
     ${server(builtin, 'ssl_session_cache builtin; ssl_session_tickets off;')}
     ${server(sized, 'ssl_session_cache builtin:1000; ssl_session_tickets off;')}
     ${server(shared, 'ssl_session_cache shared:STREAM:1m; ssl_session_tickets off;')}
     ${server(off, 'ssl_session_cache off; ssl_session_tickets off;')}
-    ${server(tickets, '')}
+    ${server(tickets, 'access_log tls.log tls;')}
 }
 `,
   ...certs,
@@ -71,14 +75,16 @@ for (const [name, port] of [
   ['builtin:1000', sized],
   ['shared', shared],
 ] as const)
-  t.test(`${name}: a TLS 1.2 session is resumed by its id`, async (t) => {
-    const first = await session(port, { maxVersion: 'TLSv1.2' });
-    t.ok(first.echoed, 'proxied');
-    t.notOk(first.reused);
-    t.ok(first.session);
-    const again = await session(port, { maxVersion: 'TLSv1.2', session: first.session });
-    t.ok(again.echoed);
-    t.ok(again.reused, 'resumed');
+  t.test(`${name}: a TLS 1.2 session is resumed by its id, a TLS 1.3 one by its ticket`, async (t) => {
+    for (const maxVersion of ['TLSv1.2', 'TLSv1.3'] as const) {
+      const first = await session(port, { maxVersion });
+      t.ok(first.echoed, 'proxied');
+      t.notOk(first.reused);
+      t.ok(first.session);
+      const again = await session(port, { maxVersion, session: first.session });
+      t.ok(again.echoed);
+      t.ok(again.reused, `${maxVersion} resumed`);
+    }
   });
 
 t.test('off: a TLS 1.2 session is not resumed', async (t) => {
@@ -93,4 +99,10 @@ t.test('tickets (the default): a TLS 1.3 session resumes by its ticket', async (
   t.ok(first.session, 'a ticket came');
   const again = await session(tickets, { session: first.session });
   t.ok(again.reused);
+});
+
+t.test('$ssl_ciphers: the suites the client offered', async (t) => {
+  await session(tickets, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA' });
+  const log = join(z.dir, 'tls.log');
+  t.ok(await eventually(async () => existsSync(log) && readFileSync(log, 'utf8').includes('TLSv1.2|ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA:TLS_EMPTY_RENEGOTIATION_INFO_SCSV\n')), 'logged');
 });
