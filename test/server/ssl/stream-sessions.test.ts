@@ -2,18 +2,19 @@
 // stream_ssl.t uses it: with ssl_session_tickets off, a TLS 1.2 session of `builtin`,
 // `builtin:size` or `shared` is resumed by its id, and a TLS 1.3 one by its (stateful)
 // ticket, read from the ClientHello; one of `off` never; with tickets on (the default), a
-// TLS 1.3 client resumes by ticket. $ssl_ciphers in the access log. Real bin/zonal in
-// front of a plain echo backend, node:tls clients.
+// TLS 1.3 client resumes by ticket. $ssl_ciphers in the access log; a client that sends
+// no ClientHello times out as a handshake does. Real bin/zonal in front of a plain echo
+// backend, node:tls clients.
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { connect as connectPlain, createServer } from 'node:net';
 import { connect, type ConnectionOptions } from 'node:tls';
-import { eventually, freePorts, Zonal } from '../zonal.js';
+import { eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { certificates } from './certs.js';
 
 const certs = certificates();
-const [builtin, sized, shared, off, tickets, echoPort] = await freePorts(6);
+const [builtin, sized, shared, off, tickets, silent, admin, echoPort] = await freePorts(8);
 const echo = createServer((s) => s.pipe(s));
 await new Promise<void>((r) => echo.listen(echoPort, '127.0.0.1', r));
 t.teardown(() => echo.close());
@@ -36,6 +37,13 @@ stream {
     ${server(shared, 'ssl_session_cache shared:STREAM:1m; ssl_session_tickets off;')}
     ${server(off, 'ssl_session_cache off; ssl_session_tickets off;')}
     ${server(tickets, 'access_log tls.log tls;')}
+    ${server(silent, 'status_zone silent; ssl_handshake_timeout 300ms;')}
+}
+http {
+    server {
+        listen 127.0.0.1:${admin} admin;
+        location /status/ { api /status/; }
+    }
 }
 `,
   ...certs,
@@ -105,4 +113,18 @@ t.test('$ssl_ciphers: the suites the client offered', async (t) => {
   await session(tickets, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA' });
   const log = join(z.dir, 'tls.log');
   t.ok(await eventually(async () => existsSync(log) && readFileSync(log, 'utf8').includes('TLSv1.2|ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA:TLS_EMPTY_RENEGOTIATION_INFO_SCSV\n')), 'logged');
+});
+
+t.test('a client that sends no ClientHello times out as a handshake, in its zone', async (t) => {
+  const closed = await new Promise<boolean>((resolve) => {
+    const s = connectPlain({ host: '127.0.0.1', port: silent });
+    const timer = setTimeout(() => (s.destroy(), resolve(false)), 5000);
+    s.on('error', () => {});
+    s.on('close', () => (clearTimeout(timer), resolve(true)));
+  });
+  t.ok(closed, 'the server closed the connection');
+  const zone = async () => (await getJson(`http://127.0.0.1:${admin}/status/stream/server_zones/silent`)).body;
+  t.ok(await eventually(async () => (await zone())?.ssl?.timedout === 1), 'ssl.timedout counts it');
+  t.equal((await zone()).connections.discarded, 1, 'a session discarded');
+  t.ok((await session(silent)).echoed, 'a client that says hello is proxied');
 });
