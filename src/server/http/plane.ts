@@ -85,6 +85,10 @@ function serverOptions(core: CoreSettings): ServerOptions & { connectionsCheckin
   };
 }
 
+/** A listener in front of node:http's server: its sockets are as node:http's own, without
+ * Nagle's delay (node:http's default), and wait paused for what the front reads first. */
+const FRONT = { pauseOnConnect: true, noDelay: true } as const;
+
 /** The keepAliveTimeout that makes node close an idle connection after `ms`, or as near as it goes. */
 const nodeKeepAlive = (ms: number) => Math.max(1, ms - NODE_KEEP_ALIVE_BUFFER_MS);
 
@@ -194,9 +198,9 @@ export class HttpPlane {
       // With proxy_protocol, a listener of its own reads the header before node:http; with
       // ssl, the ClientHello before node's TLS ($ssl_ciphers).
       const listener = listen.proxyProtocol
-        ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket))
+        ? new NetServer(FRONT, (socket) => acceptProxied(server, socket))
         : listen.ssl
-          ? new NetServer({ pauseOnConnect: true }, (socket) => acceptTls(server, socket, names.select(undefined).ssl!.handshakeTimeout, (late) => this.helloTimedOut(late, names)))
+          ? new NetServer(FRONT, (socket) => acceptTls(server, socket, names.select(undefined).ssl!.handshakeTimeout, (late) => this.helloTimedOut(late, names)))
           : server;
       if (listener !== server) this.fronts.push(listener);
       await new Promise<void>((resolve, reject) => {
