@@ -31,6 +31,7 @@ import { mergeProxyOptions, proxyOptions, settleProxySsl, type MergedProxyOption
 import { limitZones, mergeLimits, resolveLimits, TOP_LIMITS, type LimitZone, type MergedLimits } from '../limits/config.js';
 import { mergeLogs, settleLogs, TOP_LOGS, type MergedLogs } from '../log/config.js';
 import { settleTls, TLS_DEFAULTS } from '../ssl/config.js';
+import { trustedFiles } from '../ssl/verify.js';
 import { mergeRealip, settleRealip, type RealipLevel } from '../realip/config.js';
 
 /** nginx's default `ssl_handshake_timeout`. */
@@ -350,7 +351,8 @@ class Resolver {
           )
         : undefined;
     const verify = s.tls?.verifyClient ?? http.tls?.verifyClient;
-    const sslVerify = verify && verify !== 'off' ? { mode: verify, depth: s.tls?.verifyDepth ?? http.tls?.verifyDepth ?? TLS_DEFAULTS.verifyDepth } : undefined;
+    const trusted = trustedFiles({ trustedCertificate: s.tls?.trustedCertificate ?? http.tls?.trustedCertificate, clientCertificate: s.tls?.clientCertificate ?? http.tls?.clientCertificate });
+    const sslVerify = verify && verify !== 'off' ? { mode: verify, depth: s.tls?.verifyDepth ?? http.tls?.verifyDepth ?? TLS_DEFAULTS.verifyDepth, trusted } : undefined;
     return {
       ...this.settle(merged),
       listens: s.listens,

@@ -43,6 +43,7 @@ import { acceptProxied } from './proxy-protocol.js';
 import { closeResponse, offerUpgrade, upgradeOf } from './upgrade.js';
 import { sendTimeoutOf, setSendTimeout } from './send-timeout.js';
 import { writtenDirectly } from '../stream/relay.js';
+import { acceptTls } from '../ssl/client-hello.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -88,6 +89,10 @@ function serverOptions(core: CoreSettings): ServerOptions & { connectionsCheckin
     connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(core.clientHeaderTimeout / 4))),
   };
 }
+
+/** A listener in front of node:http's server: its sockets are as node:http's own, without
+ * Nagle's delay (node:http's default), and wait paused for what the front reads first. */
+const FRONT = { pauseOnConnect: true, noDelay: true } as const;
 
 /** The keepAliveTimeout that makes node close an idle connection after `ms`, or as near as it goes. */
 const nodeKeepAlive = (ms: number) => Math.max(1, ms - NODE_KEEP_ALIVE_BUFFER_MS);
@@ -197,8 +202,13 @@ export class HttpPlane {
       server.on('connection', (socket: Socket) => this.accept(socket));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
       this.servers.push(server);
-      // With proxy_protocol, a listener of its own reads the header before node:http.
-      const listener = listen.proxyProtocol ? new NetServer({ pauseOnConnect: true }, (socket) => acceptProxied(server, socket)) : server;
+      // With proxy_protocol, a listener of its own reads the header before node:http; with
+      // ssl, the ClientHello before node's TLS ($ssl_ciphers).
+      const listener = listen.proxyProtocol
+        ? new NetServer(FRONT, (socket) => acceptProxied(server, socket))
+        : listen.ssl
+          ? new NetServer(FRONT, (socket) => acceptTls(server, socket, names.select(undefined).ssl!.handshakeTimeout, (late) => this.helloTimedOut(late, names)))
+          : server;
       if (listener !== server) this.fronts.push(listener);
       await new Promise<void>((resolve, reject) => {
         listener.once('error', reject);
@@ -256,6 +266,17 @@ export class HttpPlane {
       else zone?.sslFailed();
     });
     return server;
+  }
+
+  /** A client of an `ssl` listen that sent no ClientHello in the handshake's time: its
+   * handshake timed out, in the default server's zone. */
+  private helloTimedOut(socket: Counted, names: ServerNames): void {
+    this.accept(socket);
+    const conn = socket[CONN];
+    if (conn) conn.closedByServer = true;
+    const site = this.site(names.select(undefined));
+    (site.zone ?? site.groupZone)?.sslTimedOut();
+    socket.destroy();
   }
 
   private accept(socket: Counted): void {

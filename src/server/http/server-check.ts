@@ -18,16 +18,19 @@ export function checkServer(server: ServerLevel, c: Checker): void {
 }
 
 /** The http block's certificate, key and handshake timeout are its servers' unless they
- * say their own (nginx's merge); then a server with an `ssl` listen needs both. */
+ * say their own (nginx's merge); then a server with an `ssl` listen needs both. `ssl on`
+ * (the server's or the block's) makes each of the server's listens `ssl`. */
 export function checkServerCertificates(http: HttpLevel, c: Checker): void {
   for (const server of http.servers) {
     if (server.listens.some((l) => l.admin)) continue;
     server.sslCertificate ??= http.sslCertificate;
     server.sslCertificateKey ??= http.sslCertificateKey;
     server.sslHandshakeTimeout ??= http.sslHandshakeTimeout;
+    const sslOn = server.sslOn ?? http.sslOn ?? false;
+    if (sslOn) server.listens.splice(0, server.listens.length, ...server.listens.map((l) => ({ ...l, ssl: true })));
     const ssl = server.listens.find((l) => l.ssl);
     if (!ssl) continue;
-    if (server.sslCertificate === undefined) c.error(ssl.origin, 'no "ssl_certificate" is defined for the "listen ... ssl" directive');
+    if (server.sslCertificate === undefined) c.error(ssl.origin, `no "ssl_certificate" is defined for the ${sslOn ? '"ssl"' : '"listen ... ssl"'} directive`);
     else if (server.sslCertificateKey === undefined) c.error(ssl.origin, `no "ssl_certificate_key" is defined for certificate "${server.sslCertificate}"`);
   }
 }

@@ -63,12 +63,15 @@ export interface TlsWritten {
 declare module '../config/levels.js' {
   interface HttpLevel {
     tls?: TlsWritten;
+    /** nginx's deprecated `ssl on`: every listen of the servers it covers is `ssl`. */
+    sslOn?: boolean;
     sslCertificate?: string;
     sslCertificateKey?: string;
     sslHandshakeTimeout?: number;
   }
   interface ServerLevel {
     tls?: TlsWritten;
+    sslOn?: boolean;
   }
 }
 declare module '../stream/config.js' {
@@ -80,7 +83,8 @@ declare module '../stream/config.js' {
   }
 }
 
-/** nginx 1.22's defaults (Debian's, the one the conformance run compares with). */
+/** nginx 1.22's defaults (Debian's, the one the conformance run compares with), but the
+ * protocols: TLS 1.3 is on, as since nginx 1.23.4. */
 export const TLS_DEFAULTS = {
   verifyClient: 'off',
   verifyDepth: VERIFY_DEPTH,
@@ -160,6 +164,18 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     args: [1, 1],
     apply(d, server, c) {
       server.sslCertificateKey = confFile(d, c);
+    },
+  }),
+
+  // nginx 1.22's `ssl on` (deprecated since 1.15.0, gone in 1.25.1): the server's listens
+  // are all `ssl`, as if each said so (server-check.ts applies it once the block is read).
+  ssl: define({
+    contexts: ['http', 'server'],
+    args: [1, 1],
+    apply(d, level, c) {
+      const arg = d.args[0];
+      if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      else level.sslOn = arg === 'on';
     },
   }),
 

@@ -127,23 +127,24 @@ export function keyWithPassphrase(keyFile: string, passwords: { readonly file: s
 
 /**
  * A server's secure context: its certificate, the CAs its clients' certificates are
- * verified against (and named to them: ssl_trusted_certificate's too, as node adds every
- * CA to the list it sends), protocols, ciphers, sessions. `ticketKeys`: the keys every
- * worker shares, unless ssl_session_ticket_key names its own.
+ * verified against and named to them (ssl_client_certificate's only: node names every CA
+ * it trusts, so ssl_trusted_certificate's are verify.ts's), protocols, ciphers, sessions.
+ * `ticketKeys`: the keys every worker shares, unless ssl_session_ticket_key names its own.
  */
 export function serverContextOptions(tls: ServerTls, ticketKeys: Buffer | undefined): SecureContextOptions {
   const commands = confCommandOptions(tls.confCommands);
   if (typeof commands === 'string') throw new Error(commands);
   const protocols = protocolOptions(tls.protocols);
   const verifies = tls.verifyClient !== 'off';
-  const ca = verifies ? [tls.clientCertificate, tls.trustedCertificate].filter((f): f is string => f !== undefined).map((f) => readFileSync(f, 'utf8')) : [];
+  // An empty list, not none: node would trust its bundled roots then.
+  const ca = verifies && tls.clientCertificate !== undefined ? [readFileSync(tls.clientCertificate, 'utf8')] : [];
   const keys = tls.sessionTicketKeys.length ? readFileSync(tls.sessionTicketKeys[0]) : ticketKeys;
   let secureOptions = protocols.secureOptions | (commands.secureOptions ?? 0);
   if (!tls.sessionTickets) secureOptions |= constants.SSL_OP_NO_TICKET;
   return {
     cert: readFileSync(tls.certificate),
     ...keyWithPassphrase(tls.key, tls.passwords),
-    ...(ca.length ? { ca } : {}),
+    ...(verifies ? { ca } : {}),
     ...(verifies && tls.crl !== undefined ? { crl: readFileSync(tls.crl) } : {}),
     ciphers: tls.ciphers,
     honorCipherOrder: tls.preferServerCiphers,

@@ -23,10 +23,12 @@ export const VERIFY_PAGES: Readonly<Record<number, string>> = {
   [NO_CERT]: badRequestPage('No required SSL certificate was sent'),
 };
 
-/** A server's ssl_verify_client and ssl_verify_depth (absent: off). */
+/** A server's ssl_verify_client and ssl_verify_depth (absent: off), and the files of
+ * the CAs it trusts (ssl_trusted_certificate's, ssl_client_certificate's). */
 export interface ServerVerify {
   readonly mode: VerifyClient;
   readonly depth: number;
+  readonly trusted: readonly string[];
 }
 
 /** 0 when the request may go on, else what it is answered: 421, CERT_ERROR or NO_CERT. */
@@ -36,6 +38,6 @@ export function checkClientCertificate(req: IncomingMessage, verify: ServerVerif
   const sni = socket.servername;
   const host = req.headers.host;
   if (sni && host !== undefined && normaliseHost(host) !== sni.toLowerCase()) return 421;
-  const refusal = verifyRefusal(verify.mode, clientVerification(socket, verify.depth));
+  const refusal = verifyRefusal(verify.mode, clientVerification(socket, verify.depth, verify.trusted));
   return refusal === 'cert-error' ? CERT_ERROR : refusal === 'no-cert' ? NO_CERT : 0;
 }

@@ -13,6 +13,7 @@
 import type { Server as TlsServer } from 'node:tls';
 import type { Zone } from '../../engine/zone.js';
 import type { SessionCache } from './config.js';
+import { resumedId } from './client-hello.js';
 
 /** Bytes a slot takes: room for a TLS 1.3 session with a client certificate in it. */
 export const SESSION_SLOT = 2048;
@@ -112,5 +113,5 @@ export function keepSessions(server: TlsServer, cache: SessionCache, timeout: nu
     store.put(id, data, Date.now() + timeout * 1000);
     done();
   });
-  server.on('resumeSession', (id: Buffer, done: (err: Error | null, data: Buffer | null) => void) => done(null, store.get(id, Date.now()) ?? null));
+  server.on('resumeSession', (id: Buffer, done: (err: Error | null, data: Buffer | null) => void) => done(null, store.get(resumedId(id), Date.now()) ?? null));
 }

@@ -1,7 +1,9 @@
 // The variables of nginx's ssl modules (http's and stream's), as node's TLS socket tells
 // them: empty on a plain connection. A stream session's are read once its handshake is
 // done (its sockets are gone when its log line is written); an http request's from its
-// socket. (`$ssl_ciphers`, the client's list, is left out: node does not keep it.)
+// socket. `$ssl_ciphers`, the client's list, which node does not keep, is read from the
+// ClientHello the listen read before node's TLS (client-hello.ts).
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
 import type { VariableTable } from '../../api/variables.js';
@@ -9,6 +11,7 @@ import type { HttpContext } from '../http/variables.js';
 import type { StreamRecord } from '../stream/variables.js';
 // Not ./config.js: it reads the variable tables this module is part of.
 import { clientVerification, VERIFY_DEPTH } from './verify.js';
+import { cipherNames, clientHelloOf } from './client-hello.js';
 
 type Named = TLSSocket & { servername?: string | false };
 
@@ -50,6 +53,16 @@ export function rfc2253(name: string): string {
   return escaped.split('\n').reverse().map((rdn) => rdn.split(' + ').join('+')).join(',');
 }
 
+/**
+ * A name as nginx's $ssl_client_s_dn_legacy prints it (OpenSSL's X509_NAME_oneline): each
+ * entry after a slash, first first, unescaped, and bytes outside printable ASCII as \xHH.
+ */
+export function oneline(name: string): string {
+  const entries = name.split('\n').flatMap((rdn) => rdn.split(' + '));
+  const bytes = (ch: string) => [...Buffer.from(ch, 'utf8')].map((b) => `\\x${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  return entries.map((e) => `/${e.replace(/\\([,+"\\<>;#= ])/g, '$1').replace(/[^\x20-\x7e]/gu, bytes)}`).join('');
+}
+
 const cert = (s: TLSSocket): X509Certificate | undefined => clientVerification(s, VERIFY_DEPTH).certificate;
 
 /** nginx's deprecated $ssl_client_cert: the PEM with a tab after each inner line break,
@@ -63,6 +76,10 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
   ssl_server_name: (s) => (s as Named).servername || undefined,
   ssl_session_reused: (s) => (s.isSessionReused() ? 'r' : '.'),
   ssl_session_id: sessionId,
+  ssl_ciphers: (s) => {
+    const hello = clientHelloOf((s as TLSSocket & { _parent?: Socket })._parent);
+    return hello && cipherNames(hello.ciphers);
+  },
   // The verification as ssl_verify_client made it (its depth), else with the default depth.
   ssl_client_verify: (s) => clientVerification(s, VERIFY_DEPTH).verify,
   ssl_client_s_dn: (s) => {
@@ -72,6 +89,14 @@ const OF_SOCKET: Readonly<Record<string, (s: TLSSocket) => string | undefined>> 
   ssl_client_i_dn: (s) => {
     const c = cert(s);
     return c && rfc2253(c.issuer);
+  },
+  ssl_client_s_dn_legacy: (s) => {
+    const c = cert(s);
+    return c && oneline(c.subject);
+  },
+  ssl_client_i_dn_legacy: (s) => {
+    const c = cert(s);
+    return c && oneline(c.issuer);
   },
   ssl_client_serial: (s) => cert(s)?.serialNumber,
   ssl_client_fingerprint: (s) => cert(s)?.fingerprint.replace(/:/g, '').toLowerCase(),

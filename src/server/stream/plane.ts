@@ -25,7 +25,7 @@ import { connect as connectTls, createServer as createTlsServer, TLSSocket, type
 import { TlsServers } from '../ssl/server.js';
 import { tlsProfile, type TlsProfile } from '../ssl/proxy.js';
 import { tlsFacts, type TlsFacts } from '../ssl/variables.js';
-import { clientVerification, verifyRefusal } from '../ssl/verify.js';
+import { clientVerification, trustedFiles, verifyRefusal } from '../ssl/verify.js';
 import { connections, type Connections } from '../../metrics/connections.js';
 import type { ConnectionBudget } from '../core/events.js';
 import type { Status } from '../../metrics/status.js';
@@ -39,7 +39,7 @@ import { listenAddress } from '../config/values.js';
 import { listenOptions } from '../listens.js';
 import { readProxyHeader, type ProxySource } from './proxy-protocol.js';
 import { tunnel } from './tunnel.js';
-import { prereadClientHello, type ClientHello } from './ssl-preread.js';
+import { acceptTls, prereadClientHello, type ClientHello } from '../ssl/client-hello.js';
 import { proxyHeaderV1 } from './proxy-protocol.js';
 import type { StreamRecord } from './variables.js';
 import { streamVariables } from '../config/variables.js';
@@ -129,7 +129,7 @@ class StreamSite {
    * ends the session there too). */
   verified(socket: TLSSocket): boolean {
     const ssl = this.config.ssl!;
-    return verifyRefusal(ssl.verifyClient, clientVerification(socket, ssl.verifyDepth)) === undefined;
+    return verifyRefusal(ssl.verifyClient, clientVerification(socket, ssl.verifyDepth, trustedFiles(ssl))) === undefined;
   }
 }
 
@@ -166,8 +166,11 @@ export class StreamPlane {
         // plain and the session starts TLS itself (handshake()). Its certificate is
         // read now, as a TLS server's is, not at the first connection.
         if (listen.ssl && listen.proxyProtocol) site.secureContext(this.tlsServers());
-        const server = listen.ssl && !listen.proxyProtocol
-          ? this.tlsServer(site, listen)
+        // A TLS listen's ClientHello is read before node's TLS server takes the connection
+        // ($ssl_ciphers, TLS 1.3 sessions from the cache).
+        const tls = listen.ssl && !listen.proxyProtocol ? this.tlsServer(site, listen) : undefined;
+        const server = tls
+          ? createServer({ pauseOnConnect: true }, (socket) => acceptTls(tls, socket, site.config.ssl!.handshakeTimeout, (late) => this.helloTimedOut(site, listen, late)))
           : createServer({ allowHalfOpen: true, highWaterMark: QUEUED }, (socket) => this.accept(site, listen, socket));
         this.servers.push(server);
         await new Promise<void>((resolve, reject) => {
@@ -214,6 +217,17 @@ export class StreamPlane {
       session.discard();
     });
     return server;
+  }
+
+  /** A client of a TLS listen that sent no ClientHello in the handshake's time: its
+   * handshake timed out. */
+  private helloTimedOut(site: StreamSite, listen: StreamListen, raw: Socket): void {
+    this.accept(site, listen, raw);
+    const session = (raw as WithSession)[SESSION];
+    // Refused before the handshake: not a TLS failure.
+    if (!session || session.code !== undefined) return void raw.destroy();
+    site.zone?.sslTimedOut();
+    session.discard();
   }
 
   /** Stops accepting; resolves once every session has ended. */

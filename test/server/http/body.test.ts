@@ -1,8 +1,9 @@
 // Chunked request bodies before proxying, as nginx reads them: in full first; past
 // client_body_buffer_size into a file of client_body_temp_path (removed after); past
 // client_max_body_size answered 413 with nothing forwarded; a body the client stops
-// sending answered 408 after client_body_timeout. (A body with a Content-Length streams:
-// the limit is checked on the header, connections.test.ts.)
+// sending answered 408 after client_body_timeout; $request_body, the body read into
+// memory. (A body with a Content-Length streams: the limit is checked on the header,
+// connections.test.ts.)
 import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -46,6 +47,10 @@ http {
         client_body_timeout 1s;
         location / { proxy_pass http://127.0.0.1:${backendPort}; }
         location /large/ { client_max_body_size 0; proxy_pass http://127.0.0.1:${backendPort}; }
+        location /echo/ {
+            add_header X-Body "[$request_body]" always;
+            proxy_pass http://127.0.0.1:${backendPort};
+        }
     }
 }
 `,
@@ -79,6 +84,16 @@ t.test('a chunked body within client_max_body_size is proxied whole', async (t) 
   t.same(statuses(r.text), [200], r.text);
   t.match(r.text, /got 7\n$/);
   t.equal(received.at(-1)?.body, 'abcdefg');
+});
+
+t.test('$request_body: the body read into memory; none once it went to a file, or streamed', async (t) => {
+  const memory = await exchange(site, chunked('/echo/memory', ['abc', 'defg']), { count: 1 });
+  t.match(memory.text, /\r\nX-Body: \[abcdefg\]\r\n/i, 'within client_body_buffer_size');
+  const file = await exchange(site, chunked('/echo/file', ['a'.repeat(20)]), { count: 1 });
+  t.match(file.text, /\r\nX-Body: \[\]\r\n/i, 'past client_body_buffer_size');
+  const streamed = await exchange(site, 'POST /echo/streamed HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc', { count: 1 });
+  t.same(statuses(streamed.text), [200]);
+  t.match(streamed.text, /\r\nX-Body: \[\]\r\n/i, 'a Content-Length body is not read first');
 });
 
 t.test('a chunked body past client_max_body_size gets 413, and nothing is forwarded', async (t) => {

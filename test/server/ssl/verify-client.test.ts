@@ -5,6 +5,7 @@
 // certificate variables; the server the SNI names decides what is asked; another Host than
 // the negotiated name is 421 when that server verifies. Real bin/zonal, node:tls clients.
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { freePorts, getJson, testConfig, Zonal } from '../zonal.js';
 import { certificates } from './certs.js';
@@ -18,6 +19,7 @@ worker_processes 2;
 http {
     add_header X-Verify "${vars}";
     add_header X-Cert $ssl_client_escaped_cert;
+    add_header X-Legacy "$ssl_client_s_dn_legacy|$ssl_client_i_dn_legacy";
     ssl_client_certificate ca.crt;
     server {
         listen 127.0.0.1:${port} ssl;
@@ -43,6 +45,15 @@ http {
         ssl_certificate_key server.key;
         ssl_verify_client optional_no_ca;
         location / { return 200 "no-ca\\n"; }
+    }
+    server {
+        listen 127.0.0.1:${port} ssl;
+        server_name trusted.test;
+        ssl_certificate server.crt;
+        ssl_certificate_key server.key;
+        ssl_verify_client optional;
+        ssl_trusted_certificate rogue.crt;
+        location / { return 200 "trusted\\n"; }
     }
     server {
         listen 127.0.0.1:${port} ssl;
@@ -94,6 +105,25 @@ t.test('the client certificate variables, as nginx prints them', async (t) => {
   t.equal(protocol, a.protocol);
   t.equal(servername, 'on.test');
   t.equal(decodeURIComponent(a.headers['x-cert']), x509.toString(), '$ssl_client_escaped_cert is the PEM, escaped');
+  t.equal(a.headers['x-legacy'], '/O=Zonal, Tests/CN=client.test|/CN=Zonal Test CA', 'the _legacy ones: OpenSSL\'s one-line form, first RDN first, unescaped');
+});
+
+/** The CA names the server's CertificateRequest gives, as openssl s_client prints them. */
+function acceptableCAs(servername: string): string[] {
+  const out = execFileSync('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', servername], { input: '', encoding: 'utf8', stdio: ['pipe', 'pipe', 'ignore'], timeout: 10_000 });
+  const block = /Acceptable client certificate CA names\n([\s\S]*?)\n(?:Requested|Client Certificate Types|Server Temp Key|---)/.exec(out);
+  return block ? block[1].split('\n').map((l) => l.trim()) : [];
+}
+
+t.test('ssl_trusted_certificate: its CAs verify, and are not named to the client; ssl_client_certificate\'s are', async (t) => {
+  const trusted = await get({ port, servername: 'trusted.test', ...rogue });
+  t.equal(trusted.status, 200);
+  t.equal(fields(trusted.headers['x-verify'])[0], 'SUCCESS', 'a certificate of the trusted CA');
+  const good = await get({ port, servername: 'trusted.test', ...client });
+  t.equal(fields(good.headers['x-verify'])[0], 'SUCCESS', 'and one of the client CA');
+  t.same(acceptableCAs('trusted.test'), ['CN = Zonal Test CA'], 'only the client CA is named');
+  const none = await get({ port, servername: 'optional.test', ...rogue });
+  t.equal(none.status, 400, 'a server without it does not trust that CA');
 });
 
 t.test('optional: none is NONE, a good one SUCCESS, a bad one refused', async (t) => {

@@ -98,6 +98,14 @@ export function readBody(req: IncomingMessage, core: CoreSettings, onClose: (lis
   req.on('end', onEnd);
 }
 
+/** `$request_body`: the body readBody() held in memory, one character per byte; none for
+ * one it wrote to a file or did not read (streamed), as nginx's has none unless the body
+ * was read into a memory buffer. */
+export function bufferedBody(req: IncomingMessage): string | undefined {
+  const chunks = (req as Buffered)[BODY]?.chunks;
+  return chunks && Buffer.concat(chunks).toString('latin1');
+}
+
 /** The body to send upstream: the one readBody() read (from memory or its file), else
  * the request itself, streamed. */
 export function requestBody(req: IncomingMessage): NodeJS.ReadableStream {

@@ -11,6 +11,7 @@ import { clock, msec, seconds } from '../../core/time.js';
 import { proxyProtocolOf } from '../proxy-protocol.js';
 import { requestRate } from '../pace.js';
 import { binaryRemoteAddress, clientAddress, clientPort, header, headerName, hostOf, requestLine, requestUri, serverNameOf, startOf, type HttpContext } from '../variables.js';
+import { bufferedBody } from './body.js';
 
 /** `$request_id`: 16 random bytes in hex, made at its first use for a request (a line
  * naming it twice, or two logs of one request, show one id). */
@@ -119,6 +120,7 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     is_args: (c) => (query(c) === undefined ? '' : '?'),
     content_type: (c) => header(c.req, 'content-type'),
     content_length: (c) => header(c.req, 'content-length'),
+    request_body: (c) => bufferedBody(c.req),
     status,
     // Before the log phase nothing of the response went yet.
     body_bytes_sent: (c) => (c.written === undefined ? '0' : String(Math.max(0, c.written - headLength(c)))),
