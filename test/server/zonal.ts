@@ -1,21 +1,20 @@
 // Runs the zonal server as an operator does (`node bin/zonal -c <file>`, built code) on a
 // configuration written into a temporary directory, and reads its API. Every wait is
 // bounded.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatConfigError, loadConfig } from '../../src/server/config/load.js';
+import { spawnNode } from '../helpers.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/zonal', import.meta.url));
 
-/** The environment of a server run as an operator runs it: without tap's loaders. */
-function plainEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  return env;
+/** `bin/zonal <args>`, run as an operator runs it: without tap's loaders (spawnNode). */
+export function spawnZonal(args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  return spawnNode([BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
 }
 
 /** Free loopback ports, found by binding port 0. */
@@ -55,7 +54,7 @@ export function checkConfig(text: string): { code: number; err: string } {
 
 /** Runs `bin/zonal` with arguments to completion (for -t and -v). */
 export function runZonal(args: string[], ms = 20_000): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv() });
+  const child = spawnZonal(args);
   let out = '';
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -170,7 +169,7 @@ export class Zonal extends Watched {
     const dir = mkdtempSync(join(tmpdir(), 'zonal-server-'));
     for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
     const file = join(dir, 'zonal.conf');
-    const child = spawn(process.execPath, [BIN, '-c', file], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv() });
+    const child = spawnZonal(['-c', file]);
     const z = new Zonal(dir, file, child);
     try {
       await z.waitLog(/\[notice\] started \d+ worker/, ms);
