@@ -14,22 +14,27 @@ const fixtures = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
 // is a loader thread, and every module loaded is reported to it: a node process's start
 // takes two to three times the CPU (a bin/zonal with 2 workers: 5-7 s against 2 s, loaded
 // machine), for records that only coverage reads, and coverage is off. Children run
-// through `env -u NODE_OPTIONS`, which drops it after the hook has run; env execs node,
-// so the child's pid is node's.
-const NODE = ['/usr/bin/env', '-u', 'NODE_OPTIONS', process.execPath];
+// through `env -u NODE_OPTIONS`, which drops it after the hook has run; env execs the
+// command, so the child's pid is the command's.
+const UNTRACKED = ['/usr/bin/env', '-u', 'NODE_OPTIONS'];
 
 /** This process's node flags without tap's own imports (its mock and its tracker): the
  * TypeScript loader, for a child that runs TypeScript. */
 export const TS_ARGV = process.execArgv.filter((arg) => !arg.includes('/@tapjs/'));
 
+/** Runs `command <args>` without tap's tracker (found on `options.env`'s PATH). */
+export function spawnUntracked(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  return spawn(UNTRACKED[0], [...UNTRACKED.slice(1), command, ...args], options);
+}
+
 /** Runs `node <args>` without tap's tracker. */
 export function spawnNode(args: readonly string[], options: SpawnOptions): ChildProcess {
-  return spawn(NODE[0], [...NODE.slice(1), ...args], options);
+  return spawnUntracked(process.execPath, args, options);
 }
 
 /** fork() without tap's tracker; node flags `options.execArgv`, TS_ARGV by default. */
 export function forkNode(module: string, args: readonly string[], options: ForkOptions = {}): ChildProcess {
-  return fork(module, args, { ...options, execPath: NODE[0], execArgv: [...NODE.slice(1), ...(options.execArgv ?? TS_ARGV)] });
+  return fork(module, args, { ...options, execPath: UNTRACKED[0], execArgv: [...UNTRACKED.slice(1), process.execPath, ...(options.execArgv ?? TS_ARGV)] });
 }
 
 export interface Child {
