@@ -32,7 +32,8 @@ export function spawnNode(args: readonly string[], options: SpawnOptions): Child
   return spawnUntracked(process.execPath, args, options);
 }
 
-/** fork() without tap's tracker; node flags `options.execArgv`, TS_ARGV by default. */
+/** fork() without tap's tracker, so without NODE_OPTIONS; node flags `options.execArgv`,
+ * TS_ARGV by default. */
 export function forkNode(module: string, args: readonly string[], options: ForkOptions = {}): ChildProcess {
   return fork(module, args, { ...options, execPath: UNTRACKED[0], execArgv: [...UNTRACKED.slice(1), process.execPath, ...(options.execArgv ?? TS_ARGV)] });
 }
@@ -49,12 +50,13 @@ export interface Child {
   stderr(): string;
 }
 
-export function start(fixture: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Child {
+/** Forks a fixture; `flags` are node's (NODE_OPTIONS is not passed on: see forkNode). */
+export function start(fixture: string, args: string[] = [], env: NodeJS.ProcessEnv = {}, flags: string[] = []): Child {
   // Plain .mjs fixtures drive the addon directly and start without the TS loader, which
   // makes a fork ten times cheaper: the crash sweeps start hundreds of them.
   const proc = forkNode(join(fixtures, fixture), args, {
     env: { ...process.env, ...env },
-    ...(fixture.endsWith('.mjs') ? { execArgv: [] } : {}),
+    execArgv: [...(fixture.endsWith('.mjs') ? [] : TS_ARGV), ...flags],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';
