@@ -22,14 +22,14 @@
 //   test (a test/ path that exists) or the CI step ("CI") that covers it.
 // - Any other language (yaml, promql...) needs `<!-- not run: ... -->` too.
 // - Untagged, ```json and ```text blocks are outputs, not code: they are left as they are.
-import { execFile, fork } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { selfSigned } from './helpers.js';
-import { freePorts, runZonal, Zonal } from './server/zonal.js';
+import { forkNode, selfSigned } from './helpers.js';
+import { checkFile, freePorts, runZonal, Zonal } from './server/zonal.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -208,7 +208,7 @@ t.test('ts programs run', async (t) => {
       const path = join(root, 'test', `.docs-sample-${process.pid}-${n}.ts`);
       writeFileSync(path, toSource(b.text));
       try {
-        const child = fork(path, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], cwd: root });
+        const child = forkNode(path, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], cwd: root });
         let out = '';
         child.stdout!.on('data', (d) => (out += d));
         child.stderr!.on('data', (d) => (out += d));
@@ -243,7 +243,7 @@ t.test('nginx blocks pass bin/zonal -t', async (t) => {
       }
       const file = join(dir, `sample-${n}.conf`);
       writeFileSync(file, text);
-      return runZonal(['-t', '-c', file]);
+      return checkFile(file);
     }),
   );
   configs.forEach((b, i) => t.equal(results[i].code, 0, `${where(b)}: bin/zonal -t accepts it${results[i].code === 0 ? '' : `: ${results[i].err}`}`));

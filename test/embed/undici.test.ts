@@ -9,7 +9,7 @@
 // The workers are this file run again (ZONAL_EMBED_UNDICI_CHILD): each answers a parent's
 // message with the results of the fetches it asked for, so the parent orders every step
 // by waiting for answers and for the backends' arrivals, never by sleeping.
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import { balanceTo, NoLivePeerError, recordTo, upstreamDispatcher } from '../../
 import { INSTANCE_ENV, WORKER_SLOT_ENV } from '../../src/engine/index.js';
 import type { UpstreamConfig } from '../../src/metrics/catalog.js';
 import { Status } from '../../src/metrics/status.js';
-import { uniqueName } from '../helpers.js';
+import { forkNode, uniqueName } from '../helpers.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -177,7 +177,7 @@ interface Worker {
 let asked = 0;
 
 async function startWorker(t: Test, instance: string, slot: number): Promise<Worker> {
-  const proc = fork(fileURLToPath(import.meta.url), [], {
+  const proc = forkNode(fileURLToPath(import.meta.url), [], {
     env: { ...process.env, [CHILD]: '1', [INSTANCE_ENV]: instance, [WORKER_SLOT_ENV]: String(slot) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -1,7 +1,7 @@
 // The README's three apps (examples/http-app.ts, express-app.ts, fastify-app.ts), run as
 // written on ports the test picks: each has at most three lines of zonal, and its
 // primary's API shows exactly the traffic the test sent to both workers.
-import { fork } from 'node:child_process';
+import { forkNode } from '../helpers.js';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -22,7 +22,7 @@ for (const [file, path, routed] of [
     t.notOk(/zonal: [4-9]/.test(source), 'and no fourth');
 
     const [port, apiPort] = await freePorts(2);
-    const child = fork(script, [], { env: { ...process.env, PORT: String(port), ZONAL_PORT: String(apiPort) }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = forkNode(script, [], { env: { ...process.env, PORT: String(port), ZONAL_PORT: String(apiPort) }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));

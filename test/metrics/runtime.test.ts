@@ -28,7 +28,7 @@ async function eventually<T>(probe: () => T | undefined, ms = 10_000): Promise<T
 }
 
 function worker(instance: string): Child {
-  return start('runtime-worker.ts', [instance, String(INTERVAL)], { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc` });
+  return start('runtime-worker.ts', [instance, String(INTERVAL)], {}, ['--expose-gc']);
 }
 
 t.test('absent unless the catalog asks for it', async (t) => {

@@ -17,12 +17,13 @@
 // The pack runs in a copy of the checkout (other tests use this checkout's dist/ and
 // build/, which prepack rebuilds), and builds the prebuild of this machine's arch only.
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { get } from 'node:http';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { arch, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnUntracked } from '../helpers.js';
 import { freePorts } from '../server/zonal.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,11 +37,11 @@ interface Ran {
 /** Runs a command to its end, killed after `ms`. */
 function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; ms: number }): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnUntracked(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       stderr += `\n[killed after ${options.ms} ms]`;
       child.kill('SIGKILL');
@@ -82,7 +83,7 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
 // The environment of everything run here: this process's own, less npm's and tap's
 // variables (a child npm must not take the parent's prefix or lifecycle, nor an app tap's
-// loaders) and less ZONAL_INSTANCE (each app's primary names its own).
+// loaders: see spawnUntracked) and less ZONAL_INSTANCE (each app's primary names its own).
 const clean: NodeJS.ProcessEnv = Object.fromEntries(
   Object.entries(process.env).filter(([k]) => !/^(npm_|TAP|NODE_OPTIONS$|NODE_V8_COVERAGE$|ZONAL_|_TAPJS)/i.test(k)),
 );
@@ -277,7 +278,7 @@ t.test('the bin runs, and every name the README imports from zonal is exported',
   const served = join(app, 'served');
   mkdirSync(join(served, 'profiles'), { recursive: true });
   writeFileSync(join(served, 'zonal.conf'), `http { server { listen 127.0.0.1:${port}; location / { return 200 "from the package\\n"; } } }\n`);
-  const server = spawn('node', ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', join(served, 'profiles'), join(app, 'node_modules', '.bin', 'zonal'), '-c', join(served, 'zonal.conf')], { cwd: app, env: bare, stdio: 'ignore' });
+  const server = spawnUntracked('node', ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', join(served, 'profiles'), join(app, 'node_modules', '.bin', 'zonal'), '-c', join(served, 'zonal.conf')], { cwd: app, env: bare, stdio: 'ignore' });
   const exited = new Promise((resolve) => server.once('exit', resolve));
   let body = '';
   for (let i = 0; i < 200 && body === ''; i++) {
@@ -344,10 +345,10 @@ for (const [example, framework] of [
     const stripped = await run('node', ['-e', strip], { cwd: app, env: bare, ms: 30_000 });
     t.equal(stripped.code, 0, said('strip types', stripped));
     const [port, apiPort] = await freePorts(2);
-    const child = spawn('node', [js], { cwd: app, env: { ...bare, PORT: String(port), ZONAL_PORT: String(apiPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnUntracked('node', [js], { cwd: app, env: { ...bare, PORT: String(port), ZONAL_PORT: String(apiPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
     t.teardown(() => void child.kill('SIGTERM'));
     const until = async (probe: () => Promise<boolean> | boolean, ms: number) => {
       const end = Date.now() + ms;

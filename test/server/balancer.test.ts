@@ -2,7 +2,6 @@
 // health and slow start with an injected clock, live set changes made through /config,
 // and the repair of a killed worker's connections. Two Balancer instances over one
 // status stand for two workers: they share every cell, and keep their own round robin.
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { bodyText, createApi } from '../../src/api/index.js';
@@ -14,7 +13,7 @@ import { changePeers, PeerCell, peerHandles, PeerState } from '../../src/metrics
 import type { BalancingMethod } from '../../src/server/config/model.js';
 import { Balancer, repairSlot, type Chosen, type NoPeer } from '../../src/server/upstream/balancer.js';
 import { crc32, ipHashBytes } from '../../src/server/upstream/hash.js';
-import { uniqueName } from '../helpers.js';
+import { forkNode, uniqueName } from '../helpers.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -578,7 +577,7 @@ async function tests() {
     const mine = balancer();
     const own = chosen(t, mine.pick());
     const slot = 3;
-    const child = fork(fileURLToPath(import.meta.url), [], {
+    const child = forkNode(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, [CHILD]: '1', [INSTANCE_ENV]: status.instance, [WORKER_SLOT_ENV]: String(slot) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

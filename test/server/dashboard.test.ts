@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { eventually, freePorts, getJson, testConfig, Zonal } from './zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from './zonal.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const absent = !existsSync(CHROMIUM) && `${CHROMIUM} is not installed (Debian's chromium package; .ci/run installs it): the dashboard is not tested in a browser`;
@@ -56,7 +56,7 @@ t.test('dashboard: configuration checks', async (t) => {
     [`dashboard;`, /"dashboard" directive is not allowed here/],
   ];
   for (const [block, error] of wrong) {
-    const r = await testConfig(`http { server { listen 127.0.0.1:${admin} admin; ${block} } }\n`);
+    const r = await checkConfig(`http { server { listen 127.0.0.1:${admin} admin; ${block} } }\n`);
     t.not(r.code, 0, `${block}: refused`);
     t.match(r.err, error, block);
     t.match(r.err, /zonal\.conf:1/, 'names the file and line');

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, freePorts, getJson, runZonal, Zonal } from './zonal.js';
+import { checkFile, eventually, freePorts, getJson, Zonal } from './zonal.js';
 
 const [site, admin, backendPort] = await freePorts(3);
 
@@ -251,7 +251,7 @@ t.test('zonal -t names the file and line of a bad condition', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'zonal.conf');
   writeFileSync(file, 'http {\n  server {\n    listen 127.0.0.1:1;\n    location / {\n      if ($uri ~ "(") { return 200; }\n      if ($arg_a) { deny all; }\n    }\n  }\n}\n');
-  const { code, err } = await runZonal(['-t', '-c', file]);
+  const { code, err } = await checkFile(file);
   t.equal(code, 1);
   t.match(err, `in "if" directive in ${file}:5`);
   t.match(err, `"deny" directive is not allowed here in ${file}:6`);

@@ -10,7 +10,7 @@ import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkExposition, promtool } from '../api/exposition.js';
-import { eventually, freePorts, getJson, runZonal, Zonal } from './zonal.js';
+import { checkFile, eventually, freePorts, getJson, Zonal } from './zonal.js';
 
 /** A backend: counts requests, and how many it held at once; answers after `delay` ms. */
 class Backend {
@@ -315,7 +315,7 @@ t.test('peer names and slow_start: -t and /config refuse the same, with the same
   const check = async (upstream: string) => {
     const file = join(dir, 'check.conf');
     writeFileSync(file, `worker_processes 1;\nhttp {\n    upstream u {\n${upstream}\n    }\n    server {\n        listen 127.0.0.1:1;\n    }\n}\n`);
-    const r = await runZonal(['-t', '-c', file]);
+    const r = await checkFile(file);
     return { code: r.code, err: r.err, at: `${file}:` };
   };
   const api = (method: string, path: string, body: unknown) =>

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { freePorts, getJson, runZonal, Zonal } from './zonal.js';
+import { checkFile, freePorts, getJson, Zonal } from './zonal.js';
 
 /** A CA, a certificate it signs for backend.test and 127.0.0.1, and a self-signed one. */
 function certificates(): Record<string, string> {
@@ -215,7 +215,7 @@ t.test('-t refuses what cannot work, with file and line', async (t) => {
 }
 `,
   );
-  const r = await runZonal(['-t', '-c', file]);
+  const r = await checkFile(file);
   t.not(r.code, 0, '-t fails');
   t.match(r.err, `no "proxy_ssl_trusted_certificate" for "proxy_ssl_verify" in ${file}:6`);
   t.match(r.err, `no PEM certificate in it in ${file}:10`);

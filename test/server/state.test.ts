@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts, getJson, runZonal, Zonal } from './zonal.js';
+import { checkFile, freePorts, getJson, runZonal, Zonal } from './zonal.js';
 
 const [admin, p1, p2, p3] = await freePorts(4);
 const A = `127.0.0.1:${p1}`;
@@ -103,12 +103,12 @@ t.test('a corrupt state file: -t, start and reload name its line, nothing crashe
   writeFileSync(main, conf(file));
   writeFileSync(file, `server ${A};\nserver ${B} weight=heavy;\n`);
 
-  const checked = await runZonal(['-t', '-c', main]);
+  const checked = await checkFile(main);
   t.not(checked.code, 0, '-t fails');
   t.match(checked.err, `zonal: [emerg] bad value in "weight=heavy" in the state file of upstream "u" in ${file}:2`, '-t names the state file and its line');
 
   writeFileSync(file, `# kept by zonal\nserver ${A};\nserver example.org:80 weight=2;\n`);
-  const named = await runZonal(['-t', '-c', main]);
+  const named = await checkFile(main);
   t.match(named.err, `zonal: [emerg] the server "example.org:80" is a host name, which needs a resolver`, 'a peer zonal cannot address: the same message as in the configuration file');
   t.match(named.err, `in the state file of upstream "u" in ${file}:3`, 'by its line');
 
@@ -137,7 +137,7 @@ t.test('a state file that cannot be written: -t names the directive; a /config w
   const main = join(dir, 'zonal.conf');
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(main, conf(join(dir, 'missing', 'u.state')));
-  const checked = await runZonal(['-t', '-c', main]);
+  const checked = await checkFile(main);
   t.not(checked.code, 0, '-t fails');
   t.match(checked.err, new RegExp(`cannot write the state file ".*missing/u\\.state" \\(ENOENT\\) in ${main.replace(/\./g, '\\.')}:6`), 'naming the directive');
 

@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { selfSigned } from '../helpers.js';
-import { freePorts, getJson, testConfig, Zonal } from './zonal.js';
+import { checkConfig, freePorts, getJson, Zonal } from './zonal.js';
 
 const [site, secure, admin] = await freePorts(3);
 
@@ -149,14 +149,14 @@ t.test('the configuration: keys need a group, counts and parameters are checked'
     ['status_zone $host zone=a/b:2;', /invalid zone name "a\/b"/],
   ];
   for (const [directive, error] of cases) {
-    const r = await testConfig(wrap(directive));
+    const r = await checkConfig(wrap(directive));
     t.not(r.code, 0, directive);
     t.match(r.err, error, directive);
   }
-  t.equal((await testConfig(wrap('status_zone $host$uri zone=h:2;'))).code, 0, 'a key of several variables');
+  t.equal((await checkConfig(wrap('status_zone $host$uri zone=h:2;'))).code, 0, 'a key of several variables');
   // docs/runtime-zones.md's configuration, as written there.
   const doc = readFileSync(new URL('../../docs/runtime-zones.md', import.meta.url), 'utf8');
   const sample = /```nginx\n([\s\S]*?)```/.exec(doc)![1];
-  t.same(await testConfig(sample), { code: 0, err: 'zonal: configuration file <dir>/zonal.conf test is successful\n' }, "the docs' configuration loads");
-  t.equal((await testConfig(wrap('status_zone $http_x_tenant zone=h;'))).code, 0, 'no count: one zone');
+  t.same(await checkConfig(sample), { code: 0, err: 'zonal: configuration file <dir>/zonal.conf test is successful\n' }, "the docs' configuration loads");
+  t.equal((await checkConfig(wrap('status_zone $http_x_tenant zone=h;'))).code, 0, 'no count: one zone');
 });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { connect } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { selfSigned } from '../helpers.js';
-import { eventually, freePorts, getJson, testConfig, Zonal } from './zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from './zonal.js';
 
 const [port, tlsPort, backendPort, otherPort] = await freePorts(4);
 const dir = mkdtempSync(join(tmpdir(), 'zonal-variables-'));
@@ -233,10 +233,10 @@ t.test('ssl variables over a real TLS connection', async (t) => {
 });
 
 t.test('-t: an unknown variable is refused in nginx\'s words, known ones anywhere', async (t) => {
-  const unknown = await testConfig(`http { server { listen 127.0.0.1:${port}; location / { add_header X $nonesuch; } } }\n`);
+  const unknown = await checkConfig(`http { server { listen 127.0.0.1:${port}; location / { add_header X $nonesuch; } } }\n`);
   t.not(unknown.code, 0);
   t.match(unknown.err, /unknown "nonesuch" variable/);
-  const proxyT = await testConfig(
+  const proxyT = await checkConfig(
     `http { server { listen 127.0.0.1:${port}; add_header X-Connect $upstream_connect_time; location / { proxy_pass http://127.0.0.1:${backendPort}; } location /v { return 200 "$ssl_session_reused $ssl_protocol $connection_requests $msec"; } } }\n`,
   );
   t.equal(proxyT.code, 0, proxyT.err);

@@ -7,7 +7,7 @@ import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
 import { statusConfigOf } from '../../../src/server/catalog.js';
 import type { LocationConfig } from '../../../src/server/config/model.js';
-import { runZonal } from '../zonal.js';
+import { checkFile } from '../zonal.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-cache-conf-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -129,9 +129,9 @@ for (const [name, text, message] of BAD)
   });
 
 t.test('zonal -t: the same refusal, and the good file passes', async (t) => {
-  const bad = await runZonal(['-t', '-c', write('http {\nproxy_cache_valid 200 forever;\n}\n')]);
+  const bad = await checkFile(write('http {\nproxy_cache_valid 200 forever;\n}\n'));
   t.not(bad.code, 0);
   t.match(bad.err, /invalid time value "forever"/);
-  const good = await runZonal(['-t', '-c', write(GOOD)]);
+  const good = await checkFile(write(GOOD));
   t.equal(good.code, 0, good.err);
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { NGINX_MODULES } from '../../../src/server/core/modules.js';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
-import { runZonal } from '../zonal.js';
+import { checkFile, runZonal } from '../zonal.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'zonal-cli-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -225,4 +225,19 @@ t.test('a state file with more peers than its zone holds fails -t', async (t) =>
   const big = tree({ 'zonal.conf': conf('zone u 64m;'), 'u.state': state });
   const ok = await runZonal(['-t', '-c', join(big, 'zonal.conf')]);
   t.equal(ok.code, 0, ok.err);
+});
+
+t.test("checkFile(), the tests' -t without a process, says what the command says", async (t) => {
+  const state = Array.from({ length: 400 }, (_, i) => `server 127.0.1.${(i % 250) + 1}:${1000 + i};`).join('\n') + '\n';
+  const cases = {
+    good: tree({ 'zonal.conf': 'events { }\ninclude http.conf;\n', 'http.conf': HTTP }),
+    'an error': tree({ 'zonal.conf': 'events { bogus; }\n' + HTTP }),
+    'user: a warning or an error': tree({ 'zonal.conf': 'user nobody nogroup;\n' + HTTP }),
+    'the shared memory tried': tree({ 'zonal.conf': 'http { upstream u { zone u 64k; state u.state; server 127.0.0.1:1; } }\n', 'u.state': state }),
+  };
+  for (const [what, root] of Object.entries(cases)) {
+    const file = join(root, 'zonal.conf');
+    const command = await runZonal(['-t', '-c', file]);
+    t.same(await checkFile(file), { code: command.code, err: command.err }, what);
+  }
 });

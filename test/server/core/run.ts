@@ -1,10 +1,9 @@
 // Runs `bin/zonal` with any command line, as nginx's test harness runs nginx: in a folder
 // of its own, started when its pid file appears. Every wait is bounded.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { BIN, eventually, Watched } from '../zonal.js';
+import { eventually, spawnZonal, Watched } from '../zonal.js';
 
 export class Run extends Watched {
   /** Writes `files` (names may have folders) into a new folder and runs `zonal <args>`
@@ -15,9 +14,7 @@ export class Run extends Watched {
       mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), text.replaceAll('%%DIR%%', dir));
     }
-    const plain = { ...process.env, ...env };
-    delete plain.NODE_OPTIONS;
-    const child = spawn(process.execPath, [BIN, ...args(dir)], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: plain });
+    const child = spawnZonal(args(dir), { cwd: dir, env: { ...process.env, ...env } });
     return new Run(dir, child);
   }
 

@@ -5,7 +5,7 @@
 // nginx refuses.
 import t from 'tap';
 import { request } from 'node:http';
-import { freePorts, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, Zonal } from '../zonal.js';
 
 const [port] = await freePorts(1);
 
@@ -138,7 +138,7 @@ t.test('-t refuses what nginx refuses', async (t) => {
     ['geo g { }', /invalid variable name "g"/],
   ];
   for (const [block, error] of cases) {
-    const r = await testConfig(wrap(block));
+    const r = await checkConfig(wrap(block));
     t.not(r.code, 0, block);
     t.match(r.err, error, block);
   }

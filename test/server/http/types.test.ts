@@ -4,7 +4,7 @@
 import t from 'tap';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePorts, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, Zonal } from '../zonal.js';
 
 const MIME_TYPES = '/etc/nginx/mime.types';
 const [mime, bare, own] = await freePorts(3);
@@ -88,10 +88,10 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     ['sendfile yes;', /invalid value "yes" in "sendfile" directive, it must be "on" or "off"/],
   ];
   // One run: every error is reported.
-  const r = await testConfig(`http {\n${cases.map(([line]) => line).join('\n')}\nserver { listen 127.0.0.1:${own}; } }`);
+  const r = await checkConfig(`http {\n${cases.map(([line]) => line).join('\n')}\nserver { listen 127.0.0.1:${own}; } }`);
   t.not(r.code, 0, 'fails');
   cases.forEach(([line, message], i) => t.match(r.err, new RegExp(`${message.source} in <dir>/zonal\\.conf:${i + 2}`), line));
-  const ok = await testConfig(`http {
+  const ok = await checkConfig(`http {
     keepalive_timeout 65 60; keepalive_requests 100; keepalive_time 1h; send_timeout 10;
     client_max_body_size 10g; client_body_buffer_size 128k; client_body_timeout 5s;
     client_header_timeout 5s; client_header_buffer_size 1k; large_client_header_buffers 4 16k;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
 import { statusConfigOf } from '../../../src/server/catalog.js';
-import { runZonal } from '../zonal.js';
+import { checkFile } from '../zonal.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-limits-conf-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -121,9 +121,9 @@ t.test('bad limits are refused with their file and line, by -t too', async (t) =
   const admin = write('http {\n  limit_conn_zone $uri zone=z:1m;\n  server {\n    listen 127.0.0.1:8081 admin;\n    limit_conn z 1;\n  }\n}\n');
   t.match(loadConfig(admin).errors.map(formatConfigError), [/"limit_conn" directive is not allowed in an admin server in .*:5/]);
 
-  const tested = await runZonal(['-t', '-c', write(`http {\n  server { listen 127.0.0.1:8080; limit_req zone=missing; }\n}\n`)]);
+  const tested = await checkFile(write(`http {\n  server { listen 127.0.0.1:8080; limit_req zone=missing; }\n}\n`));
   t.not(tested.code, 0, '-t fails');
   t.match(tested.err, /unknown limit_req_zone "missing" in .*zonal\.conf:2/);
-  const good = await runZonal(['-t', '-c', write(GOOD)]);
+  const good = await checkFile(write(GOOD));
   t.equal(good.code, 0, `-t passes the good configuration: ${good.err}`);
 });

@@ -7,7 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { formatConfigError, loadConfig } from '../../../src/server/config/load.js';
 import { setDefaultAccessLog } from '../../../src/server/log/default-access-log.js';
-import { testConfig } from '../zonal.js';
+import { checkConfig } from '../zonal.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'zonal-logconf-'));
 t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -117,7 +117,7 @@ t.test('log_format and access_log: formats, parameters, and every variable produ
 });
 
 t.test('zonal -t names what it refuses', async (t) => {
-  const r = await testConfig(`http { log_format x '$request $foo_bar'; server { listen 127.0.0.1:9100; } }\n`);
+  const r = await checkConfig(`http { log_format x '$request $foo_bar'; server { listen 127.0.0.1:9100; } }\n`);
   t.equal(r.code, 1);
   t.match(r.err, 'zonal: [emerg] unknown "foo_bar" variable in <dir>/zonal.conf:1');
 });

@@ -7,7 +7,7 @@ import t from 'tap';
 import { createServer, request, type Server } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { get } from '../upstream/backends.js';
 
 const [port, admin, back1, back2, slow] = await freePorts(5);
@@ -186,10 +186,10 @@ t.test('-t refuses what nginx refuses', async (t) => {
     ['map $uri $m { }\nserver { listen 127.0.0.1:1; location / { return 200 $m$other; } }', /unknown "other" variable/],
   ];
   for (const [block, error] of cases) {
-    const r = await testConfig(wrap(block));
+    const r = await checkConfig(wrap(block));
     t.not(r.code, 0, block);
     t.match(r.err, error, block);
   }
-  const ok = await testConfig(wrap('server { listen 127.0.0.1:2; location / { return 200 $later; } }\nmap $uri $later { default x; }'));
+  const ok = await checkConfig(wrap('server { listen 127.0.0.1:2; location / { return 200 $later; } }\nmap $uri $later { default x; }'));
   t.equal(ok.code, 0, `a map after the values that name it: ${ok.err}`);
 });

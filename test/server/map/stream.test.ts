@@ -6,7 +6,7 @@ import t from 'tap';
 import { createServer, connect } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePorts, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, Zonal } from '../zonal.js';
 
 const [port, other, backend, mapped] = await freePorts(4);
 const echo = createServer((s) => s.pipe(s));
@@ -64,10 +64,10 @@ t.test("a map's result in proxy_pass", async (t) => {
 
 t.test('-t', async (t) => {
   const stream = (body: string) => `stream {\n${body}\nserver { listen 127.0.0.1:${port}; proxy_pass 127.0.0.1:${backend}; }\n}\n`;
-  const ok = await testConfig(stream(`log_format f '$later'; access_log x.log f;\nmap $remote_addr $later { default x; }`));
+  const ok = await checkConfig(stream(`log_format f '$later'; access_log x.log f;\nmap $remote_addr $later { default x; }`));
   t.equal(ok.code, 0, `a map after the format that names it: ${ok.err}`);
-  const proxy = await testConfig(stream('geo $g { proxy 127.0.0.1; }'));
+  const proxy = await checkConfig(stream('geo $g { proxy 127.0.0.1; }'));
   t.match(proxy.err, /invalid network "proxy"/, 'geo proxy is http\'s');
-  const unknown = await testConfig(stream('map $http_host $m { }'));
+  const unknown = await checkConfig(stream('map $http_host $m { }'));
   t.match(unknown.err, /unknown "http_host" variable/, 'stream values know stream variables only');
 });

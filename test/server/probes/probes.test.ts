@@ -3,7 +3,7 @@
 // until a probe passed, and health.probes counts.
 import { createServer, type Server } from 'node:http';
 import t from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 
 interface Backend {
   readonly name: string;
@@ -120,7 +120,7 @@ http {
 });
 
 t.test('-t: upstream_probe checks', async (t) => {
-  const check = (location: string) => testConfig(`http {\nupstream u { server 127.0.0.1:9; }\nserver {\nlisten 127.0.0.1:1;\nlocation / {\n${location}\n}\n}\n}\n`);
+  const check = (location: string) => checkConfig(`http {\nupstream u { server 127.0.0.1:9; }\nserver {\nlisten 127.0.0.1:1;\nlocation / {\n${location}\n}\n}\n}\n`);
   t.match((await check('upstream_probe p;')).err, /"upstream_probe" needs a "proxy_pass" in its location: .*zonal\.conf:6/);
   t.match((await check('proxy_pass http://u; upstream_probe p interval=never;')).err, /invalid parameter "interval=never" in "upstream_probe" directive/);
   t.match((await check('proxy_pass http://u; upstream_probe p persistent;')).err, /"persistent" requires "essential"/);

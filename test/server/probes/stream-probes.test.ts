@@ -4,7 +4,7 @@
 // health.probes counts; `-t` refuses bad parameters naming file and line.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import t from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 
 interface Backend {
   readonly name: string;
@@ -155,7 +155,7 @@ stream {
 });
 
 t.test('-t: stream upstream_probe checks, with file and line', async (t) => {
-  const check = (server: string) => testConfig(`stream {\nupstream u { server 127.0.0.1:9; }\nserver {\nlisten 127.0.0.1:1;\nproxy_pass u;\n${server}\n}\n}\n`);
+  const check = (server: string) => checkConfig(`stream {\nupstream u { server 127.0.0.1:9; }\nserver {\nlisten 127.0.0.1:1;\nproxy_pass u;\n${server}\n}\n}\n`);
   const at = / in <dir>\/zonal\.conf:6\n/;
   const refused = async (server: string, message: RegExp) => {
     const r = await check(server);

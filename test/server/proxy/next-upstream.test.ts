@@ -4,7 +4,7 @@
 import t from 'tap';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
-import { freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, getJson, Zonal } from '../zonal.js';
 
 const [admin, front, bad, good, garbage, slow] = await freePorts(6);
 
@@ -143,7 +143,7 @@ t.test('proxy_next_upstream_tries 1: no other peer', async (t) => {
 
 t.test('the conditions at -t', async (t) => {
   const conf = (line: string) => `http { server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:2; ${line} } } }\n`;
-  const all = await testConfig(conf('proxy_next_upstream error timeout invalid_header http_500 http_502 http_503 http_504 http_403 http_404 http_429 non_idempotent; proxy_next_upstream_timeout 10s;'));
+  const all = await checkConfig(conf('proxy_next_upstream error timeout invalid_header http_500 http_502 http_503 http_504 http_403 http_404 http_429 non_idempotent; proxy_next_upstream_timeout 10s;'));
   t.equal(all.code, 0, `every condition nginx has: ${all.err}`);
   // The refusals (`updating`, a bad timeout) are in test/server/config.test.ts's table.
 });

@@ -4,7 +4,7 @@
 // $remote_port for access rules too; a broken header closes the connection.
 import t from 'tap';
 import { connect } from 'node:net';
-import { freePorts, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, Zonal } from '../zonal.js';
 
 const [port] = await freePorts(1);
 const conf = `worker_processes 2;
@@ -62,7 +62,7 @@ t.test('a broken header closes the connection unanswered', async (t) => {
 });
 
 t.test('-t: proxy_protocol goes with plain HTTP only', async (t) => {
-  const r = await testConfig(`http { server { listen 127.0.0.1:${port} ssl proxy_protocol; } }\n`);
+  const r = await checkConfig(`http { server { listen 127.0.0.1:${port} ssl proxy_protocol; } }\n`);
   t.not(r.code, 0);
   t.match(r.err, /the "proxy_protocol" parameter goes with a plain HTTP listen only, not "ssl"/);
 });

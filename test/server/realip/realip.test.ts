@@ -7,7 +7,7 @@ import t from 'tap';
 import { request } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { CountingBackend } from '../upstream/backends.js';
 
 const [port, admin, b1, b2, b3, port2] = await freePorts(6);
@@ -133,10 +133,10 @@ t.test('-t refuses what nginx refuses', async (t) => {
     ['real_ip_header;', /invalid number of arguments in "real_ip_header" directive/],
   ];
   for (const [line, error] of cases) {
-    const r = await testConfig(wrap(line));
+    const r = await checkConfig(wrap(line));
     t.not(r.code, 0, line);
     t.match(r.err, error, line);
   }
-  const ok = await testConfig(wrap('set_real_ip_from unix:; set_real_ip_from localhost; set_real_ip_from ::1; real_ip_header proxy_protocol;'));
+  const ok = await checkConfig(wrap('set_real_ip_from unix:; set_real_ip_from localhost; set_real_ip_from ::1; real_ip_header proxy_protocol;'));
   t.equal(ok.code, 0, ok.err);
 });

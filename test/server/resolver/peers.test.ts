@@ -4,7 +4,7 @@
 // address with `server` the configured name, the resolver zone's counters.
 import { createServer, type Server } from 'node:http';
 import t from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { startDnsmasq } from './dns-servers.js';
 
 /** An HTTP backend on a loopback address that answers with that address. */
@@ -185,7 +185,7 @@ http {
 });
 
 t.test('-t: resolve needs a resolver, service needs resolve, names need resolve', async (t) => {
-  const check = (body: string) => testConfig(`http {\n${body}\n}\n`);
+  const check = (body: string) => checkConfig(`http {\n${body}\n}\n`);
   const noResolver = await check('upstream u { server a.test:80 resolve; }');
   t.equal(noResolver.code, 1);
   t.match(noResolver.err, /no resolver defined to resolve "a\.test:80" in upstream "u" in <dir>\/zonal\.conf:2/);

@@ -6,7 +6,7 @@
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { EchoBackend, exchange } from '../stream/peers.js';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { startDnsmasq } from './dns-servers.js';
 
 /** Echo backends on loopback addresses, each greeting with its address and a newline. */
@@ -230,7 +230,7 @@ stream {
 });
 
 t.test('-t: stream resolve needs a resolver; stream resolver parameters are checked', async (t) => {
-  const check = (body: string) => testConfig(`stream {\n${body}\n}\n`);
+  const check = (body: string) => checkConfig(`stream {\n${body}\n}\n`);
   const noResolver = await check('upstream u { server a.test:80 resolve; }\nserver { listen 127.0.0.1:1; proxy_pass u; }');
   t.equal(noResolver.code, 1);
   t.match(noResolver.err, /no resolver defined to resolve "a\.test:80" in upstream "u" in <dir>\/zonal\.conf:2/);

@@ -7,11 +7,11 @@ import { checkConfig, runZonal } from '../zonal.js';
 const http = (...lines: string[]) => ['events {}', 'http {', '  server {', '    listen 127.0.0.1:8080;', ...lines, '  }', '}', ''].join('\n');
 
 const ok = async (t: Test, text: string, what: string) => {
-  const r = checkConfig(text);
+  const r = await checkConfig(text);
   t.equal(r.code, 0, `${what}: ${r.err}`);
 };
 const refused = async (t: Test, text: string, message: RegExp, what: string) => {
-  const r = checkConfig(text);
+  const r = await checkConfig(text);
   t.not(r.code, 0, `${what}: refused`);
   t.match(r.err, message, what);
 };

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, getJson, Zonal } from '../zonal.js';
 import { certificates } from './certs.js';
 import { get } from './client.js';
 
@@ -190,7 +190,7 @@ t.test('-t refuses what nginx refuses', async (t) => {
     ['    ssl_session_tickets maybe;', /invalid value "maybe" in "ssl_session_tickets" directive, it must be "on" or "off"/],
   ];
   for (const [line, message] of cases) {
-    const r = await testConfig(base(line).replace('ssl_certificate c;', 'ssl_certificate /dev/null;').replace('ssl_certificate_key k;', 'ssl_certificate_key /dev/null;'));
+    const r = await checkConfig(base(line).replace('ssl_certificate c;', 'ssl_certificate /dev/null;').replace('ssl_certificate_key k;', 'ssl_certificate_key /dev/null;'));
     t.not(r.code, 0, line);
     t.match(r.err, message, line);
   }

@@ -7,7 +7,7 @@ import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from '../stream/peers.js';
 import { CountingBackend, get, many } from './backends.js';
 
@@ -210,7 +210,7 @@ http {
     server { listen 127.0.0.1:${admin2} admin; location / { api /; } }
 }
 `;
-  const checked = await testConfig(conf);
+  const checked = await checkConfig(conf);
   t.equal(checked.code, 0, `-t takes it: ${checked.err}`);
   const z = await Zonal.start({ 'zonal.conf': conf });
   t.teardown(() => z.stop());

@@ -7,7 +7,7 @@
 // robin. Also what -t and /config refuse with it.
 import { createServer, type Server } from 'node:http';
 import t, { type Test } from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from '../stream/peers.js';
 import { get, many } from './backends.js';
 
@@ -191,10 +191,10 @@ t.test('/config follows least_time: weight, max_conns and backup yes, slow_start
 t.test('-t: least_time modes by protocol, its parameter, its conflicts', async (t) => {
   const http = (body: string) => `http { upstream u { ${body} } server { listen 127.0.0.1:1; location / { proxy_pass http://u; } } }`;
   const stream = (body: string) => `stream { upstream u { ${body} } server { listen 127.0.0.1:1; proxy_pass u; } }`;
-  t.equal((await testConfig(http('least_time header; server 127.0.0.1:1;'))).code, 0, 'http header');
-  t.equal((await testConfig(http('least_time last_byte inflight; server 127.0.0.1:1 weight=2 backup;'))).code, 0, 'http last_byte inflight, with a backup');
-  t.equal((await testConfig(stream('least_time connect; server 127.0.0.1:1;'))).code, 0, 'stream connect');
-  t.equal((await testConfig(stream('least_time last_byte inflight; server 127.0.0.1:1;'))).code, 0, 'stream last_byte inflight');
+  t.equal((await checkConfig(http('least_time header; server 127.0.0.1:1;'))).code, 0, 'http header');
+  t.equal((await checkConfig(http('least_time last_byte inflight; server 127.0.0.1:1 weight=2 backup;'))).code, 0, 'http last_byte inflight, with a backup');
+  t.equal((await checkConfig(stream('least_time connect; server 127.0.0.1:1;'))).code, 0, 'stream connect');
+  t.equal((await checkConfig(stream('least_time last_byte inflight; server 127.0.0.1:1;'))).code, 0, 'stream last_byte inflight');
   for (const [conf, message] of [
     [http('least_time connect; server 127.0.0.1:1;'), /invalid parameter "connect"/],
     [http('least_time first_byte; server 127.0.0.1:1;'), /invalid parameter "first_byte"/],
@@ -204,7 +204,7 @@ t.test('-t: least_time modes by protocol, its parameter, its conflicts', async (
     [http('least_conn; least_time header; server 127.0.0.1:1;'), /load balancing method redefined/],
     [http('least_time header; server 127.0.0.1:1 slow_start=10s; server 127.0.0.1:2;'), /does not support parameter "slow_start"/],
   ] as const) {
-    const r = await testConfig(conf);
+    const r = await checkConfig(conf);
     t.not(r.code, 0, conf);
     t.match(r.err, message, conf);
   }

@@ -3,7 +3,7 @@
 // Each keeps its own peers, counters and /config entries in the one zone, which
 // /status/slabs lists once; two different sizes for one zone fail `-t` in nginx's words.
 import t from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { EchoBackend, exchange } from '../stream/peers.js';
 import { CountingBackend, many } from './backends.js';
 
@@ -129,19 +129,19 @@ t.test('a reload keeps the shared zone and each upstream\'s counters', async (t)
 
 t.test('-t: two sizes for one zone conflict (http and stream), one size given once passes', async (t) => {
   const up = (a: string, b: string) => `upstream a { zone z ${a}; server 127.0.0.1:1; } upstream b { zone z ${b}; server 127.0.0.1:2; }`;
-  let r = await testConfig(`http { ${up('1m', '2m')} }`);
+  let r = await checkConfig(`http { ${up('1m', '2m')} }`);
   t.not(r.code, 0);
   t.match(r.err, /\[emerg\] the size 2097152 of shared memory zone "z" conflicts with already declared size 1048576 in .*:1/);
-  r = await testConfig(`stream {\n ${up('64k', '128k')} }`);
+  r = await checkConfig(`stream {\n ${up('64k', '128k')} }`);
   t.not(r.code, 0);
   t.match(r.err, /\[emerg\] the size 131072 of shared memory zone "z" conflicts with already declared size 65536 in .*:2/);
   for (const text of [`http { ${up('1m', '1m')} }`, `http { ${up('1m', '')} }`, `http { ${up('', '1m')} }`, `stream { ${up('', '')} }`]) {
-    r = await testConfig(text);
+    r = await checkConfig(text);
     t.equal(r.code, 0, `${text}: ${r.err}`);
   }
   // A zone is still of one kind: an http upstream's is no stream upstream's nor a limit's.
-  r = await testConfig(`http { upstream a { zone z 1m; server 127.0.0.1:1; } } stream { upstream b { zone z; server 127.0.0.1:2; } }`);
+  r = await checkConfig(`http { upstream a { zone z 1m; server 127.0.0.1:1; } } stream { upstream b { zone z; server 127.0.0.1:2; } }`);
   t.match(r.err, /shared memory zone "z" is already used by http upstream "a"/);
-  r = await testConfig(`http { upstream a { zone z 1m; server 127.0.0.1:1; } upstream b { zone z; server 127.0.0.1:2; } limit_req_zone $uri zone=z:1m rate=1r/s; }`);
+  r = await checkConfig(`http { upstream a { zone z 1m; server 127.0.0.1:1; } upstream b { zone z; server 127.0.0.1:2; } limit_req_zone $uri zone=z:1m rate=1r/s; }`);
   t.match(r.err, /shared memory zone "z" is already used by upstream/);
 });

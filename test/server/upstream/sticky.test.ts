@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import t, { type Test } from 'tap';
-import { eventually, freePorts, getJson, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, eventually, freePorts, getJson, Zonal } from '../zonal.js';
 import { CountingBackend } from './backends.js';
 
 const [admin, fCookie, fRoute, fStrict, fSecret, p1, p2, p3] = await freePorts(8);
@@ -228,8 +228,8 @@ t.test('sticky_secret: ids are the MD5 of the sid and the secret', async (t) => 
 
 t.test('-t: sticky modes, attributes, and where it is allowed', async (t) => {
   const http = (body: string) => `http { upstream u { server 127.0.0.1:1; ${body} } server { listen 127.0.0.1:1; location / { proxy_pass http://u; } } }`;
-  t.equal((await testConfig(http('sticky cookie x expires=max domain=$host httponly samesite=None secure path=/p; sticky_secret s; sticky_strict off;'))).code, 0, 'every attribute');
-  t.equal((await testConfig(http('least_time header; sticky route $http_x_route $cookie_r;'))).code, 0, 'route, with least_time');
+  t.equal((await checkConfig(http('sticky cookie x expires=max domain=$host httponly samesite=None secure path=/p; sticky_secret s; sticky_strict off;'))).code, 0, 'every attribute');
+  t.equal((await checkConfig(http('least_time header; sticky route $http_x_route $cookie_r;'))).code, 0, 'route, with least_time');
   for (const [conf, message] of [
     [http('sticky learn create=$upstream_cookie_x lookup=$cookie_x zone=s:1m;'), /"sticky learn" is not supported/],
     [http('sticky header x;'), /unknown sticky mode "header"/],
@@ -244,7 +244,7 @@ t.test('-t: sticky modes, attributes, and where it is allowed', async (t) => {
     [`stream { upstream u { server 127.0.0.1:1; sticky cookie x; } server { listen 127.0.0.1:1; proxy_pass u; } }`, /"sticky" directive is not allowed here/],
     [`stream { upstream u { server 127.0.0.1:1 sid=a; } server { listen 127.0.0.1:1; proxy_pass u; } }`, /invalid parameter "sid=a"/],
   ] as const) {
-    const r = await testConfig(conf);
+    const r = await checkConfig(conf);
     t.not(r.code, 0, conf);
     t.match(r.err, message, conf);
   }
