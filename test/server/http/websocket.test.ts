@@ -436,10 +436,10 @@ t.test('counted as a 101 in the server zone, the location zone and the peer, wit
 
 t.test('proxy_send_timeout is checked as nginx checks a time', async (t) => {
   const { checkConfig } = await import('../zonal.js');
-  const bad = checkConfig('events {}\nhttp { server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:2; proxy_send_timeout soon; } } }\n');
+  const bad = await checkConfig('events {}\nhttp { server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:2; proxy_send_timeout soon; } } }\n');
   t.equal(bad.code, 1, 'an invalid time is refused');
   t.match(bad.err, /invalid value "soon" in "proxy_send_timeout" directive/, "nginx's words");
-  t.equal(checkConfig('events {}\nhttp { proxy_send_timeout 5s; server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:2; proxy_send_timeout 1m; } } }\n').code, 0, 'accepted in http and location');
+  t.equal((await checkConfig('events {}\nhttp { proxy_send_timeout 5s; server { listen 127.0.0.1:1; location / { proxy_pass http://127.0.0.1:2; proxy_send_timeout 1m; } } }\n')).code, 0, 'accepted in http and location');
 });
 
 t.test('proxy_send_timeout: a request body the peer stops reading ends the attempt as a timeout (504)', async (t) => {

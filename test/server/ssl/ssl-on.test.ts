@@ -2,7 +2,7 @@
 // it is TLS as if it said `ssl`; in the http block, every server's. Without a
 // certificate it is refused as nginx refuses it. Real bin/zonal, node:tls clients.
 import t from 'tap';
-import { freePorts, testConfig, Zonal } from '../zonal.js';
+import { checkConfig, freePorts, Zonal } from '../zonal.js';
 import { certificates } from './certs.js';
 import { get } from './client.js';
 
@@ -64,10 +64,10 @@ http {
 });
 
 t.test('-t refuses ssl on without a certificate, and a value other than on or off', async (t) => {
-  const noCert = await testConfig(`http {\n  server {\n    listen 127.0.0.1:1;\n    ssl on;\n  }\n}\n`);
+  const noCert = await checkConfig(`http {\n  server {\n    listen 127.0.0.1:1;\n    ssl on;\n  }\n}\n`);
   t.not(noCert.code, 0);
   t.match(noCert.err, /no "ssl_certificate" is defined for the "ssl" directive/);
-  const bad = await testConfig(`http {\n  server {\n    listen 127.0.0.1:1;\n    ssl yes;\n  }\n}\n`);
+  const bad = await checkConfig(`http {\n  server {\n    listen 127.0.0.1:1;\n    ssl yes;\n  }\n}\n`);
   t.not(bad.code, 0);
   t.match(bad.err, /invalid value "yes" in "ssl" directive, it must be "on" or "off"/);
 });
