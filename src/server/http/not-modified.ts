@@ -4,12 +4,17 @@
 // default `if_modified_since exact`) and If-None-Match naming the ETag (weakly) is 304.
 import type { IncomingMessage } from 'node:http';
 import { header } from './variables.js';
-import type { Validators } from './range.js';
 
 /** An HTTP date in whole seconds (nginx's time_t), undefined when it is none. */
 export function httpSeconds(value: string): number | undefined {
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+/** What an answer's own validators are (its ETag and Last-Modified), for the conditions and If-Range. */
+export interface Validators {
+  readonly etag?: string;
+  readonly lastModified?: string;
 }
 
 /** 200 (answer as it is), 304 or 412. */

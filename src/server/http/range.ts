@@ -6,7 +6,7 @@
 // it names the answer's ETag or its Last-Modified exactly.
 import type { IncomingMessage } from 'node:http';
 import { header } from './variables.js';
-import { httpSeconds } from './not-modified.js';
+import { httpSeconds, type Validators } from './not-modified.js';
 
 /** [start, end) of the body. */
 export interface ByteRange {
@@ -22,12 +22,6 @@ export type RangeDecision =
 
 const WHOLE: RangeDecision = { kind: 'whole' };
 const UNSATISFIABLE: RangeDecision = { kind: 'unsatisfiable' };
-
-/** What the answer's own validators are, for If-Range. */
-export interface Validators {
-  readonly etag?: string;
-  readonly lastModified?: string;
-}
 
 /** nginx's decision for a 200 answer of `length` bytes that allows ranges. */
 export function rangeOf(req: IncomingMessage, length: number, validators: Validators): RangeDecision {
