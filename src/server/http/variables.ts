@@ -90,8 +90,21 @@ export function setRealAddress(req: IncomingMessage, real: RealAddress): void {
 
 export const realAddressOf = (req: object): RealAddress | undefined => (req as Real)[REAL];
 
-/** `$remote_addr`: realip's address, else the connection's. */
-export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => (req as Real)[REAL]?.address ?? unmapped(req.socket?.remoteAddress ?? '');
+const PEER_ADDRESS = Symbol('zonal.remote_addr');
+type AddressedSocket = { readonly remoteAddress?: string; [PEER_ADDRESS]?: string };
+
+/** `$remote_addr`: realip's address, else the connection's, kept on the socket once read
+ * (node's getter asks the socket's handle, and a connection's peer does not change). */
+export const clientAddress = (req: { readonly socket?: { readonly remoteAddress?: string } }): string => (req as Real)[REAL]?.address ?? peerAddress(req.socket as AddressedSocket | undefined);
+
+function peerAddress(socket: AddressedSocket | undefined): string {
+  if (!socket) return '';
+  const kept = socket[PEER_ADDRESS];
+  if (kept !== undefined) return kept;
+  const address = socket.remoteAddress;
+  // A socket already closed says nothing: nothing is kept.
+  return address === undefined ? '' : (socket[PEER_ADDRESS] = unmapped(address));
+}
 
 /** `$remote_port`: realip's port (empty when the header gave none), else the connection's. */
 export function clientPort(req: IncomingMessage): string {

@@ -91,7 +91,8 @@ function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = log
     outer += `const f${i} = a[${i}];\n`;
     if (none) values += `const v${i} = f${i}(r), e${i} = v${i} === undefined ? m : v${i};\n`;
     else {
-      outer += `let l${i} = null, e${i} = '';\n`;
+      // k: the value's bytes, kept while it repeats (a long one is copied, not encoded again).
+      outer += `let l${i} = null, e${i} = '', w${i} = null, k${i} = null;\n`;
       values += `const v${i} = f${i}(r);\nif (v${i} !== l${i}) { l${i} = v${i}; e${i} = v${i} === undefined ? m : v${i} === '' ? '' : x(v${i}); }\n`;
     }
   }
@@ -104,7 +105,10 @@ function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = log
     // Short text as stores of constants, longer as a loop (a call to copy costs more).
     if (t.length <= 32) for (const c of t) put += `b[p++] = ${c};\n`;
     else put += `for (let i = 0; i < ${t.length}; i++) b[p + i] = t${i}[i];\np += ${t.length};\n`;
-    if (i < e.length) put += `p = s(b, p, ${e[i]});\n`;
+    if (i < e.length) {
+      if (none) put += `p = s(b, p, ${e[i]});\n`;
+      else put += `if (${e[i]}.length <= 16) p = s(b, p, ${e[i]});\nelse {\nif (w${i} !== ${e[i]}) { w${i} = ${e[i]}; k${i} = Buffer.from(${e[i]}); }\nb.set(k${i}, p);\np += k${i}.length;\n}\n`;
+    }
   });
   const make = new Function(
     'a',
