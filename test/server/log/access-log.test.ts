@@ -199,6 +199,16 @@ t.test('buffer= with flush=: lines held, then written once flush has passed', as
   t.same(await linesOf('buf.log', 1), ['held'], 'written by flush=');
 });
 
+t.test('buffer=: long values that repeat, change and come back are each written as they are', async (t) => {
+  const before = lines('buf.log').length;
+  const values = ['a long value of more than sixteen', 'a long value of more than sixteen', 'another long value, 0123456789', 'short', 'a "quoted" long value, escaped', 'a long value of more than sixteen'];
+  for (const v of values) await get('/buf', { 'X-Test': v });
+  // Each worker holds its own buffer: the lines of two workers come in the order they flush.
+  const written = (await linesOf('buf.log', before + values.length)).slice(before).sort();
+  const expected = [...values.slice(0, 4), 'a \\x22quoted\\x22 long value, escaped', values[5]].sort();
+  t.same(written, expected, 'each line its own value, escaped as nginx escapes it');
+});
+
 t.test('the peers a proxied request tried: $upstream_addr, $upstream_status and their times', async (t) => {
   const r = await get('/up');
   t.equal(r.body, 'up\n');
