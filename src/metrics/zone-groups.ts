@@ -230,8 +230,10 @@ export class ZoneGroup<R> {
   private readonly known = new Map<string, R>();
   private catalogGeneration = -1;
   private config: ZoneGroupConfig | undefined;
-  /** The group's record generation at which it was found full. */
+  /** The group's record generation at which it was found full, and its names then: a
+   * key another worker listed before is its zone, full or not. */
   private fullAt = -1;
+  private fullNames: ReadonlySet<string> = new Set();
   private overflow: R | undefined;
   private configured = new Set<string>();
 
@@ -273,7 +275,7 @@ export class ZoneGroup<R> {
 
   private claim(config: ZoneGroupConfig, key: string): R | undefined {
     const generation = groupGeneration(this.status, this.family, this.name);
-    if (generation === this.fullAt) return this.own();
+    if (generation === this.fullAt) return this.fullNames.has(key) ? this.keep(key, this.recorderOf(key, config)) : this.own();
     let made: R | undefined;
     let full = false;
     const listed = updateNames(this.status, this.family, this.name, (names) => {
@@ -296,7 +298,10 @@ export class ZoneGroup<R> {
       return [...names, key];
     });
     if (!listed || full) {
-      if (listed) this.fullAt = groupGeneration(this.status, this.family, this.name);
+      if (listed) {
+        this.fullAt = groupGeneration(this.status, this.family, this.name);
+        this.fullNames = nameSet(groupZoneNames(this.status, this.family, this.name));
+      }
       return this.own();
     }
     return this.keep(key, made ?? this.recorderOf(key, config));

@@ -116,6 +116,19 @@ t.test('a write that loses the race for the last place reads the list again: the
   t.equal(zones['/b'].requests.total, 1);
 });
 
+t.test('a key another worker made is its zone, even in a worker that found the group full first', async (t) => {
+  const status = Status.create({ http: { serverZoneGroups: [{ name: 'hosts', count: 2 }] } }, { workers: 2, instance: uniqueName('full') });
+  t.teardown(() => status.remove());
+  // One worker makes the two zones; a later one meets a third key first (the group is
+  // full: it counts in "hosts"), then one of the two.
+  await record(status, 'server', 'hosts', [['a.example', 'b.example']], 1);
+  await record(status, 'server', 'hosts', [['c.example', 'a.example']], 1);
+  const zones = apiOf(status).get('/status/http/server_zones/').body as Record<string, Zone>;
+  t.same(Object.keys(zones), ['hosts', 'a.example', 'b.example']);
+  t.equal(zones['a.example'].requests.total, 2, 'a.example counted in its zone by both workers');
+  t.equal(zones.hosts.requests.total, 1, 'only c.example past the count');
+});
+
 t.test('in one process: a key that names a configured zone counts there; count 0 sends every key to the group’s own zone', async (t) => {
   const status = Status.create(
     {
