@@ -335,7 +335,8 @@ t.test('SIGKILLed workers are replaced: totals kept, their connections no longer
     await fresh!.send(GET('/'));
     t.equal((await fresh!.read()).body.toString(), 'hello\n');
   }
-  const after = await settled((s) => s.zones.site.requests.total === before.zones.site.requests.total + 8 && s.connections.idle === 1);
+  // The last answer's bytes reach the client before its worker counts it over: wait for both.
+  const after = await settled((s) => s.zones.site.requests.total === before.zones.site.requests.total + 8 && s.zones.site.requests.processing === 0 && s.connections.idle === 1);
   t.equal(after.zones.site.requests.total, before.zones.site.requests.total + 8, 'totals kept, and counting on');
   t.equal(after.zones.site.requests.processing, 0);
   t.equal(after.connections.active, 0, 'no connection active');
