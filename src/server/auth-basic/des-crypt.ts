@@ -8,7 +8,8 @@
 // did: 25 encryptions cost well under a millisecond, and runtime.ts remembers success.
 
 /** The 64 characters of crypt(3)'s encoding, in the order of their 6-bit values. */
-const ALPHABET = './0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** crypt(3)'s base 64 alphabet, of the salt and the hash alike (SHA-crypt's too). */
+export const ALPHABET = './0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 // FIPS 46's tables, bit positions counted from 1.
 const IP = [

@@ -3,8 +3,8 @@
 // Node has no crypt(3): this follows Ulrich Drepper's specification ("Unix crypt using
 // SHA-256 and SHA-512"), step by step, on node:crypto's hashes.
 import { createHash } from 'node:crypto';
+import { ALPHABET } from './des-crypt.js';
 
-const ITOA64 = './0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const ROUNDS_DEFAULT = 5000;
 const ROUNDS_MIN = 1000;
 const ROUNDS_MAX = 999_999_999;
@@ -36,7 +36,7 @@ function encode(algorithm: Algorithm, c: Buffer): string {
     const bytes = group.map((i) => (i < 0 ? 0 : c[i]));
     let w = (bytes[0] << 16) | (bytes[1] << 8) | bytes[2];
     const n = group.filter((i) => i >= 0).length + 1;
-    for (let k = 0; k < n; k++, w >>= 6) out += ITOA64[w & 0x3f];
+    for (let k = 0; k < n; k++, w >>= 6) out += ALPHABET[w & 0x3f];
   }
   return out;
 }
