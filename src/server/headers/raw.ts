@@ -3,22 +3,19 @@
 // head is set; nginx answers `add_header X-URI $uri` for `/%02` with the byte 0x02 in the
 // value, and for `/%E2%82%AC` with the three bytes of the euro sign.
 import type { ServerResponse } from 'node:http';
+import { wireBytes } from '../core/bytes.js';
 
-const WIDE = /[^\x00-\xff]/;
 /** What node:http's checkInvalidHeaderChar refuses among one-byte characters. */
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
-/** `value` as node:http writes a head, one byte per character: characters above 0xff (a
- * decoded URI's, a configuration's) become their UTF-8 bytes. */
-const headerBytes = (value: string): string => (WIDE.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value);
-
-/** Whether node:http refuses a value headerBytes made. */
+/** Whether node:http refuses a value wireBytes made (node:http writes a head one byte per
+ * character). */
 const refusedByNode = (value: string): boolean => CONTROL.test(value);
 
 /** `value` for the head of `res` as nginx would send it: what to set, or undefined when it
  * goes apart (appendRawHeader) or not at all: CR, LF or NUL would end the header line. */
 export function sendable(res: ServerResponse | undefined, name: string, value: string): string | undefined {
-  const v = headerBytes(value);
+  const v = wireBytes(value);
   if (!refusedByNode(v)) return v;
   if (res && !/[\r\n\0]/.test(v)) appendRawHeader(res, name, v);
   return undefined;

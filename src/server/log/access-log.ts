@@ -9,6 +9,7 @@ import { streamVariables } from '../config/variables.js';
 import { markStart, requestsTimed, timeRequests } from '../http/variables.js';
 import type { Inherited } from '../config/model.js';
 import type { AccessLogSpec, Escape, LogFormat } from './config.js';
+import { wireBytes } from '../core/bytes.js';
 import { LineBuffer, logFile } from './files.js';
 import { attemptsOf, traceUpstreams } from './upstream-trace.js';
 import { isUpstreamVariable, logVariable, type LogRecord } from './variables.js';
@@ -19,12 +20,29 @@ const VARIABLE = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
 
 const hex = (c: number) => `\\x${c.toString(16).toUpperCase().padStart(2, '0')}`;
 
+// A line is written as bytes, one character each (core/bytes.ts): every value is made one
+// before it is written, the format's own text is its UTF-8, and a value that is plain
+// ASCII, as nearly all are, passes its test unchanged.
+const PRINTABLE = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
+const JSON_SAFE = /^[^"\\\x00-\x1f\u0100-\uffff]*$/;
+
+function escapeBytes(s: string): string {
+  const b = wireBytes(s);
+  let out = '';
+  for (let i = 0; i < b.length; i++) {
+    const c = b.charCodeAt(i);
+    out += c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c ? hex(c) : b[i];
+  }
+  return out;
+}
+
 /** nginx's `escape=default`: `"`, `\`, control characters and bytes above 0x7e as \xXX;
- * `escape=json`: what a JSON string cannot hold as it is. */
+ * `escape=json`: what a JSON string cannot hold (bytes above 0x7f go as they are, as
+ * nginx writes them); `escape=none`: the bytes as they are. */
 const ESCAPES: Record<Escape, (s: string) => string> = {
-  default: (s) => (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(s) ? s : [...Buffer.from(s)].map((b) => (b < 0x20 || b > 0x7e || b === 0x22 || b === 0x5c ? hex(b) : String.fromCharCode(b))).join('')),
-  json: (s) => (/^[^"\\\x00-\x1f]*$/.test(s) ? s : JSON.stringify(s).slice(1, -1)),
-  none: (s) => s,
+  default: (s) => (PRINTABLE.test(s) ? s : escapeBytes(s)),
+  json: (s) => (JSON_SAFE.test(s) ? s : JSON.stringify(wireBytes(s)).slice(1, -1)),
+  none: wireBytes,
 };
 
 type Line<R = LogRecord> = (r: R) => string;
@@ -51,17 +69,13 @@ function pieces(text: string): { texts: string[]; names: string[] } {
   return { texts, names };
 }
 
-/** Writes `s` at `p` of `b`, which has room for it however it encodes; returns its end.
- * A short value byte by byte while it is ASCII, as log values nearly always are (a call
- * into the encoder costs more than its bytes); a longer one through the encoder, which
- * copies it whole (a JS loop over a string made of pieces walks them for every char). */
+/** Writes the byte string `s` at `p` of `b`, which has room for it; returns its end. A
+ * short value byte by byte (a call into the encoder costs more than its bytes), a longer
+ * one through the encoder, which copies it whole (a JS loop over a string made of pieces
+ * walks them for every char). */
 function putString(b: Buffer, p: number, s: string): number {
-  if (s.length > 16) return p + b.write(s, p);
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c > 0x7f) return p + b.write(s, p);
-    b[p + i] = c;
-  }
+  if (s.length > 16) return p + b.write(s, p, 'latin1');
+  for (let i = 0; i < s.length; i++) b[p + i] = s.charCodeAt(i);
   return p + s.length;
 }
 
@@ -89,7 +103,7 @@ function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = log
   });
   for (let i = 0; i < names.length; i++) {
     outer += `const f${i} = a[${i}];\n`;
-    if (none) values += `const v${i} = f${i}(r), e${i} = v${i} === undefined ? m : v${i};\n`;
+    if (none) values += `const v${i} = f${i}(r), e${i} = v${i} === undefined ? m : x(v${i});\n`;
     else {
       // k: the value's bytes, kept while it repeats (a long one is copied, not encoded again).
       outer += `let l${i} = null, e${i} = '', w${i} = null, k${i} = null;\n`;
@@ -97,9 +111,9 @@ function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = log
     }
   }
   const e = names.map((_, i) => `e${i}`);
-  const line = texts.map((t, i) => JSON.stringify(t) + (i < e.length ? ` + ${e[i]}` : '')).join(' + ');
-  // At most 3 bytes a UTF-16 unit: the room a line may take.
-  const room = [String(bytes.reduce((n, t) => n + t.length, 0)), ...e.map((v) => `3 * ${v}.length`)].join(' + ');
+  const line = bytes.map((t, i) => JSON.stringify(t.toString('latin1')) + (i < e.length ? ` + ${e[i]}` : '')).join(' + ');
+  // One byte a character: the room a line takes.
+  const room = [String(bytes.reduce((n, t) => n + t.length, 0)), ...e.map((v) => `${v}.length`)].join(' + ');
   let put = '';
   bytes.forEach((t, i) => {
     // Short text as stores of constants, longer as a loop (a call to copy costs more).
@@ -107,7 +121,7 @@ function compileFormat<R = LogRecord>(format: LogFormat, lookup: Lookup<R> = log
     else put += `for (let i = 0; i < ${t.length}; i++) b[p + i] = t${i}[i];\np += ${t.length};\n`;
     if (i < e.length) {
       if (none) put += `p = s(b, p, ${e[i]});\n`;
-      else put += `if (${e[i]}.length <= 16) p = s(b, p, ${e[i]});\nelse {\nif (w${i} !== ${e[i]}) { w${i} = ${e[i]}; k${i} = Buffer.from(${e[i]}); }\nb.set(k${i}, p);\np += k${i}.length;\n}\n`;
+      else put += `if (${e[i]}.length <= 16) p = s(b, p, ${e[i]});\nelse {\nif (w${i} !== ${e[i]}) { w${i} = ${e[i]}; k${i} = Buffer.from(${e[i]}, 'latin1'); }\nb.set(k${i}, p);\np += k${i}.length;\n}\n`;
     }
   });
   const make = new Function(
@@ -171,7 +185,7 @@ function writerOf<R = LogRecord>(spec: AccessLogSpec, lookup: Lookup<R> = logVar
   } else {
     const { line } = format;
     const file = logFile(spec.path);
-    write = (r) => file.write(line(r));
+    write = (r) => file.writeBytes(Buffer.from(line(r), 'latin1'));
   }
   if (spec.condition === undefined) return { write };
   return { write, condition: compileCondition<R>(spec.condition, lookup) };

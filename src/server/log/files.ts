@@ -99,16 +99,14 @@ export class LineBuffer {
     buffers.add(this);
   }
 
+  /** A line of one character per byte. */
   write(line: string): void {
-    // A line of n UTF-16 units takes at most 3n bytes: one that fits however it encodes
-    // is copied without being measured first (a pass over it, and a call, saved).
-    if (line.length * 3 > this.size - this.used) {
-      const n = Buffer.byteLength(line);
-      if (this.used + n > this.size && this.used > 0) this.flush();
+    if (line.length > this.size - this.used) {
+      if (this.used > 0) this.flush();
       // A line larger than the whole buffer goes as it is.
-      if (n > this.size) return this.file.write(line);
+      if (line.length > this.size) return this.file.writeBytes(Buffer.from(line, 'latin1'));
     }
-    this.used += this.bytes.write(line, this.used);
+    this.used += this.bytes.write(line, this.used, 'latin1');
     this.held();
   }
 
