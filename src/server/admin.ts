@@ -86,8 +86,9 @@ export class AdminListeners {
       // A location's auto redirect, before its access checks, as on the data plane.
       if (route.redirect !== undefined) return redirect(route.redirect, req, address.port, head);
       const place = route.place;
-      if (place.guard.open) return content(place, req, head);
-      const verdict = place.guard.check(req.remoteAddress ?? '', req.authorization);
+      const guard = place.guard.for(req.method);
+      if (guard.open) return content(place, req, head);
+      const verdict = guard.check(req.remoteAddress ?? '', req.authorization);
       return typeof verdict === 'number' ? guarded(verdict, place, req, head) : verdict.then((v) => guarded(v, place, req, head));
     };
   }
@@ -109,7 +110,7 @@ function redirect(path: string, req: ApiRequest, port: number, head: boolean): A
 }
 
 function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
-  return verdict === 0 ? content(place, req, head) : place.guard.refusal(verdict, head);
+  return verdict === 0 ? content(place, req, head) : place.guard.for(req.method).refusal(verdict, head);
 }
 
 function content(place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {

@@ -219,6 +219,8 @@ t.test('the directives allowed in an if block are those whose entry names the if
   t.same(inIf.sort(), [
     'api',
     'break',
+    // nginx's include is allowed in every context: its lines are the if block's own.
+    'include',
     'limit_conn',
     'limit_conn_dry_run',
     'limit_conn_log_level',

@@ -1,14 +1,14 @@
 // The auth_basic module's directives (ngx_http_auth_basic_module), composed into the
 // loader's table by config/directives.ts:
 //
-//   auth_basic <realm> | off;      http, server, location
-//   auth_basic_user_file <file>;   http, server, location
+//   auth_basic <realm> | off;      http, server, location, limit_except
+//   auth_basic_user_file <file>;   http, server, location, limit_except
 import { define, type DirectiveSpec } from '../config/spec.js';
 import { confFile } from '../config/files.js';
 import { checkVariables } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 
-const inheritable = ['http', 'server', 'location'] as const;
+const inheritable = ['http', 'server', 'location', 'limit_except'] as const;
 
 export const authBasicDirectives: Readonly<Record<string, DirectiveSpec>> = {
   auth_basic: define({

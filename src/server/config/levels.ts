@@ -138,6 +138,7 @@ export interface LocationLevel extends InheritableLevel {
   readonly locations: LocationLevel[];
   /** `if` blocks, in order. */
   readonly ifs: IfLevel[];
+  limitExcept?: LimitExceptLevel;
   /** The rewrite directives, `if` blocks among them, in order. */
   readonly script: RewriteStep[];
 }
@@ -164,6 +165,16 @@ export interface IfLevel extends InheritableLevel {
   proxyPass?: ProxyPass;
 }
 
+/** `limit_except <method>... { ... }` in a location: the settings of the requests whose
+ * method it does not list, merged from the location's as a nested location's are (nginx's
+ * NGX_HTTP_LMT_CONF: access and auth directives name the context). */
+export interface LimitExceptLevel extends InheritableLevel {
+  readonly kind: 'limit_except';
+  readonly origin: Origin;
+  /** Upper case; GET brings HEAD. */
+  readonly methods: readonly string[];
+}
+
 /** Every kind of block, by its context's name. A module with blocks of its own (stream)
  * adds them by augmenting this interface, so that the loader's types name no module. */
 export interface LevelKinds {
@@ -173,6 +184,7 @@ export interface LevelKinds {
   server_if: ServerIfLevel;
   location: LocationLevel;
   if: IfLevel;
+  limit_except: LimitExceptLevel;
   upstream: UpstreamLevel;
 }
 

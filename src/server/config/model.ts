@@ -271,6 +271,13 @@ export interface StatusZoneKey {
  * them (the last true `if` wins). Content (`api`, `proxy_pass`, files) it does not set
  * itself is the location's; a `return` in it answers at once.
  */
+/** `limit_except`: what a request whose method is not listed is checked against. */
+export interface LimitExceptConfig extends Inherited {
+  /** Upper case, HEAD among them when GET is. */
+  readonly methods: readonly string[];
+  readonly origin: Origin;
+}
+
 export interface IfConfig extends Inherited {
   readonly condition: IfCondition;
   /** Its own `status_zone`, else the location's (absent under `status_zone off`). */
@@ -303,6 +310,8 @@ export interface LocationConfig extends Inherited {
   readonly return?: ReturnConfig;
   /** `if` blocks in the order written, not inherited by nested locations. */
   readonly ifs?: readonly IfConfig[];
+  /** `limit_except`: its own location's alone, as nginx's. */
+  readonly limitExcept?: LimitExceptConfig;
   /** The rewrite directives (`if` blocks among them) in the order nginx runs them, when
    * there is more than a `return`. */
   readonly script?: readonly RewriteStep[];

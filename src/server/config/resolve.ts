@@ -406,6 +406,7 @@ class Resolver {
       ...statusZone,
       ...(l.return ? { return: l.return.value } : {}),
       ...(ifs.length ? { ifs } : {}),
+      ...(l.limitExcept ? { limitExcept: { ...this.settle(merge(merged, l.limitExcept)), methods: l.limitExcept.methods, origin: l.limitExcept.origin } } : {}),
       ...scriptOf(l.script),
       ...(l.api ? { api: l.api.value } : {}),
       ...(proxy ? { proxy } : {}),

@@ -101,7 +101,8 @@ const eventsFlag = define({ contexts: ['events'], args: [1, 1], apply: (d, _even
 
 export const coreDirectives: Record<string, DirectiveSpec> = {
   include: define({
-    contexts: ['main', 'events', 'http', 'server', 'location', 'upstream'],
+    // Anywhere, as nginx's: its lines belong to the block it is in.
+    contexts: ['main', 'events', 'http', 'server', 'location', 'upstream', 'server_if', 'if', 'limit_except'],
     args: [1, 1],
     multiple: true,
     admin: true,

@@ -7,8 +7,9 @@
 //   server_name <name> ...;                        server
 //   location [= | ~ | ~* | ^~] <uri> { ... }       server, location
 //   root <path>;                                   http, server, location, if
+//   limit_except <method> ... { ... }              location
 //   status_zone <zone> | off | <key> zone=<name>[:<count>];   server, location, if
-import type { Checker, IfLevel, LocationLevel, ServerLevel } from '../config/levels.js';
+import type { Checker, IfLevel, LimitExceptLevel, LocationLevel, ServerLevel } from '../config/levels.js';
 import { define, type DirectiveSpec } from '../config/spec.js';
 import { eachDirective, type Directive } from '../config/syntax.js';
 import { checkServerName, checkVariables, isZoneName, parseListenAddress, parseLocation } from '../config/values.js';
@@ -205,4 +206,27 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
       checkContent(location, 'location', c);
     },
   }),
+
+  // The methods it lists pass as the location says; any other is checked against the
+  // block's own `allow`/`deny` and `auth_basic` (merged from the location's).
+  limit_except: define({
+    contexts: ['location'],
+    args: [1, Infinity],
+    block: true,
+    admin: true,
+    apply(d, location, c) {
+      const methods = new Set<string>();
+      for (const arg of d.args) {
+        if (!LIMITABLE.has(arg)) return c.error(d.origin, `invalid method "${arg}"`);
+        methods.add(arg);
+        if (arg === 'GET') methods.add('HEAD');
+      }
+      const block: LimitExceptLevel = { kind: 'limit_except', seen: new Set(), origin: d.origin, methods: [...methods], access: [], proxySetHeaders: [] };
+      location.limitExcept = block;
+      c.walk(d.block ?? [], block);
+    },
+  }),
 };
+
+/** The methods `limit_except` names, as nginx's list has them. */
+const LIMITABLE = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'MKCOL', 'COPY', 'MOVE', 'OPTIONS', 'PROPFIND', 'PROPPATCH', 'LOCK', 'UNLOCK', 'PATCH']);

@@ -288,13 +288,14 @@ function triedFile(file: string, place: Place, c: HttpContext): { path: string; 
 function enterPlace(req: IncomingMessage, res: ServerResponse, site: Router, uri: string, place: Place, captures: readonly string[] | undefined, groups?: Route['groups']): void {
   ({ uri, place, captures } = rewriteLocation(site, { place, captures, ...(groups ? { groups } : {}) }, req, res, uri));
   warnUninitialized(req, place.warn);
-  if (place.guard.open) return serveContent(req, res, uri, place, captures);
+  const guard = place.guard.for(req.method);
+  if (guard.open) return serveContent(req, res, uri, place, captures);
   const answer = (verdict: number) => {
     if (res.destroyed) return;
     if (verdict === 0) serveContent(req, res, uri, place, captures);
-    else answerError(req, res, verdict, contentOf(place), { req, res, uri }, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : undefined);
+    else answerError(req, res, verdict, contentOf(place), { req, res, uri }, verdict === 401 ? { 'WWW-Authenticate': guard.challenge() } : undefined);
   };
-  const verdict = place.guard.check(clientAddress(req), req.headers.authorization, contextOf(req, res, uri, captures));
+  const verdict = guard.check(clientAddress(req), req.headers.authorization, contextOf(req, res, uri, captures));
   if (typeof verdict === 'number') answer(verdict);
   else verdict.then(answer, () => answer(403));
 }

@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
-import type { Inherited } from '../config/model.js';
+import type { Inherited, LimitExceptConfig } from '../config/model.js';
 import { accessChecker } from '../access/runtime.js';
 import { basicChallenge, BasicAuth } from '../auth-basic/runtime.js';
 import { compileValue } from '../config/variables.js';
@@ -21,8 +21,12 @@ export class Guard {
   /** `auth_basic_user_file` with variables: the file a request names, and those read. */
   private readonly userFile?: (c: HttpContext) => string;
   private readonly files = new Map<string, BasicAuth>();
+  /** `limit_except`: the methods that pass as the location says, and the guard of the others. */
+  private readonly except?: { readonly methods: ReadonlySet<string>; readonly guard: Guard };
 
-  constructor(private readonly settings: Inherited) {
+  constructor(private readonly settings: Inherited & { readonly limitExcept?: LimitExceptConfig }) {
+    const limit = settings.limitExcept;
+    if (limit) this.except = { methods: new Set(limit.methods), guard: new Guard(limit) };
     if (settings.access.length > 0) this.allowed = accessChecker(settings.access);
     const basic = settings.authBasic;
     if (basic && basic.userFile.includes('$')) {
@@ -32,6 +36,12 @@ export class Guard {
       const base = basic.userFileBase ?? '/';
       this.userFile = (c) => resolve(base, value(c));
     } else if (basic) this.auth = new BasicAuth(basic);
+  }
+
+  /** The guard a request of `method` passes: `limit_except`'s for a method it does not list. */
+  for(method: string | undefined): Guard {
+    const except = this.except;
+    return except === undefined || except.methods.has(method ?? '') ? this : except.guard;
   }
 
   /** Whether anything is checked: a request in an open location skips the guard. */

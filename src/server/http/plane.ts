@@ -420,7 +420,7 @@ export class HttpPlane {
     // nginx's phases: a `return` (rewrite) answers before the limits (preaccess), and
     // they come before access checks.
     const admission = place.limits && !place.return ? place.limits.admit(req, res, uri) : ADMITTED;
-    const open = admission === ADMITTED && place.guard.open;
+    const open = admission === ADMITTED && place.guard.for(req.method).open;
     if (open) this.content(req, res, uri, place, captures);
     if (open || admission === ANSWERED) {
       // Answered in full at once (a `return`, a proxy cache hit, a limit's refusal):
@@ -437,9 +437,10 @@ export class HttpPlane {
   }
 
   private access(req: IncomingMessage, res: ServerResponse, uri: string, place: Place, captures: readonly string[] | undefined): void {
-    if (place.guard.open) this.content(req, res, uri, place, captures);
+    const guard = place.guard.for(req.method);
+    if (guard.open) this.content(req, res, uri, place, captures);
     else {
-      const verdict = place.guard.check(clientAddress(req), req.headers.authorization, requestContext(req, res, uri, captures));
+      const verdict = guard.check(clientAddress(req), req.headers.authorization, requestContext(req, res, uri, captures));
       if (typeof verdict === 'number') this.guarded(verdict, req, res, uri, place, captures);
       else verdict.then((v) => this.guarded(v, req, res, uri, place, captures), () => this.guarded(403, req, res, uri, place, captures));
     }
@@ -452,12 +453,13 @@ export class HttpPlane {
       return;
     }
     const head = req.method === 'HEAD';
+    const guard = place.guard.for(req.method);
     if (place.api) {
       // API locations answer in JSON, as the API itself does.
-      const refusal = place.guard.refusal(verdict, head);
+      const refusal = guard.refusal(verdict, head);
       res.writeHead(refusal.status, refusal.headers);
       res.end(refusal.body);
-    } else refuse(req, res, verdict, uri, place, verdict === 401 ? { 'WWW-Authenticate': place.guard.challenge() } : {});
+    } else refuse(req, res, verdict, uri, place, verdict === 401 ? { 'WWW-Authenticate': guard.challenge() } : {});
   }
 
   /** `captures`: the request's `$1`..`$9` (its regex location's, or an `if`'s). */
