@@ -119,10 +119,10 @@ t.test('npm pack ships what runs, and only that', async (t) => {
   t.comment(`npm pack took ${Date.now() - started} ms: tarball ${info.size} bytes, ${info.entryCount} files, ${info.unpackedSize} bytes unpacked`);
 
   const paths = info.files.map((f) => f.path);
-  const shipped = /^(dist\/src\/.+\.(js|d\.ts)|dist\/bundle\/[^/]+\.js|dist\/bundle\/inputs\.json|prebuilds\/[^/]+\/[^/]+\.node|bin\/[^/]+|native\/[^/]+\.(cc|h)|conf\/.+|binding\.gyp|src\/server\/dashboard\/dashboard\.html|package\.json|README\.md|LICENSE)$/;
+  const shipped = /^(dist\/src\/.+\.(js|d\.ts)|dist\/bundle\/[^/]+\.cjs|dist\/bundle\/inputs\.json|prebuilds\/[^/]+\/[^/]+\.node|bin\/[^/]+|native\/[^/]+\.(cc|h)|conf\/.+|binding\.gyp|src\/server\/dashboard\/dashboard\.html|package\.json|README\.md|LICENSE)$/;
   t.same(paths.filter((p) => !shipped.test(p)), [], 'nothing outside the allow-list');
   t.same(paths.filter((p) => /\.map$|^(test|bench|examples|scripts|\.ci)\//.test(p) || (/\.[cm]?ts$/.test(p) && !p.endsWith('.d.ts'))), [], 'no maps, tests, benchmarks, examples, scripts, CI or TypeScript sources');
-  for (const p of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/server/cli.js', 'dist/bundle/zonal.js', 'dist/bundle/worker.js', 'dist/bundle/inputs.json', `prebuilds/linux-${arch()}/zonal.glibc.node`, 'binding.gyp', 'native/addon.cc', 'bin/zonal'])
+  for (const p of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/server/cli.js', 'dist/bundle/zonal.cjs', 'dist/bundle/worker.cjs', 'dist/bundle/inputs.json', `prebuilds/linux-${arch()}/zonal.glibc.node`, 'binding.gyp', 'native/addon.cc', 'bin/zonal'])
     t.ok(paths.includes(p), `ships ${p}`);
   t.notOk(
     paths.some((p) => p.startsWith('dist/') && p.endsWith('.js') && readFileSync(join(copy, p), 'utf8').includes('sourceMappingURL')),
@@ -310,6 +310,17 @@ t.test('the bin runs, and every name the README imports from zonal is exported',
     "the worker's bundle ran",
   );
   t.same(ran.flat().filter((u) => u.startsWith('dist/src/')), [], 'nothing of dist/src ran');
+  // The code V8 compiled is kept beside the bundle (the package folder is writable here),
+  // and a start that takes it runs as well.
+  const compiled = join(app, 'node_modules', 'zonal', 'dist', 'bundle', 'compiled');
+  const kept = existsSync(compiled) ? readdirSync(compiled).sort() : [];
+  t.match(kept, [/^worker\.cjs-\d+-\d+-/, /^zonal\.cjs-\d+-\d+-/], "the primary's and the worker's compiled code were kept");
+  const written = () => kept.map((f) => statSync(join(compiled, f)).mtimeMs);
+  const before = written();
+  const again = await run(join(app, 'node_modules', '.bin', 'zonal'), ['-t', '-c', conf], { cwd: app, env: bare, ms: 30_000 });
+  t.equal(again.code, 0, said('zonal -t with the compiled code kept', again));
+  t.same(readdirSync(compiled).sort(), kept, 'the same files');
+  t.same(written(), before, 'not written again: V8 took the code (a rejected one is replaced)');
 
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const imports = [...readme.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(zonal[^']*)'/g)];
