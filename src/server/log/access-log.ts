@@ -55,8 +55,13 @@ interface Compiled<R> {
   readonly put: (r: R, out: LineBuffer) => void;
 }
 
+/** `$request` is written as the parts it is made of (http/variables.ts's requestLine),
+ * each a string the request already has: no line of them is made for each request. */
+const PARTS: Readonly<Record<string, string>> = { request: '$request_method $request_uri $server_protocol' };
+
 /** A format's text cut at its variables: `texts` has one more item than `names`. */
-function pieces(text: string): { texts: string[]; names: string[] } {
+function pieces(format: string): { texts: string[]; names: string[] } {
+  const text = format.replace(VARIABLE, (whole, braced?: string, bare?: string) => PARTS[braced ?? bare!] ?? whole);
   const texts: string[] = [];
   const names: string[] = [];
   let last = 0;

@@ -90,6 +90,9 @@ function status(c: HttpContext): string | undefined {
 
 const HOSTNAME = hostname();
 
+/** `$server_protocol` of the versions node:http parses, made once. */
+const PROTOCOLS: Readonly<Record<string, string>> = { '1.1': 'HTTP/1.1', '1.0': 'HTTP/1.0' };
+
 /** The captures $1..$9. */
 const captures = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [String(i + 1), (c: HttpContext) => c.captures?.[i]]));
 
@@ -104,7 +107,7 @@ export const httpCoreVariables: VariableTable<HttpContext> = {
     server_addr: (c) => unmapped(c.req.socket.localAddress ?? ''),
     server_port: (c) => String(c.req.socket.localPort ?? ''),
     server_name: (c) => c.serverName ?? serverNameOf(c.res) ?? '',
-    server_protocol: (c) => `HTTP/${c.req.httpVersion}`,
+    server_protocol: (c) => PROTOCOLS[c.req.httpVersion] ?? `HTTP/${c.req.httpVersion}`,
     host: (c) => hostOf(c.req) || (c.serverName ?? serverNameOf(c.res)),
     hostname: () => HOSTNAME,
     pid: () => String(process.pid),
