@@ -86,6 +86,9 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     ['large_client_header_buffers 0 8k;', /invalid value in "large_client_header_buffers" directive/],
     ['default_type;', /invalid number of arguments in "default_type" directive/],
     ['sendfile yes;', /invalid value "yes" in "sendfile" directive, it must be "on" or "off"/],
+    ['open_file_cache inactive=20s;', /"open_file_cache" must have the "max" parameter/],
+    ['open_file_cache_valid soon;', /"open_file_cache_valid" directive invalid value/],
+    ['open_file_cache_min_uses many;', /"open_file_cache_min_uses" directive invalid value/],
   ];
   // One run: every error is reported.
   const r = await checkConfig(`http {\n${cases.map(([line]) => line).join('\n')}\nserver { listen 127.0.0.1:${own}; } }`);
@@ -97,7 +100,17 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     client_header_timeout 5s; client_header_buffer_size 1k; large_client_header_buffers 4 16k;
     types { text/html html; } default_type application/octet-stream;
     sendfile on; tcp_nopush on; tcp_nodelay on; types_hash_max_size 2048; server_names_hash_bucket_size 64;
-    server { listen 127.0.0.1:${own}; client_max_body_size 0; location / { keepalive_timeout 0; } }
+    open_file_cache max=1000 inactive=20s; open_file_cache_valid 30s; open_file_cache_min_uses 2; open_file_cache_errors on;
+    server { listen 127.0.0.1:${own}; client_max_body_size 0; location / { keepalive_timeout 0; open_file_cache off; } }
   }`);
   t.equal(ok.code, 0, ok.err);
+  // One each: a second open_file_cache in a block is a duplicate.
+  for (const [line, message] of [
+    ['open_file_cache max=0;', /invalid "open_file_cache" parameter "max=0"/],
+    ['open_file_cache max=10 size=1;', /invalid "open_file_cache" parameter "size=1"/],
+    ['open_file_cache off max=10;', /invalid "open_file_cache" parameter "max=10"/],
+  ] as const) {
+    const r = await checkConfig(`http { ${line} server { listen 127.0.0.1:${own}; } }`);
+    t.match(r.err, message, line);
+  }
 });

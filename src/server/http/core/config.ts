@@ -15,6 +15,8 @@
 //   sendfile, tcp_nopush, tcp_nodelay on|off;                            http, server, location
 //   types_hash_max_size, types_hash_bucket_size <size>;                 http, server, location
 //   server_names_hash_max_size, server_names_hash_bucket_size <size>;   http
+//   open_file_cache off | max=<n> [inactive=<time>]; open_file_cache_errors on|off;
+//   open_file_cache_min_uses <n>; open_file_cache_valid <time>;          http, server, location
 import fs from 'node:fs';
 import { parseTime } from '../../../metrics/peers.js';
 import { define, type DirectiveSpec } from '../../config/spec.js';
@@ -234,20 +236,49 @@ const types = define({
   },
 });
 
-/** A tuning of nginx's own I/O or hash tables, which node's have no use for: checked as
- * nginx checks it, and nothing more (Debian's nginx.conf writes sendfile, tcp_nopush and
- * types_hash_max_size). */
-export function tuning(kind: 'flag' | 'size', contexts: readonly Context[] = inheritable) {
+/** What a tuning's value is, and whether an argument is one. */
+const TUNING_VALUES = {
+  flag: (a: string) => a === 'on' || a === 'off',
+  size: (a: string) => size(a) !== undefined,
+  number: (a: string) => /^\d+$/.test(a),
+  time: (a: string) => parseTime(a, false) !== undefined,
+};
+
+/** A tuning of nginx's own I/O, caches or hash tables, which node's have no use for:
+ * checked as nginx checks it, and nothing more (Debian's nginx.conf writes sendfile,
+ * tcp_nopush and types_hash_max_size). */
+export function tuning(kind: keyof typeof TUNING_VALUES, contexts: readonly Context[] = inheritable) {
   return define({
     contexts,
     args: [1, 1],
     apply(d, _level, c) {
       const [arg] = d.args;
-      if (kind === 'flag' ? arg !== 'on' && arg !== 'off' : size(arg) === undefined)
+      if (!TUNING_VALUES[kind](arg))
         c.error(d.origin, kind === 'flag' ? `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"` : `"${d.name}" directive invalid value`);
     },
   });
 }
+
+/** nginx caches open descriptors and the metadata of files it serves; node opens each file
+ * it sends, and the kernel caches the rest. Checked as nginx checks it. */
+const openFileCache = define({
+  contexts: inheritable,
+  args: [1, 2],
+  apply(d, _level, c) {
+    if (d.args[0] === 'off') {
+      if (d.args.length > 1) c.error(d.origin, `invalid "open_file_cache" parameter "${d.args[1]}"`);
+      return;
+    }
+    let max = false;
+    for (const a of d.args) {
+      const [key, value] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)];
+      const ok = a.includes('=') && (key === 'max' ? /^\d+$/.test(value) && Number(value) > 0 : key === 'inactive' && TUNING_VALUES.time(value));
+      if (!ok) return c.error(d.origin, `invalid "open_file_cache" parameter "${a}"`);
+      if (key === 'max') max = true;
+    }
+    if (!max) c.error(d.origin, `"open_file_cache" must have the "max" parameter`);
+  },
+});
 
 export const httpSettingsDirectives: Readonly<Record<string, DirectiveSpec>> = {
   // node writes files through streams, and sets TCP_NODELAY on its sockets itself.
@@ -258,6 +289,10 @@ export const httpSettingsDirectives: Readonly<Record<string, DirectiveSpec>> = {
   types_hash_bucket_size: tuning('size'),
   server_names_hash_max_size: tuning('size', ['http']),
   server_names_hash_bucket_size: tuning('size', ['http']),
+  open_file_cache: openFileCache,
+  open_file_cache_errors: tuning('flag'),
+  open_file_cache_min_uses: tuning('number'),
+  open_file_cache_valid: tuning('time'),
   types,
   default_type: define({
     contexts: inheritable,
