@@ -5,10 +5,12 @@ import fs from 'node:fs';
 import type { Checker } from './levels.js';
 import type { Directive } from './syntax.js';
 
-/** A file's text, or undefined when it cannot be read. */
-export function readable(file: string): string | undefined {
+/** A file's text (its bytes, with `null`), or undefined when it cannot be read. */
+export function readable(file: string): string | undefined;
+export function readable(file: string, encoding: null): Buffer | undefined;
+export function readable(file: string, encoding: 'utf8' | null = 'utf8'): string | Buffer | undefined {
   try {
-    return fs.readFileSync(file, 'utf8');
+    return fs.readFileSync(file, encoding);
   } catch {
     return undefined;
   }

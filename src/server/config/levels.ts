@@ -198,6 +198,9 @@ export interface Checker {
   readonly disk: boolean;
   readonly cpus: number;
   error(at: Origin, message: string): void;
+  /** nginx's `[warn]` at `-t` and at the start: the configuration runs, and what it
+   * asked for that zonal does not do is said once. */
+  warn(at: Origin, message: string): void;
   /** A file's text read once, by the primary, and given to the workers apart from the
    * configuration's files (which the API may show): password files. Throws when it cannot
    * be read. */

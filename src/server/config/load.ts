@@ -53,6 +53,11 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
     },
     cpus: options.cpus ?? os.availableParallelism(),
     error: (at, message) => void errors.push({ file: at.file, line: at.line, message }),
+    // Once, at its first place: what many lines ask for (http2 on each listen, stapling
+    // that many servers inherit) is one thing zonal does not do.
+    warn: (at, message) => {
+      if (!warnings.some((w) => w.message === message)) warnings.push({ file: at.file, line: at.line, message });
+    },
     path: (arg, against) => path.resolve(against === 'prefix' ? prefix : confPrefix, arg),
     walk: (list, level) => walk(list, level, checker),
     specsOf,
@@ -69,7 +74,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
   ]);
   const httpListens = (http?.servers ?? []).flatMap((s) => s.listens);
   const stream = level.stream && resolveStream(level.stream, checker, httpListens, httpZones);
-  const core = coreConfigOf(level, (at, message) => void warnings.push({ file: at.file, line: at.line, message }));
+  const core = coreConfigOf(level, checker.warn);
   if (errors.length) return { errors, warnings };
   return {
     config: {

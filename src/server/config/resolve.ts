@@ -347,7 +347,7 @@ class Resolver {
     const ssl =
       s.sslCertificate !== undefined && s.sslCertificateKey !== undefined
         ? settleTls(s.tls, http.tls, { certificate: s.sslCertificate, key: s.sslCertificateKey, handshakeTimeout: s.sslHandshakeTimeout ?? SSL_HANDSHAKE_TIMEOUT_MS }, (m) =>
-            this.c.error(s.directive.origin, m), this.c.disk,
+            this.c.error(s.directive.origin, m), this.c.disk, this.c.warn,
           )
         : undefined;
     const verify = s.tls?.verifyClient ?? http.tls?.verifyClient;

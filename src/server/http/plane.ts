@@ -179,7 +179,7 @@ export class HttpPlane {
       const sites = new Map(servers.map((s) => [s, this.site(s)]));
       const core = names.defaultServer.core ?? TOP_CORE;
       const options = serverOptions(core);
-      const server = listen.ssl ? this.httpsServer(names, options) : createHttpServer(options);
+      const server = listen.ssl ? this.httpsServer(names, servers, options) : createHttpServer(options);
       server.keepAliveTimeout = nodeKeepAlive(core.keepaliveTimeout);
       const settings: ListenSettings = { core, idle: server.keepAliveTimeout + NODE_KEEP_ALIVE_BUFFER_MS };
       // nginx looks up server names only when there is a choice: reading the Host header
@@ -220,7 +220,7 @@ export class HttpPlane {
     }
   }
 
-  private httpsServer(names: ServerNames, options: ServerOptions): Server {
+  private httpsServer(names: ServerNames, servers: readonly VirtualServerConfig[], options: ServerOptions): Server {
     const tlsServers = (this.tlsServers ??= new TlsServers(this.status, this.options.ticketKeys));
     // A server of the address without a certificate of its own (nginx lets one listen
     // on an address another made TLS) has the default server's.
@@ -241,6 +241,7 @@ export class HttpPlane {
       },
     });
     tlsServers.keepSessions(server, fallback);
+    tlsServers.staple(server, servers.map((s) => s.ssl));
     // The zone a handshake counts in: the server its SNI names, else the default one; when
     // that server's zone is a request's (a group's), its first request's, or the group's
     // own for one that fails or sends none.

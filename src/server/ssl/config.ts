@@ -8,7 +8,9 @@
 //   ssl_session_cache off|none|[builtin[:size]] [shared:name:size]; ssl_session_timeout <time>;
 //   ssl_session_tickets on|off; ssl_session_ticket_key <file>; ssl_protocols <p>...;
 //   ssl_ciphers <list>; ssl_prefer_server_ciphers on|off; ssl_password_file <file>;
-//   ssl_conf_command <name> <value>;                        http, server, stream, stream server
+//   ssl_conf_command <name> <value>; ssl_dhparam <file>;
+//   ssl_stapling on|off; ssl_stapling_file <file>; ssl_stapling_verify on|off;
+//   ssl_stapling_responder <url>;                           http, server, stream, stream server
 //
 // The second group is written the same in http and stream: one table entry serves the
 // four contexts, and each block keeps what it says in its `tls` field; settleTls() merges a
@@ -17,11 +19,12 @@ import { readFileSync } from 'node:fs';
 import { define, milliseconds, type DirectiveSpec } from '../config/spec.js';
 import { whole } from '../config/numbers.js';
 import type { SecureContextOptions } from 'node:tls';
-import { confFile } from '../config/files.js';
+import { confFile, readable } from '../config/files.js';
 import { isZoneName, parseSize } from '../config/values.js';
 import { parseTime } from '../../metrics/peers.js';
 import type { Checker } from '../config/levels.js';
 import type { Directive } from '../config/syntax.js';
+import type { Origin } from '../config/model.js';
 import { createPrivateKey } from 'node:crypto';
 import { confCommandOptions, keyWithPassphrase, passwordLines } from './context.js';
 import { nodeTls } from './modules.js';
@@ -56,6 +59,11 @@ export interface TlsWritten {
   /** ssl_password_file: its name, and its lines (read once, by the primary). */
   passwords?: { readonly file: string; readonly lines: readonly string[] };
   confCommands?: Array<readonly [string, string]>;
+  /** ssl_dhparam: the file of the DH parameters the DHE ciphers use. */
+  dhparam?: string;
+  /** ssl_stapling, and where it is written (the warning without a file names it). */
+  stapling?: { readonly on: boolean; readonly origin: Origin };
+  staplingFile?: string;
 }
 
 
@@ -105,9 +113,9 @@ const BUILTIN_SIZE = 20480;
 const TLS_CONTEXTS = ['http', 'server', 'stream', 'stream_server'] as const;
 
 /** An entry of the four contexts that sets a field of the block's `tls`. */
-function tlsDirective(args: readonly [number, number], set: (tls: TlsWritten, d: Directive, c: Checker) => void, multiple = false) {
+function tlsDirective(args: readonly [number, number], set: (tls: TlsWritten, d: Directive, c: Checker) => void, multiple = false, contexts: ReadonlyArray<(typeof TLS_CONTEXTS)[number]> = TLS_CONTEXTS) {
   return define({
-    contexts: TLS_CONTEXTS,
+    contexts,
     args,
     multiple,
     apply(d, level, c) {
@@ -116,12 +124,20 @@ function tlsDirective(args: readonly [number, number], set: (tls: TlsWritten, d:
   });
 }
 
-const flag = (set: (tls: TlsWritten, on: boolean) => void) =>
-  tlsDirective([1, 1], (tls, d, c) => {
-    const arg = d.args[0];
-    if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
-    else set(tls, arg === 'on');
-  });
+const flag = (set: (tls: TlsWritten, on: boolean, d: Directive) => void, contexts: ReadonlyArray<(typeof TLS_CONTEXTS)[number]> = TLS_CONTEXTS) =>
+  tlsDirective(
+    [1, 1],
+    (tls, d, c) => {
+      const arg = d.args[0];
+      if (arg !== 'on' && arg !== 'off') c.error(d.origin, `invalid value "${arg}" in "${d.name}" directive, it must be "on" or "off"`);
+      else set(tls, arg === 'on', d);
+    },
+    false,
+    contexts,
+  );
+
+/** nginx staples OCSP responses in http only (its stream module has no stapling). */
+const HTTP_TLS = ['http', 'server'] as const;
 
 const file = (set: (tls: TlsWritten, path: string) => void) => tlsDirective([1, 1], (tls, d, c) => set(tls, confFile(d, c)));
 
@@ -258,6 +274,48 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     else tls.ciphers = d.args[0];
   }),
   ssl_prefer_server_ciphers: flag((tls, on) => (tls.preferServerCiphers = on)),
+  // node's OpenSSL offers no DHE cipher without parameters, as nginx's: they enable them.
+  ssl_dhparam: tlsDirective([1, 1], (tls, d, c) => {
+    const path = c.path(d.args[0], 'conf');
+    if (c.disk) {
+      let pem: string;
+      try {
+        pem = readFileSync(path, 'latin1');
+      } catch (e) {
+        return c.error(d.origin, `BIO_new_file("${path}") failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      }
+      const error = dhParametersError(pem) ?? contextError({ dhparam: pem });
+      if (error) return c.error(d.origin, `PEM_read_bio_DHparams("${path}") failed (${error})`);
+    }
+    tls.dhparam = path;
+  }),
+  // OCSP stapling from a file (DER, as `openssl ocsp -respout` writes it), read by each
+  // worker as it starts, so at every reload. zonal queries no responder: without a file,
+  // settleTls() warns that nothing is stapled, as nginx warns when it cannot staple.
+  ssl_stapling: flag((tls, on, d) => (tls.stapling = { on, origin: d.origin }), HTTP_TLS),
+  ssl_stapling_file: tlsDirective(
+    [1, 1],
+    (tls, d, c) => {
+      const path = confFile(d, c);
+      if (c.disk) {
+        const der = readable(path, null);
+        if (der !== undefined && derSequenceError(der) !== undefined) return c.error(d.origin, `d2i_OCSP_RESPONSE_bio("${path}") failed (not a DER OCSP response)`);
+      }
+      tls.staplingFile = path;
+    },
+    false,
+    HTTP_TLS,
+  ),
+  // Of the responses zonal would fetch: it fetches none (a file's is stapled as it is, as nginx's).
+  ssl_stapling_verify: flag(() => {}, HTTP_TLS),
+  ssl_stapling_responder: tlsDirective(
+    [1, 1],
+    (_tls, d, c) => {
+      if (!/^http:\/\/[^/?#\s]+/i.test(d.args[0])) c.error(d.origin, `invalid URL prefix in "${d.args[0]}"`);
+    },
+    false,
+    HTTP_TLS,
+  ),
   ssl_conf_command: tlsDirective(
     [2, 2],
     (tls, d, c) => {
@@ -271,6 +329,25 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     true,
   ),
 };
+
+/** Why a file is not PEM DH parameters (node's TLS ignores such a file without a word,
+ * where nginx's OpenSSL refuses it): a DH PARAMETERS block whose DER is a SEQUENCE. */
+function dhParametersError(pem: string): string | undefined {
+  const block = /-----BEGIN (X9\.42 )?DH PARAMETERS-----([^-]*)-----END \1?DH PARAMETERS-----/.exec(pem);
+  if (!block) return 'no start line: Expecting: DH PARAMETERS';
+  return derSequenceError(Buffer.from(block[2].replace(/\s+/g, ''), 'base64')) && 'the DH PARAMETERS block is not DER';
+}
+
+/** Why bytes are not one DER SEQUENCE whose first element is a number (DH parameters, an
+ * OCSP response): its length in one byte or in the 1-4 bytes that follow 0x8n. */
+function derSequenceError(der: Buffer): string | undefined {
+  const long = der[1] > 0x80 ? der[1] - 0x80 : 0;
+  const length = long ? der.subarray(2, 2 + long).reduce((n, b) => n * 256 + b, 0) : der[1];
+  const first = der[2 + long];
+  // INTEGER (DH), ENUMERATED (an OCSP response's status).
+  if (der.length < 3 || der[0] !== 0x30 || long > 4 || 2 + long + length !== der.length || (first !== 0x02 && first !== 0x0a)) return 'not DER';
+  return undefined;
+}
 
 /** What node's TLS says of options: the error a context made of them meets, if any. */
 function contextError(options: SecureContextOptions): string | undefined {
@@ -290,6 +367,7 @@ export function settleTls(
   certificate: { readonly certificate: string; readonly key: string; readonly handshakeTimeout: number },
   report: (message: string) => void,
   disk = false,
+  warn: (at: Origin, message: string) => void = () => {},
 ): ServerTls {
   const pick = <K extends keyof TlsWritten>(k: K): TlsWritten[K] => inner?.[k] ?? outer?.[k];
   const tls: ServerTls = {
@@ -308,6 +386,8 @@ export function settleTls(
     preferServerCiphers: pick('preferServerCiphers') ?? TLS_DEFAULTS.preferServerCiphers,
     ...optional('passwords', pick('passwords')),
     confCommands: pick('confCommands') ?? TLS_DEFAULTS.confCommands,
+    ...optional('dhparam', pick('dhparam')),
+    ...(pick('stapling')?.on ? stapled(pick('staplingFile'), pick('stapling')!.origin, warn) : {}),
   };
   if (tls.verifyClient !== 'off' && tls.verifyClient !== 'optional_no_ca' && tls.clientCertificate === undefined && tls.trustedCertificate === undefined)
     report('no ssl_client_certificate for ssl_verify_client');
@@ -321,6 +401,14 @@ export function settleTls(
       report(`cannot load certificate key "${tls.key}": ${(e as Error).message}`);
     }
   return tls;
+}
+
+/** `ssl_stapling on`: the file's response, or the warning that there is none (zonal queries
+ * no OCSP responder: the tests, and many servers, have no network to reach one). */
+function stapled(file: string | undefined, origin: Origin, warn: (at: Origin, message: string) => void): Pick<ServerTls, 'staplingFile'> {
+  if (file !== undefined) return { staplingFile: file };
+  warn(origin, `"ssl_stapling" ignored, zonal does not query OCSP responders: give the response with "ssl_stapling_file"`);
+  return {};
 }
 
 const optional = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? {} : ({ [k]: v } as Record<K, V>));

@@ -36,6 +36,9 @@ export interface ServerTls {
   readonly preferServerCiphers: boolean;
   readonly passwords?: { readonly file: string; readonly lines: readonly string[] };
   readonly confCommands: ReadonlyArray<readonly [string, string]>;
+  readonly dhparam?: string;
+  /** With `ssl_stapling on`: the DER OCSP response stapled to the certificate. */
+  readonly staplingFile?: string;
 }
 
 type SslVersion = NonNullable<SecureContextOptions['minVersion']>;
@@ -146,6 +149,7 @@ export function serverContextOptions(tls: ServerTls, ticketKeys: Buffer | undefi
     ...keyWithPassphrase(tls.key, tls.passwords),
     ...(verifies ? { ca } : {}),
     ...(verifies && tls.crl !== undefined ? { crl: readFileSync(tls.crl) } : {}),
+    ...(tls.dhparam !== undefined ? { dhparam: readFileSync(tls.dhparam) } : {}),
     ciphers: tls.ciphers,
     honorCipherOrder: tls.preferServerCiphers,
     minVersion: protocols.minVersion,

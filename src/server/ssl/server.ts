@@ -1,6 +1,8 @@
 // What a worker's TLS servers (http's and stream's) share: each server's secure context
 // made once, node's server options for a listen's default server, the client certificate
 // asked for by the server a client's SNI names, and the session caches.
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { SecureContext, TlsOptions, TLSSocket } from 'node:tls';
 import type { Status } from '../../metrics/status.js';
 import { errorLogOf } from '../log/error-log.js';
@@ -32,6 +34,21 @@ export class TlsServers {
     return { ...serverContextOptions(tls, this.ticketKeys), handshakeTimeout: tls.handshakeTimeout, requestCert: tls.verifyClient !== 'off', rejectUnauthorized: false };
   }
 
+  /** ssl_stapling_file of the servers of a listen: each one's response stapled when a
+   * client asks for one (status_request), told apart by the certificate the handshake
+   * chose (node's OCSPRequest names no socket). Read now: at each worker's start. */
+  staple(server: import('node:tls').Server, servers: ReadonlyArray<ServerTls | undefined>): void {
+    const responses = new Map<string, Buffer>();
+    for (const tls of servers)
+      if (tls?.staplingFile !== undefined) responses.set(certificateKey(new X509Certificate(readFileSync(tls.certificate)).raw), readFileSync(tls.staplingFile));
+    if (!responses.size) return;
+    server.on('OCSPRequest', (certificate: Buffer, _issuer: Buffer, callback: (error: Error | null, response?: Buffer) => void) => {
+      const response = responses.get(certificateKey(certificate));
+      if (response) callback(null, response);
+      else callback(null);
+    });
+  }
+
   /** ssl_session_cache of a listen's default server, on its node server. */
   keepSessions(server: import('node:tls').Server, tls: ServerTls): void {
     keepSessions(server, tls.sessionCache, tls.sessionTimeout, (name, size) => {
@@ -49,6 +66,8 @@ export class TlsServers {
     });
   }
 }
+
+const certificateKey = (der: Buffer) => der.toString('base64');
 
 type Asking = TLSSocket & { _requestCert?: boolean; _handle?: { setVerifyMode?: (request: boolean, reject: boolean) => void } | null };
 
