@@ -3,7 +3,7 @@
 //
 //   http { ... }                                   main
 //   server { ... }                                 http
-//   listen <address> [ssl] [default_server] [admin];   server
+//   listen <address> [ssl] [default_server] [proxy_protocol] [http2] [admin];   server
 //   server_name <name> ...;                        server
 //   location [= | ~ | ~* | ^~] <uri> { ... }       server, location
 //   root <path>;                                   http, server, location, if
@@ -18,6 +18,7 @@ import { compileRegex } from '../config/regex.js';
 import { MAX_GROUP_COUNT } from '../../metrics/zone-groups.js';
 import { checkResolvers } from '../resolver/config.js';
 import { checkServer, checkServerAddresses, checkServerCertificates } from './server-check.js';
+import { HTTP3_REFUSED, warnHttp2 } from '../http2/config.js';
 
 function newLocation(d: Directive, parent: ServerLevel | LocationLevel, c: Checker): LocationLevel | undefined {
   const parsed = parseLocation(d.args);
@@ -113,15 +114,17 @@ export const httpCoreDirectives: Readonly<Record<string, DirectiveSpec>> = {
 
   listen: define({
     contexts: ['server'],
-    args: [1, 4],
+    args: [1, 6],
     multiple: true,
     admin: true,
     apply(d, server, c) {
       const [address, ...params] = d.args;
       const parsed = parseListenAddress(address);
       if (parsed.error !== undefined) return c.error(d.origin, parsed.error);
-      const bad = params.find((p) => p !== 'ssl' && p !== 'admin' && p !== 'default_server' && p !== 'proxy_protocol');
+      const bad = params.find((p) => p !== 'ssl' && p !== 'admin' && p !== 'default_server' && p !== 'proxy_protocol' && p !== 'http2');
+      if (bad === 'quic' || bad === 'http3') return c.error(d.origin, HTTP3_REFUSED(bad));
       if (bad !== undefined) return c.error(d.origin, `invalid parameter "${bad}"`);
+      if (params.includes('http2')) warnHttp2(d.origin, c);
       const proxyProtocol = params.includes('proxy_protocol');
       if (proxyProtocol && (params.includes('ssl') || params.includes('admin'))) return c.error(d.origin, `the "proxy_protocol" parameter goes with a plain HTTP listen only, not "${params.includes('ssl') ? 'ssl' : 'admin'}"`);
       // The admin listener is uWebSockets.js's, which listens on TCP only.
