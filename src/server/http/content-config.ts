@@ -9,10 +9,11 @@
 //   internal;                                      location
 //   server_tokens on | off | build;                http, server, location
 //   limit_rate <rate>; limit_rate_after <size>;    http, server, location, if
+//   log_not_found on | off;                        http, server, location
 //   absolute_redirect, server_name_in_redirect,
 //   port_in_redirect on | off;                     http, server, location
 import type { At, InheritableLevel, LocationLevel } from '../config/levels.js';
-import { define, type DirectiveSpec } from '../config/spec.js';
+import { define, onOff, type DirectiveSpec } from '../config/spec.js';
 import { checkVariables, parseSize } from '../config/values.js';
 import { knownHttpVariable } from '../config/variables.js';
 import type { AddHeader } from '../headers/config.js';
@@ -50,6 +51,7 @@ export interface ContentLevel {
   limitRate?: number | string;
   limitRateAfter?: number | string;
   redirect?: Partial<Record<keyof RedirectSettings, boolean>>;
+  logNotFound?: boolean;
 }
 
 /** A place's content settings once merged. */
@@ -74,6 +76,8 @@ export interface ContentConfig {
   readonly addHeaders: readonly AddHeader[];
   /** How the redirects zonal makes write their Location. */
   readonly redirect: RedirectSettings;
+  /** A file or an index directory that is not there is told in the error log. */
+  readonly logNotFound: boolean;
 }
 
 declare module '../config/levels.js' {
@@ -89,7 +93,7 @@ declare module '../config/model.js' {
   }
 }
 
-export const TOP_CONTENT: ContentConfig = { index: ['index.html'], errorPages: [], internal: false, limitRate: 0, limitRateAfter: 0, addHeaders: [], redirect: NGINX_REDIRECTS };
+export const TOP_CONTENT: ContentConfig = { index: ['index.html'], errorPages: [], internal: false, limitRate: 0, limitRateAfter: 0, addHeaders: [], redirect: NGINX_REDIRECTS, logNotFound: true };
 
 /** Each of the three inherits on its own, as nginx merges them. */
 function mergeRedirect(outer: RedirectSettings, own: ContentLevel['redirect']): RedirectSettings {
@@ -122,6 +126,7 @@ export function mergeContent(outer: ContentConfig, level: InheritableLevel & { r
     limitRateAfter: own.limitRateAfter ?? outer.limitRateAfter,
     addHeaders,
     redirect: mergeRedirect(outer.redirect, own.redirect),
+    logNotFound: own.logNotFound ?? outer.logNotFound,
   };
 }
 
@@ -137,7 +142,8 @@ export const defaultContent = (c: ContentConfig): boolean =>
   c.limitRate === 0 &&
   c.limitRateAfter === 0 &&
   c.addHeaders.length === 0 &&
-  c.redirect === NGINX_REDIRECTS;
+  c.redirect === NGINX_REDIRECTS &&
+  c.logNotFound;
 
 const levelOf = (level: InheritableLevel): ContentLevel => (level.content ??= {});
 
@@ -269,6 +275,14 @@ export const contentDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
 
+  log_not_found: define({
+    contexts: ['http', 'server', 'location'],
+    args: [1, 1],
+    apply(d, level, c) {
+      const on = onOff(d, c);
+      if (on !== undefined) levelOf(level).logNotFound = on;
+    },
+  }),
   absolute_redirect: redirectFlag('absolute'),
   server_name_in_redirect: redirectFlag('serverName'),
   port_in_redirect: redirectFlag('port'),

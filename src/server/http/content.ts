@@ -20,6 +20,8 @@ import type { Place, Route } from './place.js';
 import { rewriteLocation, rewriteServer, uriChanged } from '../rewrite/script.js';
 import { warnUninitialized } from '../rewrite/variables.js';
 import { serveStatic } from './static.js';
+import { logForRequest } from '../log/request-error.js';
+import { systemError } from '../core/errno.js';
 import { filterGzip } from '../gzip/filter.js';
 import { gzipStatic } from '../gzip/static.js';
 import { setErrorPages, setInternalRedirect } from './error-pages.js';
@@ -224,6 +226,12 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     // nginx: no index, no autoindex: a directory is forbidden, nothing is not found.
     const dir = await look(path);
     if (res.destroyed) return;
+    const log = (message: string) => place.errorLog && logForRequest(place.errorLog, 'error', message, req, res);
+    if (!('error' in dir)) log(`directory index of "${join(path, '/')}" is forbidden`);
+    else if (refused(dir) || content.logNotFound) {
+      // nginx names the first index, tried before the directory was.
+      log(`"${join(path, expand(content.index[0] ?? '', c))}" is ${refused(dir) ? 'forbidden' : 'not found'} (${systemError(dir.error)})`);
+    }
     return answerError(req, res, 'error' in dir ? (refused(dir) ? 403 : 404) : 403, contentOf(place), c);
   }
   paceResponse(res, limitRateOf(req, content, c), sizeOf(content.limitRateAfter, c));
@@ -239,6 +247,11 @@ async function files(req: IncomingMessage, res: ServerResponse, uri: string, pla
     ...(place.core ? { core: place.core } : {}),
     redirect: content.redirect,
     serverName: (res as Carried)[SITE]?.serverName,
+    failed: (file, code) => {
+      // nginx's static module: a file that is not there is told unless log_not_found is off.
+      const missing = code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG';
+      if (place.errorLog && (!missing || content.logNotFound)) logForRequest(place.errorLog, missing || code === 'EACCES' ? 'error' : 'crit', `open() "${file}" failed (${systemError(code)})`, req, res);
+    },
   });
 }
 

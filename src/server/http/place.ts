@@ -30,6 +30,8 @@ export interface Place {
   readonly dashboard?: Dashboard;
   /** Static files. */
   readonly root?: string;
+  /** Where a file that cannot be served is told (`open() "..." failed`, nginx's). */
+  readonly errorLog?: ErrorLog;
   /** index, alias, try_files, error_page, internal, server_tokens, limit_rate, add_header. */
   readonly content?: ContentConfig;
   readonly proxy?: Proxy;

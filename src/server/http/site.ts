@@ -124,6 +124,7 @@ export class Site {
     const logs = (l: Parameters<typeof placeLog>[0]) => (options.record ? placeLog(l, serverName) : {});
     const files = (block: Inherited) => ({
       ...(block.root ? { root: block.root } : {}),
+      errorLog: errorLogOf(block.errorLogs),
       ...(block.content ? { content: block.content } : {}),
       ...(block.gzip ? { gzip: block.gzip } : {}),
     });

@@ -37,6 +37,8 @@ export interface StaticOptions {
   /** The type of the file the URI names, when `path` is another (gzip_static's `.gz`). */
   readonly contentType?: string;
   readonly contentEncoding?: string;
+  /** Told of a file that could not be served: its path and node's code (`ENOENT`). */
+  readonly failed?: (path: string, code: string) => void;
 }
 
 /** Serves `uri` (decoded, normalised: no `..`) from `root`. */
@@ -63,6 +65,7 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   if (res.destroyed) return;
   if ('error' in info || !info.isFile()) {
     const code = 'error' in info && (info.error === 'EACCES' || info.error === 'EPERM') ? 403 : 404;
+    if ('error' in info) options?.failed?.(path, info.error);
     if (options) options.error(code);
     else sendPage(res, code, head);
     return;
