@@ -76,6 +76,7 @@ interface Merged {
   readonly access: readonly AccessRule[];
   readonly authBasic?: At<string | false>;
   readonly authUserFile?: string;
+  readonly satisfy?: 'all' | 'any';
   readonly apiOrigins: readonly string[];
   /** The proxy settings, defaults already in (headers: the configured ones only). */
   readonly proxy: Omit<ProxyConfig, 'upstream' | 'uri' | 'ssl' | 'cache' | 'addHeaders' | 'options'>;
@@ -123,6 +124,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
   const addHeaders = mergeHeaders(outer.addHeaders, level);
   const authBasic = level.authBasic ?? outer.authBasic;
   const authUserFile = level.authUserFile ?? outer.authUserFile;
+  const satisfy = level.satisfy ?? outer.satisfy;
   const o = outer.proxy;
   return {
     access: level.access.length ? level.access : outer.access,
@@ -130,6 +132,7 @@ function merge(outer: Merged, level: InheritableLevel & { readonly kind: string 
     ...(root !== undefined ? { root } : {}),
     ...(authBasic ? { authBasic } : {}),
     ...(authUserFile !== undefined ? { authUserFile } : {}),
+    ...(satisfy ? { satisfy } : {}),
     proxy: {
       setHeaders: level.proxySetHeaders.length ? level.proxySetHeaders : o.setHeaders,
       connectTimeout: level.proxyConnectTimeout ?? o.connectTimeout,
@@ -293,6 +296,7 @@ class Resolver {
     if (m.root !== undefined) out.root = m.root;
     if (m.histogram !== undefined) out.histogram = m.histogram;
     if (m.rewrite !== TOP_REWRITE) out.rewrite = m.rewrite;
+    if (m.satisfy === 'any') out.satisfy = 'any';
     const realm = m.authBasic?.value;
     if (m.authBasic && realm !== false && realm !== undefined) {
       const userFile = m.authUserFile;

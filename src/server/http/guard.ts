@@ -1,5 +1,7 @@
 // What runs before a location's content: `allow`/`deny`, then basic auth, as nginx's
 // access phase orders them. 0 lets the request through; 403 and 401 are the answers.
+// With `satisfy any`, either one lets it through, and when neither does, basic auth's
+// answer is the request's (nginx keeps a 401 over a 403: the client may log in).
 import { resolve } from 'node:path';
 import { apiError } from '../../api/errors.js';
 import type { ApiResponse } from '../../api/types.js';
@@ -52,7 +54,12 @@ export class Guard {
   /** `c`: the request, for a user file its variables name (the admin listener has none:
    * no file, so no user). */
   check(remoteAddress: string, authorization: string | undefined, c?: HttpContext): Verdict | Promise<Verdict> {
-    if (this.allowed && !this.allowed(remoteAddress)) return 403;
+    if (this.allowed) {
+      const allowed = this.allowed(remoteAddress);
+      if (allowed && this.settings.satisfy === 'any') return 0;
+      if (!allowed && this.settings.satisfy !== 'any') return 403;
+      if (!allowed && !this.auth && !this.userFile) return 403;
+    }
     if (!this.auth && !this.userFile) return 0;
     const auth = this.userFile ? this.authOf(c ? this.userFile(c) : '') : this.auth;
     if (!auth) return 401;
