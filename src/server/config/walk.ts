@@ -1,6 +1,7 @@
 // The checks every directive gets from its table entry, in nginx's words and order:
 // known, allowed here, block or `;`, argument count, not duplicate. Then its own `apply`.
 import { specsOf } from './directives.js';
+import { lackingModuleOf } from '../core/modules.js';
 import type { AnyLevel, Checker } from './levels.js';
 import type { Directive } from './syntax.js';
 
@@ -9,7 +10,8 @@ export function walk(list: readonly Directive[], level: AnyLevel, c: Checker): v
   for (const d of list) {
     const specs = specsOf(d.name);
     if (!specs.length) {
-      c.error(d.origin, `unknown directive "${d.name}"`);
+      const module = lackingModuleOf(d.name);
+      c.error(d.origin, `unknown directive "${d.name}"${module ? `: zonal does not implement nginx's ngx_${module.name.replace(/_module$/, '')}_module` : ''}`);
       continue;
     }
     // A name several contexts share (`server`) means the directive of this context.
