@@ -10,7 +10,7 @@ export interface Certs {
   readonly [name: string]: string;
 }
 
-/** `ca.crt`, `server.crt`/`server.key` (CN localhost, signed by the CA), `client.crt`/
+/** `ca.crt`/`ca.key`, `server.crt`/`server.key` (CN localhost, signed by the CA), `client.crt`/
  * `client.key` (CN client.test, O "Zonal, Tests", signed by the CA), `rogue.crt`/
  * `rogue.key` (self-signed), `locked.key` (the server key under the passphrase "secret"). */
 export function certificates(): Certs {
@@ -28,7 +28,7 @@ export function certificates(): Certs {
     ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'rogue.key', '-out', 'rogue.crt', '-days', '1', '-subj', '/CN=rogue.test');
     ssl('pkey', '-in', 'server.key', '-aes128', '-passout', 'pass:secret', '-out', 'locked.key');
     const out: Record<string, string> = {};
-    for (const f of ['ca.crt', 'server.crt', 'server.key', 'client.crt', 'client.key', 'rogue.crt', 'rogue.key', 'locked.key']) out[f] = readFileSync(join(dir, f), 'utf8');
+    for (const f of ['ca.crt', 'ca.key', 'server.crt', 'server.key', 'client.crt', 'client.key', 'rogue.crt', 'rogue.key', 'locked.key']) out[f] = readFileSync(join(dir, f), 'utf8');
     return out;
   } finally {
     rmSync(dir, { recursive: true, force: true });
