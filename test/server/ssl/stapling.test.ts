@@ -8,7 +8,7 @@ import t from 'tap';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:tls';
+import { connect, type ConnectionOptions } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkConfig, freePorts, Zonal } from '../zonal.js';
@@ -68,7 +68,9 @@ t.teardown(() => z.stop());
 function stapled(servername: string, requestOCSP = true): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     let got: Buffer | undefined;
-    const socket = connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false, requestOCSP }, () => {
+    // node reads requestOCSP in tls.connect too, which its types leave out.
+    const options: ConnectionOptions & { requestOCSP: boolean } = { host: '127.0.0.1', port, servername, rejectUnauthorized: false, requestOCSP };
+    const socket = connect(options, () => {
       socket.end();
       resolve(got);
     });
