@@ -363,6 +363,13 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
   proxy_intercept_errors: proxyFlag((level, on) => (level.proxyInterceptErrors = on)),
   proxy_buffer_size: acceptedSize(),
   proxy_busy_buffers_size: acceptedSize(),
+  // zonal writes no response to a temporary file: it streams (proxy_max_temp_file_size 0,
+  // which configurations write to say so, is what it does anyway).
+  proxy_max_temp_file_size: acceptedSize(),
+  proxy_temp_file_write_size: acceptedSize(),
+  // Of nginx's hash table of the headers it sends; node's are a map.
+  proxy_headers_hash_max_size: acceptedSize(),
+  proxy_headers_hash_bucket_size: acceptedSize(),
   proxy_buffers: define({
     contexts: inheritable,
     args: [2, 2],

@@ -10,13 +10,14 @@
 //   ssl_ciphers <list>; ssl_prefer_server_ciphers on|off; ssl_password_file <file>;
 //   ssl_conf_command <name> <value>; ssl_dhparam <file>;
 //   ssl_stapling on|off; ssl_stapling_file <file>; ssl_stapling_verify on|off;
-//   ssl_stapling_responder <url>;                           http, server, stream, stream server
+//   ssl_stapling_responder <url>; ssl_early_data on|off; ssl_buffer_size <size>;   http, server
+//   ssl_ecdh_curve <curves>;                                http, server, stream, stream server
 //
 // The second group is written the same in http and stream: one table entry serves the
 // four contexts, and each block keeps what it says in its `tls` field; settleTls() merges a
 // server's into its outer block's, with nginx's defaults.
 import { readFileSync } from 'node:fs';
-import { define, milliseconds, type DirectiveSpec } from '../config/spec.js';
+import { define, milliseconds, onOff, type DirectiveSpec } from '../config/spec.js';
 import { whole } from '../config/numbers.js';
 import type { SecureContextOptions } from 'node:tls';
 import { confFile, readable } from '../config/files.js';
@@ -64,6 +65,8 @@ export interface TlsWritten {
   /** ssl_stapling, and where it is written (the warning without a file names it). */
   stapling?: { readonly on: boolean; readonly origin: Origin };
   staplingFile?: string;
+  /** ssl_ecdh_curve: OpenSSL's list of groups (`auto`, nginx's default, is node's). */
+  ecdhCurve?: string;
 }
 
 
@@ -306,6 +309,30 @@ export const sslDirectives: Readonly<Record<string, DirectiveSpec>> = {
     false,
     HTTP_TLS,
   ),
+  ssl_ecdh_curve: tlsDirective([1, 1], (tls, d, c) => {
+    const error = contextError({ ecdhCurve: d.args[0] });
+    if (error) c.error(d.origin, `SSL_CTX_set1_curves_list("${d.args[0]}") failed (${error})`);
+    else tls.ecdhCurve = d.args[0];
+  }),
+  // node's TLS takes no early data: a client that sends some sends its request again
+  // after the handshake, as TLS 1.3 lets a server choose. Said once, as http2 is.
+  ssl_early_data: tlsDirective(
+    [1, 1],
+    (_tls, d, c) => {
+      if (onOff(d, c)) c.warn(d.origin, `node's TLS accepts no early data: clients send their requests after the handshake ("ssl_early_data" ignored)`);
+    },
+    false,
+    HTTP_TLS,
+  ),
+  // nginx's TLS record size: node's TLS writes records as its streams give them.
+  ssl_buffer_size: tlsDirective(
+    [1, 1],
+    (_tls, d, c) => {
+      if (parseSize(d.args[0]) === undefined) c.error(d.origin, `"${d.name}" directive invalid value`);
+    },
+    false,
+    HTTP_TLS,
+  ),
   // Of the responses zonal would fetch: it fetches none (a file's is stapled as it is, as nginx's).
   ssl_stapling_verify: flag(() => {}, HTTP_TLS),
   ssl_stapling_responder: tlsDirective(
@@ -387,6 +414,7 @@ export function settleTls(
     ...optional('passwords', pick('passwords')),
     confCommands: pick('confCommands') ?? TLS_DEFAULTS.confCommands,
     ...optional('dhparam', pick('dhparam')),
+    ...optional('ecdhCurve', pick('ecdhCurve')),
     ...(pick('stapling')?.on ? stapled(pick('staplingFile'), pick('stapling')!.origin, warn) : {}),
   };
   if (tls.verifyClient !== 'off' && tls.verifyClient !== 'optional_no_ca' && tls.clientCertificate === undefined && tls.trustedCertificate === undefined)

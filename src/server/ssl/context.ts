@@ -37,6 +37,7 @@ export interface ServerTls {
   readonly passwords?: { readonly file: string; readonly lines: readonly string[] };
   readonly confCommands: ReadonlyArray<readonly [string, string]>;
   readonly dhparam?: string;
+  readonly ecdhCurve?: string;
   /** With `ssl_stapling on`: the DER OCSP response stapled to the certificate. */
   readonly staplingFile?: string;
 }
@@ -154,6 +155,7 @@ export function serverContextOptions(tls: ServerTls, ticketKeys: Buffer | undefi
     honorCipherOrder: tls.preferServerCiphers,
     minVersion: protocols.minVersion,
     maxVersion: protocols.maxVersion,
+    ...(tls.ecdhCurve !== undefined ? { ecdhCurve: tls.ecdhCurve } : {}),
     ...commands,
     secureOptions,
     sessionTimeout: tls.sessionTimeout,

@@ -17,6 +17,10 @@
 //   server_names_hash_max_size, server_names_hash_bucket_size <size>;   http
 //   open_file_cache off | max=<n> [inactive=<time>]; open_file_cache_errors on|off;
 //   open_file_cache_min_uses <n>; open_file_cache_valid <time>;          http, server, location
+//   aio on|off|threads[=<pool>]; aio_write on|off; directio <size>|off; directio_alignment,
+//   read_ahead, sendfile_max_chunk, postpone_output <size>; output_buffers <n> <size>;
+//                                                                        http, server, location
+//   variables_hash_max_size, variables_hash_bucket_size <size>;         http
 import fs from 'node:fs';
 import { parseTime } from '../../../metrics/peers.js';
 import { define, type DirectiveSpec } from '../../config/spec.js';
@@ -280,6 +284,36 @@ const openFileCache = define({
   },
 });
 
+/** `aio`: nginx's asynchronous file reads; node reads files off the event loop (libuv's
+ * thread pool) whatever it says. */
+const aio = define({
+  contexts: inheritable,
+  args: [1, 1],
+  apply(d, _level, c) {
+    const [arg] = d.args;
+    if (arg !== 'on' && arg !== 'off' && !/^threads(=\S+)?$/.test(arg)) c.error(d.origin, `"${d.name}" directive invalid value`);
+  },
+});
+
+/** `directio <size> | off`. */
+const directio = define({
+  contexts: inheritable,
+  args: [1, 1],
+  apply(d, _level, c) {
+    if (d.args[0] !== 'off' && !TUNING_VALUES.size(d.args[0])) c.error(d.origin, `"${d.name}" directive invalid value`);
+  },
+});
+
+/** `output_buffers <number> <size>`. */
+const outputBuffers = define({
+  contexts: inheritable,
+  args: [2, 2],
+  apply(d, _level, c) {
+    const [n, bytes] = d.args;
+    if (!/^\d+$/.test(n) || Number(n) < 1 || !TUNING_VALUES.size(bytes)) c.error(d.origin, `"${d.name}" directive invalid value`);
+  },
+});
+
 export const httpSettingsDirectives: Readonly<Record<string, DirectiveSpec>> = {
   // node writes files through streams, and sets TCP_NODELAY on its sockets itself.
   sendfile: tuning('flag'),
@@ -293,6 +327,16 @@ export const httpSettingsDirectives: Readonly<Record<string, DirectiveSpec>> = {
   open_file_cache_errors: tuning('flag'),
   open_file_cache_min_uses: tuning('number'),
   open_file_cache_valid: tuning('time'),
+  aio,
+  aio_write: tuning('flag'),
+  directio,
+  directio_alignment: tuning('size'),
+  read_ahead: tuning('size'),
+  sendfile_max_chunk: tuning('size'),
+  postpone_output: tuning('size'),
+  output_buffers: outputBuffers,
+  variables_hash_max_size: tuning('size', ['http']),
+  variables_hash_bucket_size: tuning('size', ['http']),
   types,
   default_type: define({
     contexts: inheritable,
