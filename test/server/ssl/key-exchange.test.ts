@@ -1,7 +1,7 @@
-// ssl_dhparam (ngx_http_ssl_module, ngx_stream_ssl_module): the DH parameters the DHE
-// ciphers need, which node's OpenSSL, as nginx's, offers none without; nginx's errors for
-// a file that is missing or holds no parameters. Real bin/zonal, node:tls clients asking
-// for a DHE suite only.
+// The key exchange (ngx_http_ssl_module, ngx_stream_ssl_module): ssl_dhparam, the DH
+// parameters the DHE ciphers need, which node's OpenSSL, as nginx's, offers none without,
+// with nginx's errors for a file that is missing or holds no parameters; ssl_ecdh_curve,
+// the groups ECDHE may use. Real bin/zonal, node:tls clients asking for one suite.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +19,7 @@ const dhparam = (bits: number, name: string) => execFileSync('openssl', ['dhpara
 dhparam(2048, 'dh.pem');
 dhparam(512, 'small.pem');
 
-const [withDh, without, stream] = await freePorts(3);
+const [withDh, without, stream, curve] = await freePorts(4);
 const z = await Zonal.start({
   'server.crt': certs['server.crt'],
   'server.key': certs['server.key'],
@@ -37,6 +37,11 @@ http {
         listen 127.0.0.1:${without} ssl;
         location / { return 200 "none\\n"; }
     }
+    server {
+        listen 127.0.0.1:${curve} ssl;
+        ssl_ecdh_curve secp384r1;
+        location / { return 200 "curve\\n"; }
+    }
 }
 stream {
     server {
@@ -51,16 +56,19 @@ stream {
 });
 t.teardown(() => z.stop());
 
-/** The key exchange of a TLS 1.2 handshake that offers DHE-RSA-AES128-GCM-SHA256 alone. */
-const dhe = (port: number) =>
+/** The key exchange of a TLS 1.2 handshake that offers `cipher` alone (and the groups
+ * `curves`, when given). */
+const exchange = (port: number, cipher: string, curves?: string) =>
   new Promise<EphemeralKeyInfo | object>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false, maxVersion: 'TLSv1.2', ciphers: 'DHE-RSA-AES128-GCM-SHA256' }, () => {
+    const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false, maxVersion: 'TLSv1.2', ciphers: cipher, ...(curves ? { ecdhCurve: curves } : {}) }, () => {
       const info = socket.getEphemeralKeyInfo();
       socket.destroy();
       resolve(info ?? {});
     });
     socket.on('error', reject);
   });
+
+const dhe = (port: number) => exchange(port, 'DHE-RSA-AES128-GCM-SHA256');
 
 t.test('with ssl_dhparam, a DHE suite is negotiated with its parameters', async (t) => {
   t.same(await dhe(withDh), { type: 'DH', size: 2048 });
@@ -69,6 +77,15 @@ t.test('with ssl_dhparam, a DHE suite is negotiated with its parameters', async 
 
 t.test('without it, none: the handshake fails, as with nginx', async (t) => {
   await t.rejects(dhe(without), /handshake failure/);
+});
+
+t.test('ssl_ecdh_curve: the groups ECDHE may use', async (t) => {
+  t.match(await exchange(curve, 'ECDHE-RSA-AES128-GCM-SHA256'), { type: 'ECDH', name: 'secp384r1' });
+  await t.rejects(exchange(curve, 'ECDHE-RSA-AES128-GCM-SHA256', 'X25519'), /handshake failure/, 'a client without it');
+  t.match(await exchange(without, 'ECDHE-RSA-AES128-GCM-SHA256', 'X25519'), { type: 'ECDH', name: 'X25519' }, "node's auto, nginx's default, takes it");
+  const bad = await checkConfig('http { ssl_ecdh_curve bogus; }\n');
+  t.equal(bad.code, 1);
+  t.match(bad.err, /\[emerg\] SSL_CTX_set1_curves_list\("bogus"\) failed \(.+\)/);
 });
 
 t.test("-t: nginx's errors for a missing file and one without parameters", async (t) => {
