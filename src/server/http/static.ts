@@ -73,10 +73,10 @@ export async function serveStatic(root: string, uri: string, req: IncomingMessag
   // Set first: `expires modified` counts from it.
   const lastModified = info.mtime.toUTCString();
   // nginx's `etag on`: the modification time and size, in hex.
-  const etag = `"${Math.floor(info.mtime.getTime() / 1000).toString(16)}-${info.size.toString(16)}"`;
+  const etag = options?.core?.etag === false ? undefined : `"${Math.floor(info.mtime.getTime() / 1000).toString(16)}-${info.size.toString(16)}"`;
   res.setHeader('Last-Modified', lastModified);
-  res.setHeader('ETag', etag);
-  const validators = { lastModified, etag };
+  if (etag !== undefined) res.setHeader('ETag', etag);
+  const validators = etag === undefined ? { lastModified } : { lastModified, etag };
   // An error page's answer (a GET of another URI, with the error's status) is neither
   // conditional nor ranged: nginx's filters take only a 200.
   const own = !options?.get;

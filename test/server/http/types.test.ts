@@ -36,6 +36,7 @@ http {
         listen 127.0.0.1:${own};
         default_type text/x-default;
         location / { root files; }
+        location /own/ { root files; etag off; }
     }
 }
 `,
@@ -72,6 +73,18 @@ t.test("without a types block, nginx's defaults: html, gif, jpg, and default_typ
   t.equal(await typeOf(own, '/a.css'), 'text/x-default', 'default_type of the server');
 });
 
+t.test('etag off: a static file goes without an ETag, and If-None-Match matches nothing', async (t) => {
+  const tagged = await fetch(`http://127.0.0.1:${own}/a.css`);
+  await tagged.arrayBuffer();
+  const etag = tagged.headers.get('etag');
+  t.match(etag, /^"[0-9a-f]+-1"$/, 'on by default');
+  const off = await fetch(`http://127.0.0.1:${own}/own/g.css`, { headers: { 'if-none-match': etag! } });
+  await off.arrayBuffer();
+  t.equal(off.status, 200);
+  t.equal(off.headers.get('etag'), null);
+  t.ok(off.headers.get('last-modified'), 'Last-Modified stays');
+});
+
 t.test('the temporary paths are made at start', async (t) => {
   for (const dir of ['client_body_temp', 'proxy_temp', 'fastcgi_temp', 'uwsgi_temp', 'scgi_temp']) t.ok(statSync(join(z.dir, dir)).isDirectory(), dir);
 });
@@ -89,6 +102,12 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     ['open_file_cache inactive=20s;', /"open_file_cache" must have the "max" parameter/],
     ['open_file_cache_valid soon;', /"open_file_cache_valid" directive invalid value/],
     ['open_file_cache_min_uses many;', /"open_file_cache_min_uses" directive invalid value/],
+    ['aio sometimes;', /"aio" directive invalid value/],
+    ['directio big;', /"directio" directive invalid value/],
+    ['output_buffers 0 32k;', /"output_buffers" directive invalid value/],
+    ['postpone_output lots;', /"postpone_output" directive invalid value/],
+    ['etag maybe;', /invalid value "maybe" in "etag" directive, it must be "on" or "off"/],
+    ['proxy_max_temp_file_size huge;', /invalid value "huge" in "proxy_max_temp_file_size" directive/],
   ];
   // One run: every error is reported.
   const r = await checkConfig(`http {\n${cases.map(([line]) => line).join('\n')}\nserver { listen 127.0.0.1:${own}; } }`);
@@ -101,7 +120,11 @@ t.test('zonal -t refuses what nginx refuses of them', async (t) => {
     types { text/html html; } default_type application/octet-stream;
     sendfile on; tcp_nopush on; tcp_nodelay on; types_hash_max_size 2048; server_names_hash_bucket_size 64;
     open_file_cache max=1000 inactive=20s; open_file_cache_valid 30s; open_file_cache_min_uses 2; open_file_cache_errors on;
-    server { listen 127.0.0.1:${own}; client_max_body_size 0; location / { keepalive_timeout 0; open_file_cache off; } }
+    aio threads; aio_write on; directio 4m; directio_alignment 512; read_ahead 0; sendfile_max_chunk 1m;
+    postpone_output 1460; output_buffers 2 32k; variables_hash_max_size 2048; variables_hash_bucket_size 128;
+    proxy_max_temp_file_size 0; proxy_temp_file_write_size 64k; proxy_headers_hash_max_size 1024; proxy_headers_hash_bucket_size 128;
+    etag off;
+    server { listen 127.0.0.1:${own}; client_max_body_size 0; location / { keepalive_timeout 0; open_file_cache off; aio off; directio off; etag on; } }
   }`);
   t.equal(ok.code, 0, ok.err);
   // One each: a second open_file_cache in a block is a duplicate.

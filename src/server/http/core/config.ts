@@ -21,9 +21,10 @@
 //   read_ahead, sendfile_max_chunk, postpone_output <size>; output_buffers <n> <size>;
 //                                                                        http, server, location
 //   variables_hash_max_size, variables_hash_bucket_size <size>;         http
+//   etag on|off;                                                         http, server, location
 import fs from 'node:fs';
 import { parseTime } from '../../../metrics/peers.js';
-import { define, type DirectiveSpec } from '../../config/spec.js';
+import { define, onOff, type DirectiveSpec } from '../../config/spec.js';
 import type { Context, InheritableLevel } from '../../config/levels.js';
 import type { Directive } from '../../config/syntax.js';
 
@@ -60,6 +61,7 @@ export interface CoreLevel {
   largeClientHeaderBuffers?: { readonly number: number; readonly size: number };
   clientBodyTempPath?: TempPath;
   proxyTempPath?: TempPath;
+  etag?: boolean;
 }
 
 /** The core settings in force at a server, location or `if` block. Times in ms, sizes in bytes. */
@@ -84,6 +86,8 @@ export interface CoreSettings {
   readonly largeClientHeaderBuffers: { readonly number: number; readonly size: number };
   readonly clientBodyTempPath?: TempPath;
   readonly proxyTempPath?: TempPath;
+  /** `etag off`: static files go without an ETag (absent: with one, nginx's default). */
+  readonly etag?: boolean;
 }
 
 declare module '../../config/levels.js' {
@@ -337,6 +341,14 @@ export const httpSettingsDirectives: Readonly<Record<string, DirectiveSpec>> = {
   output_buffers: outputBuffers,
   variables_hash_max_size: tuning('size', ['http']),
   variables_hash_bucket_size: tuning('size', ['http']),
+  etag: define({
+    contexts: inheritable,
+    args: [1, 1],
+    apply(d, level, c) {
+      const on = onOff(d, c);
+      if (on !== undefined) levelOf(level).etag = on;
+    },
+  }),
   types,
   default_type: define({
     contexts: inheritable,
