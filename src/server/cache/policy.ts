@@ -26,8 +26,12 @@ export function headerOf(headers: readonly string[], lower: string): string | un
   return header(headers, lower);
 }
 
-/** ms since the epoch until which the response is valid; 0 when it must not be cached. */
-export function validUntil(status: number, headers: readonly string[], now: number, rules: readonly ValidRule[]): number {
+const NONE: ReadonlySet<string> = new Set();
+
+/** ms since the epoch until which the response is valid; 0 when it must not be cached.
+ * `ignored`: proxy_ignore_headers, whose headers say nothing here. */
+export function validUntil(status: number, headers: readonly string[], now: number, rules: readonly ValidRule[], ignored = NONE): number {
+  const header = (headers: readonly string[], lower: string) => (ignored.has(lower) ? undefined : headerOf(headers, lower));
   if (header(headers, 'set-cookie') !== undefined) return 0;
   const vary = header(headers, 'vary');
   if (vary !== undefined && vary.split(',').some((v) => v.trim() === '*')) return 0;
@@ -63,8 +67,8 @@ export function validUntil(status: number, headers: readonly string[], now: numb
 }
 
 /** The request headers a Vary names, lowercase, with the request's values. */
-export function varyOf(headers: readonly string[], request: Readonly<Record<string, string | string[] | undefined>>): Array<[string, string]> | undefined {
-  const vary = header(headers, 'vary');
+export function varyOf(headers: readonly string[], request: Readonly<Record<string, string | string[] | undefined>>, ignored = NONE): Array<[string, string]> | undefined {
+  const vary = ignored.has('vary') ? undefined : header(headers, 'vary');
   if (vary === undefined) return undefined;
   return vary
     .split(',')

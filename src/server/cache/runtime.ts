@@ -600,7 +600,7 @@ class CachedRequest implements ProxyTap {
     const now = Date.now();
     if (status === 304 && this.found && this.location.use.revalidate && this.status === 'expired') {
       // Revalidated: valid again for what the 304 says, or proxy_cache_valid of the entry's status.
-      const until = validUntil(this.found.head.status, headers, now, this.location.use.valid) || now + validFor(this.location.use.valid, this.found.head.status);
+      const until = validUntil(this.found.head.status, headers, now, this.location.use.valid, this.location.proxyTo.ignoreHeaders) || now + validFor(this.location.use.valid, this.found.head.status);
       if (until > now) this.runtime.keys.refresh(this.md5, until);
       else this.release();
       this.holds = false;
@@ -612,7 +612,7 @@ class CachedRequest implements ProxyTap {
       this.release();
       return false;
     }
-    this.validUntil = this.store ? validUntil(status, headers, now, this.location.use.valid) : 0;
+    this.validUntil = this.store ? validUntil(status, headers, now, this.location.use.valid, this.location.proxyTo.ignoreHeaders) : 0;
     // A HEAD's answer has no body to store, unless it went to the peer as a GET.
     this.cacheable = this.validUntil > now && (this.req.method !== 'HEAD' || this.method === 'GET');
     if (intercepted) {
@@ -681,7 +681,7 @@ class CachedRequest implements ProxyTap {
   private writeEntry(status: number, statusText: string, headers: string[], error: boolean): boolean {
     // Only a 200 or 206 is revalidated and conditional: nginx keeps no validators of others.
     const validated = status === 200 || status === 206;
-    const vary = varyOf(headers, this.req.headers);
+    const vary = varyOf(headers, this.req.headers, this.location.proxyTo.ignoreHeaders);
     const head: CachedHead = {
       key: this.cacheKey,
       status,

@@ -36,4 +36,6 @@ export interface TappedProxy {
   /** Absent for a `proxy_pass` with variables in its host (`$proxy_host` is then the request's). */
   readonly upstream: { readonly proxyHost: string } | undefined;
   readonly addHeaders: AddHeaders | undefined;
+  /** `proxy_ignore_headers`: the cache acts on none of these of the peer's headers. */
+  readonly ignoreHeaders: ReadonlySet<string>;
 }

@@ -82,6 +82,7 @@ const NON_IDEMPOTENT = new Set(['POST', 'LOCK', 'PATCH']);
 
 /** The peer's headers nginx hides unless proxy_pass_header lets them through: its own
  * Date and Server take their place, and X-Accel-* are instructions to the proxy. */
+const NO_HEADERS: ReadonlySet<string> = new Set();
 const HIDDEN_BY_DEFAULT = ['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset'];
 
 /** The peer's headers nginx keeps when it follows its X-Accel-Redirect. */
@@ -204,6 +205,10 @@ export class Proxy {
   private readonly cache: LocationCache | undefined;
   /** add_header of the location (proxied responses). */
   readonly addHeaders: AddHeaders | undefined;
+
+  get ignoreHeaders(): ReadonlySet<string> {
+    return this.config.options.ignoreHeaders ?? NO_HEADERS;
+  }
 
   /** `captures`: the request's `$1`..`$9`, when an `if` condition set them. */
   handle(req: IncomingMessage, res: ServerResponse, uri: string, captures?: readonly string[]): void {
@@ -669,6 +674,7 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
     let hides = false;
     let accel: string | undefined;
     let limitRate: string | undefined;
+    const ignored = this.proxy.ignoreHeaders;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       let value = headers[i + 1];
@@ -678,8 +684,8 @@ class Exchange implements ExchangeHandler, Expiring, AfterIo {
       if (!hides && hidden.has(name)) hides = true;
       if (name.length > 8 && (name[0] === 'X' || name[0] === 'x')) {
         const lower = name.toLowerCase();
-        if (lower === 'x-accel-redirect') accel = value;
-        else if (lower === 'x-accel-limit-rate') limitRate = value;
+        if (lower === 'x-accel-redirect' && !ignored.has(lower)) accel = value;
+        else if (lower === 'x-accel-limit-rate' && !ignored.has(lower)) limitRate = value;
       }
       let rewritten: string | undefined;
       if (redirects && name.length === 8 && name.toLowerCase() === 'location') rewritten = this.relocated(value);

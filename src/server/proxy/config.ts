@@ -58,6 +58,10 @@ export interface ProxyOptions {
   readonly method?: string;
   /** `proxy_limit_rate`: bytes per second read from a peer for one request; absent: no limit. */
   readonly limitRate?: number;
+  /** `proxy_ignore_headers`: the peer's headers (lowercase) whose meaning is not acted
+   * on: X-Accel-Redirect and X-Accel-Limit-Rate here, the cache's (Cache-Control,
+   * Expires, X-Accel-Expires, Set-Cookie, Vary) in cache/policy.ts. Absent: none. */
+  readonly ignoreHeaders?: ReadonlySet<string>;
 }
 
 /** `proxy_redirect` as written in a block: `default`, `off` or rewrites. */
@@ -85,6 +89,7 @@ declare module '../config/levels.js' {
     proxySslPasswordFile?: string;
     proxyMethod?: string;
     proxyLimitRate?: number;
+    proxyIgnoreHeaders?: string[];
   }
 }
 declare module '../config/model.js' {
@@ -112,6 +117,7 @@ export type MergedProxyOptions = Pick<
   | 'proxySslPasswordFile'
   | 'proxyMethod'
   | 'proxyLimitRate'
+  | 'proxyIgnoreHeaders'
 >;
 
 export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableLevel): MergedProxyOptions {
@@ -131,6 +137,7 @@ export function mergeProxyOptions(outer: MergedProxyOptions, level: InheritableL
     proxySslPasswordFile: level.proxySslPasswordFile ?? outer.proxySslPasswordFile,
     proxyMethod: level.proxyMethod ?? outer.proxyMethod,
     proxyLimitRate: level.proxyLimitRate ?? outer.proxyLimitRate,
+    proxyIgnoreHeaders: level.proxyIgnoreHeaders ?? outer.proxyIgnoreHeaders,
   };
 }
 
@@ -161,6 +168,7 @@ export function proxyOptions(
     passHeaders: m.proxyPassHeaders ?? [],
     interceptErrors: m.proxyInterceptErrors ?? false,
     redirects,
+    ...(m.proxyIgnoreHeaders?.length ? { ignoreHeaders: new Set(m.proxyIgnoreHeaders) } : {}),
     ...(m.proxyLimitRate ? { limitRate: m.proxyLimitRate } : {}),
     ...(m.proxyCookieDomain?.length ? { cookieDomains: m.proxyCookieDomain } : {}),
     ...(m.proxyCookiePath?.length ? { cookiePaths: m.proxyCookiePath } : {}),
@@ -170,6 +178,8 @@ export function proxyOptions(
 }
 
 const inheritable = ['http', 'server', 'location'] as const;
+
+const IGNORABLE = new Set(['x-accel-redirect', 'x-accel-expires', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset', 'expires', 'cache-control', 'set-cookie', 'vary']);
 
 /** `proxy_connect_timeout`, `proxy_read_timeout`, `proxy_send_timeout`. */
 function proxyTimeout(set: (level: InheritableLevel, ms: number) => void) {
@@ -380,6 +390,18 @@ export const proxyDirectives: Readonly<Record<string, DirectiveSpec>> = {
     },
   }),
 
+  // nginx's list (ngx_http_upstream_ignore_headers_masks); X-Accel-Buffering and
+  // X-Accel-Charset are taken, and ignored whatever it says: zonal streams, and has no
+  // charset module.
+  proxy_ignore_headers: define({
+    contexts: inheritable,
+    args: [1, Infinity],
+    apply(d, level, c) {
+      const bad = d.args.find((a) => !IGNORABLE.has(a.toLowerCase()));
+      if (bad !== undefined) return c.error(d.origin, `invalid value "${bad}" in "${d.name}" directive`);
+      level.proxyIgnoreHeaders = d.args.map((a) => a.toLowerCase());
+    },
+  }),
   proxy_hide_header: headerList((level, name) => (level.proxyHideHeaders ??= []).push(name)),
   proxy_pass_header: headerList((level, name) => (level.proxyPassHeaders ??= []).push(name)),
 

@@ -44,3 +44,13 @@ t.test('Vary: the variant stored and the variant asked', async (t) => {
   t.notOk(sameVariant(vary, { 'accept-encoding': 'br', 'x-lang': 'fr' }));
   t.ok(sameVariant(undefined, {}), 'no Vary: one variant');
 });
+
+t.test('proxy_ignore_headers: the headers it names say nothing', async (t) => {
+  const ignored = (...names: string[]) => new Set(names);
+  t.equal(validUntil(200, ['Cache-Control', 'no-cache', 'Set-Cookie', 'a=1'], NOW, RULES, ignored('cache-control', 'set-cookie')), NOW + 600_000, 'proxy_cache_valid decides');
+  t.equal(validUntil(200, ['Cache-Control', 'no-cache'], NOW, RULES, ignored('set-cookie')), 0, 'a header it does not name still counts');
+  t.equal(validUntil(200, ['X-Accel-Expires', '7', 'Expires', new Date(NOW + 90_000).toUTCString()], NOW, RULES, ignored('x-accel-expires')), NOW + 90_000, 'Expires once X-Accel-Expires is ignored');
+  t.equal(validUntil(200, ['Expires', new Date(NOW - 1000).toUTCString()], NOW, RULES, ignored('expires')), NOW + 600_000);
+  t.equal(validUntil(200, ['Vary', '*'], NOW, RULES, ignored('vary')), NOW + 600_000, 'Vary: * cached');
+  t.equal(varyOf(['Vary', 'Accept'], { accept: 'a' }, ignored('vary')), undefined, 'and no variant kept');
+});
