@@ -769,9 +769,27 @@ class StoreRefusal {
 const storeNameError = (name: string) =>
   `The server "${name}" is a name the resolver follows: names are each instance's own and are not kept in the configuration store ("config_store"), write them in the configuration file.`;
 
+/** Each store's writes in flight, per upstream: one at a time, in order. */
+const queues = new WeakMap<ConfigStore, Map<string, Promise<unknown>>>();
+
 /** A write through the store: computed from the peers last applied, committed on the
- * condition that no other instance wrote since, and computed again when one did. */
-async function storeWrite(status: Status, t: Target, store: ConfigStore, change: Change): Promise<WriteResult> {
+ * condition that no other instance wrote since, and computed again when one did. An
+ * instance sends one write of an upstream at a time: its own writes never race each
+ * other, only other instances' do. */
+function storeWrite(status: Status, t: Target, store: ConfigStore, change: Change): Promise<WriteResult> {
+  let byUpstream = queues.get(store);
+  if (!byUpstream) queues.set(store, (byUpstream = new Map()));
+  const key = `${t.protocol}/${t.upstream!.name}`;
+  const queued = (byUpstream.get(key) ?? Promise.resolve()).then(() => commitWrite(status, t, store, change));
+  const settled = queued.catch(() => undefined);
+  byUpstream.set(key, settled);
+  void settled.then(() => {
+    if (byUpstream.get(key) === settled) byUpstream.delete(key);
+  });
+  return queued;
+}
+
+async function commitWrite(status: Status, t: Target, store: ConfigStore, change: Change): Promise<WriteResult> {
   const u = t.upstream!;
   for (let attempt = 0; attempt < STORE_ATTEMPTS; attempt++) {
     const set = peerSet(status, u);
@@ -782,8 +800,9 @@ async function storeWrite(status: Status, t: Target, store: ConfigStore, change:
     const created = t.name !== undefined && !set.peers.some((p) => isNamed(p, t));
     const committed = await store.commit(t.protocol!, u, set.revision, next);
     if (committed.ok) return { ok: true, created, set: peerSet(status, u) };
-    if ('conflict' in committed) continue;
-    return { ok: false, error: new StoreRefusal(committed.status, committed.error, committed.description) };
+    if (!('conflict' in committed)) return { ok: false, error: new StoreRefusal(committed.status, committed.error, committed.description) };
+    // Writers of several instances that keep meeting step apart.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
   }
   return {
     ok: false,
