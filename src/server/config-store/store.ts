@@ -329,7 +329,6 @@ export class EtcdStore implements ConfigStore {
 
   async commit(protocol: Protocol, u: UpstreamConfig, base: number, peers: readonly PeerConfig[]): Promise<StoreCommit> {
     const key = keyOf(this.config.prefix, protocol, u);
-    const client = this.client;
     const unavailable = (why: string): StoreCommit => {
       this.state.failedWrites++;
       this.failed(`a write of "${key}" failed: ${why}`);
@@ -340,16 +339,14 @@ export class EtcdStore implements ConfigStore {
         description: `Upstream "${u.name}" was not changed: the configuration store is unavailable (${why}).`,
       };
     };
-    if (!client || !this.state.connected) return unavailable(`${this.state.endpoint} does not answer`);
+    const deadline = Date.now() + this.config.timeout;
+    // A write in a failover waits for the next endpoint, within the timeout.
+    const client = await this.ready(deadline);
+    if (!client) return unavailable(`${this.state.endpoint} does not answer`);
     const value = JSON.stringify(storedUpstream(peers, protocol));
     try {
       const txn = await client.if(key, 'Mod', '==', base).then(client.put(key).value(value)).else(client.get(key)).commit();
-      if (txn.succeeded) {
-        const revision = Number(txn.header.revision);
-        this.apply(key, JSON.parse(value), revision, 'a write');
-        this.publish();
-        return { ok: true, revision };
-      }
+      if (txn.succeeded) return this.committed(key, value, Number(txn.header.revision));
       // Another instance wrote first: what it wrote is applied, the write computed again.
       const kv = txn.responses[0]?.response_range?.kvs[0];
       if (kv) this.applyKv(kv, 'a write that came second');
@@ -358,9 +355,94 @@ export class EtcdStore implements ConfigStore {
     } catch (e) {
       const why = errorText(e);
       if (client === this.client) this.lost(`${this.state.endpoint}: ${why}`);
-      return unavailable(why);
+      if (NEVER_SENT.test(why)) return unavailable(why);
+      // The transaction may have reached the leader, and be committed yet: settled
+      // before the answer, so that a write refused is one etcd will never have.
+      const settled = await this.settle(key, base, value, protocol, u, Date.now() + this.config.timeout);
+      if (typeof settled === 'number') return this.committed(key, value, settled);
+      // Fenced by a store that answers again: never applied, and sent again.
+      if (settled === 'fenced') return { ok: false, conflict: true };
+      return unavailable(settled === 'refused' ? why : `${why}; whether etcd took the write could not be told, and it may yet be applied everywhere`);
     }
   }
+
+  private committed(key: string, value: string, revision: number): StoreCommit {
+    this.apply(key, JSON.parse(value), revision, 'a write');
+    this.publish();
+    return { ok: true, revision };
+  }
+
+  /** A connected client, after waiting for a reconnection until `deadline` at most. */
+  private async ready(deadline: number): Promise<Etcd3 | undefined> {
+    for (let attempt = 0; attempt < 100 && !this.closed; attempt++) {
+      if (this.client && this.state.connected) return this.client;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const up = await Promise.race([this.connect(), sleep(left).then(() => false)]);
+      if (!up) await sleep(Math.min(this.backoff, Math.max(0, deadline - Date.now())));
+    }
+    return this.client && this.state.connected ? this.client : undefined;
+  }
+
+  /**
+   * What became of a transaction whose answer was lost (`base`: the revision it compared
+   * with): its revision when etcd committed it, `fenced` or `refused` when etcd never
+   * will (`fenced`: by this instance's fence, so the store answers again), or `unknown`. A fence, the same compare with the value the key has at `base`, moves the
+   * key on unless something else did: then the transaction can no longer commit. When
+   * the key had moved, the first change after `base` (the one transaction whose compare
+   * held) is read back from etcd's history, and compared with the value written.
+   */
+  private async settle(key: string, base: number, value: string, protocol: Protocol, u: UpstreamConfig, deadline: number): Promise<number | 'fenced' | 'refused' | 'unknown'> {
+    const client = await this.ready(deadline);
+    if (!client) return 'unknown';
+    try {
+      const before = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
+      const fence = await client.if(key, 'Mod', '==', base).then(client.put(key).value(before)).commit();
+      if (fence.succeeded) {
+        this.apply(key, JSON.parse(before), Number(fence.header.revision), 'a fence of a write without an answer');
+        return 'fenced';
+      }
+      const first = await firstChange(client, key, base, deadline);
+      if (!first) return 'unknown';
+      return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'refused';
+    } catch {
+      return 'unknown';
+    }
+  }
+}
+
+/** An error of a call that never left this process: it cannot have been committed. */
+const NEVER_SENT = /No connection established|ECONNREFUSED|not connected/;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The first change of `key` after revision `base`, from etcd's history (undefined when
+ * it cannot be read by `deadline`, or was compacted away). */
+function firstChange(client: Etcd3, key: string, base: number, deadline: number): Promise<IKeyValue | undefined> {
+  return new Promise((resolve) => {
+    let watcher: Watcher | undefined;
+    let settled = false;
+    const done = (kv: IKeyValue | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void watcher?.cancel().catch(() => undefined);
+      resolve(kv);
+    };
+    const timer = setTimeout(() => done(undefined), Math.max(0, deadline - Date.now()));
+    client
+      .watch()
+      .key(key)
+      .startRevision(String(base + 1))
+      .create()
+      .then((w) => {
+        watcher = w;
+        if (settled) void w.cancel().catch(() => undefined);
+        w.on('put', (kv) => done(kv));
+        w.on('delete', (kv) => done(kv));
+        w.on('error', () => done(undefined));
+      }, () => done(undefined));
+  });
 }
 
 /** The keys of the catalog's upstreams (every upstream has a zone in zonal: its own by default). */

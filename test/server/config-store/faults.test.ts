@@ -24,14 +24,14 @@ const stored = async () => (await etcd.get(KEY))!.value.servers as Record<string
 
 t.test('the leader SIGKILLed during a burst of writes', async (t) => {
   const leader = await etcd.leader();
-  const results: Array<{ peer: string; status: number }> = [];
+  const results: Array<{ peer: string; status: number; description?: string }> = [];
   let n = 0;
   const writer = async (k: number) => {
     const until = Date.now() + 3000;
     while (Date.now() < until) {
       const peer = `127.0.3.${k + 1}:${++n}`;
       const w = await write(fleet.instances[k], 'PATCH', 'servers', { [peer]: {} }, {}, k === 1 ? 'admin' : 'plane');
-      results.push({ peer, status: w.status });
+      results.push({ peer, status: w.status, description: w.body?.description });
     }
   };
   const burst = Promise.all(fleet.instances.map((_, k) => writer(k)));
@@ -44,6 +44,7 @@ t.test('the leader SIGKILLed during a burst of writes', async (t) => {
   const acknowledged = results.filter((r) => r.status === 200);
   const refused = results.filter((r) => r.status !== 200);
   t.ok(refused.every((r) => r.status === 503), 'a write is acknowledged or refused with 503');
+  t.same(refused.filter((r) => /could not be told/.test(r.description ?? '')), [], 'and every refusal is certain (no answer left unknown)');
   t.same(acknowledged.filter((r) => !(r.peer in now)).map((r) => r.peer), [], 'every acknowledged write is in etcd');
   t.same(refused.filter((r) => r.peer in now).map((r) => r.peer), [], 'no refused write is');
   for (const i of fleet.instances) t.ok((await until(async () => JSON.stringify(await servers(i)) === JSON.stringify(now), 5000)) >= 0, 'every instance shows it');
@@ -69,7 +70,7 @@ t.test('one member SIGSTOPped: writes go on', async (t) => {
     }
     const elapsed = Date.now() - started;
     t.ok(statuses.every((s) => s === 200 || s === 503), 'acknowledged or refused');
-    t.ok(ok >= 17, `most writes succeed (${ok} of 20)`);
+    t.same(statuses.slice(5), Array(15).fill(200), 'once the instance moved on, every write succeeds');
     const now = await stored();
     for (const i of fleet.instances) t.ok((await until(async () => JSON.stringify(await servers(i)) === JSON.stringify(now), 5000)) >= 0, 'every instance converges');
     t.not((await storeStatus(A)).endpoint, endpoint, 'the instance that used it moved to another member');
