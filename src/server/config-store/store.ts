@@ -55,8 +55,10 @@ export class EtcdStore implements ConfigStore {
   private backoff = BACKOFF_FIRST_MS;
   private targets = new Map<string, Target>();
   private state: { -readonly [K in keyof ConfigStoreState]: ConfigStoreState[K] };
-  /** The store's revision the watch has delivered up to. */
+  /** The store's revision the watch has delivered up to: where a new connection resumes. */
   private revision = 0;
+  /** The watch was cancelled (etcd compacted past `revision`): the next connection reads all. */
+  private compacted = false;
   private cache: Cache = { revision: 0, keys: {} };
   private probe?: NodeJS.Timeout;
   private retry?: NodeJS.Timeout;
@@ -234,10 +236,19 @@ export class EtcdStore implements ConfigStore {
     if (!this.client) this.client = this.clientFor(endpoint);
     const client = this.client;
     try {
+      // Resumed from the revision last seen when every upstream has one (the watch then
+      // brings what was missed, in order); a full read otherwise, and when etcd has
+      // compacted past it.
+      const resume = this.revision > 0 && !this.compacted && [...this.targets.values()].every(({ u }) => peerSet(this.status, u).revision !== undefined);
+      // Seeding and reading are linearizable, as the probe is: connected means a quorum.
       await this.seed(client);
-      const read = await client.getAll().prefix(`${this.config.prefix}/`).exec();
-      for (const kv of read.kvs) this.applyKv(kv, 'a read of the store');
-      this.revision = Math.max(this.revision, Number(read.header.revision));
+      if (resume) await client.get(`${this.config.prefix}/`).exec();
+      else {
+        const read = await client.getAll().prefix(`${this.config.prefix}/`).exec();
+        for (const kv of read.kvs) this.applyKv(kv, 'a read of the store');
+        this.revision = Math.max(this.revision, Number(read.header.revision));
+        this.compacted = false;
+      }
       await this.watch(client, this.revision + 1);
     } catch (e) {
       if (client !== this.client) return false;
@@ -277,7 +288,13 @@ export class EtcdStore implements ConfigStore {
   }
 
   private async watch(client: Etcd3, from: number): Promise<void> {
-    const watcher = await client.watch().prefix(`${this.config.prefix}/`).startRevision(String(from)).create();
+    // A stream has no deadline of its own: one that is not created in time is a failure.
+    const creating = client.watch().prefix(`${this.config.prefix}/`).startRevision(String(from)).create();
+    const watcher = await Promise.race([creating, sleep(this.config.timeout).then(() => undefined)]);
+    if (!watcher) {
+      void creating.then((w) => w.cancel(), () => undefined).catch(() => undefined);
+      throw new Error(`the watch was not created within ${this.config.timeout} ms`);
+    }
     if (client !== this.client) {
       void watcher.cancel().catch(() => undefined);
       return;
@@ -295,7 +312,9 @@ export class EtcdStore implements ConfigStore {
       if (watcher === this.watcher) this.lost(`${this.state.endpoint}: the watch ended: ${errorText(e)}`);
     });
     watcher.on('error', (e: Error) => {
-      if (watcher === this.watcher) this.lost(`${this.state.endpoint}: the watch was cancelled: ${errorText(e)}`);
+      if (watcher !== this.watcher) return;
+      this.compacted = true;
+      this.lost(`${this.state.endpoint}: the watch was cancelled (${errorText(e)}): a full read follows`);
     });
   }
 

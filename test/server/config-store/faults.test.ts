@@ -139,7 +139,20 @@ t.test('an instance restarted while changes were made comes back with them', asy
   const ms = await until(async () => JSON.stringify(await servers(fleet.instances[2])) === JSON.stringify(now), 5000);
   t.ok(ms >= 0, 'it shows every change made while it was down');
   t.equal((await storeStatus(fleet.instances[2])).revision, (await etcd.get(KEY))!.revision, 'at the last revision');
+  t.ok((await storeStatus(fleet.instances[2])).watch_events >= 5, 'the changes came through its watch, resumed from the revision in its cache file');
   t.comment(`an instance restarted after 5 changes: it showed them ${Date.now() - started} ms after its start began`);
+});
+
+t.test('an instance restarted after etcd compacted past its revision reads everything again', async (t) => {
+  await fleet.stopInstance(2);
+  for (let n = 0; n < 3; n++) t.equal((await write(A, 'PATCH', 'servers', { [`127.0.6.2:${n + 1}`]: {} })).status, 200, 'a change while it is down');
+  const now = await etcd.get(KEY);
+  t.ok(await etcd.call(0, '/v3/kv/compaction', { revision: now!.revision, physical: true }), 'etcd compacted up to the last change');
+  await fleet.startInstance(2);
+  const z = fleet.instances[2];
+  t.ok((await until(async () => JSON.stringify(await servers(z)) === JSON.stringify(now!.value.servers), 5000)) >= 0, 'it shows every change');
+  t.equal((await storeStatus(z)).revision, now!.revision, 'at the last revision');
+  t.match(z.zonal.log, /the watch was cancelled .*: a full read follows/, 'through a full read, its watch from the cache\'s revision having been cancelled');
 });
 
 t.test('an instance started while etcd is down serves its cache file, and catches up', async (t) => {
