@@ -389,9 +389,9 @@ export class EtcdStore implements ConfigStore {
       // before the answer, so that a write refused is one etcd will never have.
       const settled = await this.settle(key, base, value, protocol, u, Date.now() + SETTLE_TIMEOUTS * this.config.timeout);
       if (typeof settled === 'number') return this.committed(key, value, settled);
-      // Fenced by a store that answers again: never applied, and sent again.
-      if (settled === 'fenced') return { ok: false, conflict: true };
-      return unavailable(settled === 'refused' ? why : `${why}; whether etcd took the write could not be told, and it may yet be applied everywhere`);
+      // Never applied, and the store answers again: computed and sent again.
+      if (settled === 'never') return { ok: false, conflict: true };
+      return unavailable(`${why}; whether etcd took the write could not be told, and it may yet be applied everywhere`);
     }
   }
 
@@ -415,13 +415,13 @@ export class EtcdStore implements ConfigStore {
 
   /**
    * What became of a transaction whose answer was lost (`base`: the revision it compared
-   * with): its revision when etcd committed it, `fenced` or `refused` when etcd never
-   * will (`fenced`: by this instance's fence, so the store answers again), or `unknown`. A fence, the same compare with the value the key has at `base`, moves the
+   * with): its revision when etcd committed it, `never` when etcd never will, or
+   * `unknown`. A fence, the same compare with the value the key has at `base`, moves the
    * key on unless something else did: then the transaction can no longer commit. When
    * the key had moved, the first change after `base` (the one transaction whose compare
    * held) is read back from etcd's history, and compared with the value written.
    */
-  private async settle(key: string, base: number, value: string, protocol: Protocol, u: UpstreamConfig, deadline: number): Promise<number | 'fenced' | 'refused' | 'unknown'> {
+  private async settle(key: string, base: number, value: string, protocol: Protocol, u: UpstreamConfig, deadline: number): Promise<number | 'never' | 'unknown'> {
     // Tried on each endpoint in turn until one with a quorum answers (a new leader is
     // being elected, most likely), or until `deadline`.
     for (let attempt = 0; attempt < 100; attempt++) {
@@ -432,11 +432,11 @@ export class EtcdStore implements ConfigStore {
         const fence = await client.if(key, 'Mod', '==', base).then(client.put(key).value(before)).commit();
         if (fence.succeeded) {
           this.apply(key, JSON.parse(before), Number(fence.header.revision), 'a fence of a write without an answer');
-          return 'fenced';
+          return 'never';
         }
         const first = await firstChange(client, key, base, deadline);
         if (!first) return 'unknown';
-        return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'refused';
+        return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'never';
       } catch (e) {
         if (client === this.client) this.lost(`${this.state.endpoint}: ${errorText(e)}`);
       }

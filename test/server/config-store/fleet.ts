@@ -14,6 +14,8 @@ export interface Instance {
   zonal: Zonal;
   readonly data: number;
   readonly admin: number;
+  /** The stream server's port, proxying to the stream upstream `s`. */
+  readonly tcp: number;
   readonly cache: string;
 }
 
@@ -24,7 +26,7 @@ export async function backend(): Promise<{ server: Server; port: number }> {
   return { server, port: (server.address() as { port: number }).port };
 }
 
-export const config = (etcd: EtcdCluster, prefix: string, i: { data: number; admin: number; cache: string }, upstream: number, timeout = '1s') => `
+export const config = (etcd: EtcdCluster, prefix: string, i: Omit<Instance, 'zonal'>, upstream: number, timeout = '1s') => `
 worker_processes 2;
 config_store etcd://${etcd.endpoints}${prefix} timeout=${timeout} cache=${i.cache};
 http {
@@ -42,6 +44,16 @@ http {
         location / { api /; }
     }
 }
+stream {
+    upstream s {
+        zone s 64k;
+        server 127.0.0.1:${upstream};
+    }
+    server {
+        listen 127.0.0.1:${i.tcp};
+        proxy_pass s;
+    }
+}
 `;
 
 export class Fleet {
@@ -55,9 +67,9 @@ export class Fleet {
 
   static async start(etcd: EtcdCluster, prefix: string, upstream: number, n = 3, timeout = '1s'): Promise<Fleet> {
     const fleet = new Fleet(etcd, prefix, mkdtempSync(join(tmpdir(), 'zonal-fleet-')), upstream);
-    const ports = await freePorts(2 * n);
+    const ports = await freePorts(3 * n);
     for (let k = 0; k < n; k++) {
-      const spec = { data: ports[2 * k], admin: ports[2 * k + 1], cache: join(fleet.dir, `cache-${k}.json`) };
+      const spec = { data: ports[3 * k], admin: ports[3 * k + 1], tcp: ports[3 * k + 2], cache: join(fleet.dir, `cache-${k}.json`) };
       fleet.instances.push({ ...spec, zonal: await Zonal.start({ 'zonal.conf': config(etcd, prefix, spec, upstream, timeout) }) });
     }
     fleet.timeout = timeout;

@@ -6,6 +6,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { EtcdCluster } from '../../helpers/etcd.js';
 import { backend, Fleet, percentile, servers, storeStatus, until, write } from './fleet.js';
+import { getJson } from '../zonal.js';
 
 const etcd = await EtcdCluster.start(3);
 const b = await backend();
@@ -20,10 +21,11 @@ t.teardown(async () => {
 t.test('the key is seeded once from the file, in the /config shape', async (t) => {
   const stored = await etcd.get('/zonal-writes/http/upstreams/u');
   t.same(stored?.value, { servers: { [`127.0.0.1:${b.port}`]: {} } }, 'etcdctl get shows what GET /config shows');
+  const latest = Math.max(stored!.revision, (await etcd.get('/zonal-writes/stream/upstreams/s'))!.revision);
   for (const i of fleet.instances) {
     const s = await storeStatus(i);
     t.equal(s.connected, true, 'connected');
-    t.equal(s.revision, stored!.revision, 'the revision applied is the key\'s');
+    t.equal(s.revision, latest, 'the revision applied is the last key\'s');
     t.match(s.endpoint, /^127\.0\.0\.1:\d+$/, 'the endpoint in use');
   }
 });
@@ -93,6 +95,18 @@ t.test('an operator\'s etcdctl put reaches every instance', async (t) => {
   t.same(await servers(A), { [`127.0.0.1:${b.port}`]: { weight: 5 } }, 'the last good one stays');
   // Back to a good value, for the next cases.
   await etcd.put('/zonal-writes/http/upstreams/u', { servers: { [`127.0.0.1:${b.port}`]: {} } });
+});
+
+t.test('a stream upstream is kept under <prefix>/stream/upstreams/<name>', async (t) => {
+  t.same((await etcd.get('/zonal-writes/stream/upstreams/s'))?.value, { servers: { [`127.0.0.1:${b.port}`]: {} } }, 'seeded');
+  const w = await fetch(`http://127.0.0.1:${B.admin}/config/stream/upstreams/s/servers/127.0.0.1:7`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"max_fails":3}' });
+  t.equal(w.status, 201, 'a write on one instance');
+  t.match(w.headers.get('etag'), /^"r\d+"$/);
+  t.same((await etcd.get('/zonal-writes/stream/upstreams/s'))?.value.servers['127.0.0.1:7'], { max_fails: 3 }, 'in etcd');
+  const stream = async (i: typeof A) => (await getJson(`http://127.0.0.1:${i.data}/api/config/stream/upstreams/s/servers`)).body;
+  for (const i of [A, C]) t.ok((await until(async () => (await stream(i))['127.0.0.1:7'] !== undefined, 3000)) >= 0, 'seen on the others');
+  const http = await fetch(`http://127.0.0.1:${A.admin}/config/stream/upstreams/s/servers/127.0.0.1:8`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"sid":"a"}' });
+  t.equal(http.status, 400, 'an http-only parameter is refused for a stream peer, as without a store');
 });
 
 t.test('a format error is refused before anything is sent', async (t) => {
