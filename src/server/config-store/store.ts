@@ -278,12 +278,16 @@ export class EtcdStore implements ConfigStore {
   /** Create-if-absent: an empty key takes this instance's peers (the file's, or its
    * state file's); one that holds data wins, and is read next. */
   private async seed(client: Etcd3): Promise<void> {
-    for (const [key, { protocol, u }] of this.targets) {
-      if (peerSet(this.status, u).revision !== undefined && this.cache.keys[key]) continue;
-      const value = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
-      const txn = await client.if(key, 'Create', '==', 0).then(client.put(key).value(value)).commit();
-      if (txn.succeeded) this.log('notice', `config_store: seeded ${key} from the configuration`);
-    }
+    for (const [key, { protocol, u }] of this.targets) if (peerSet(this.status, u).revision === undefined || !this.cache.keys[key]) await this.seedKey(client, key, protocol, u);
+  }
+
+  /** One key's create-if-absent, applied here when it created the key. */
+  private async seedKey(client: Etcd3, key: string, protocol: Protocol, u: UpstreamConfig): Promise<void> {
+    const value = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
+    const txn = await client.if(key, 'Create', '==', 0).then(client.put(key).value(value)).commit();
+    if (!txn.succeeded) return;
+    this.log('notice', `config_store: seeded ${key} from this instance's peers`);
+    this.apply(key, JSON.parse(value), Number(txn.header.revision), 'a seed');
   }
 
   private applyKv(kv: IKeyValue, from: string): boolean {
@@ -316,8 +320,15 @@ export class EtcdStore implements ConfigStore {
       this.applyKv(kv, 'the watch');
       this.publish();
     });
-    // A watch that ends (the endpoint went), or is cancelled (etcd compacted past the
-    // revision it resumed from): another connection, from a full read.
+    // A key deleted in etcd (an operator's `etcdctl del`): the instance keeps the peers it
+    // has, and its next write of the upstream creates the key again.
+    watcher.on('delete', (kv) => {
+      this.state.watchEvents++;
+      this.revision = Math.max(this.revision, Number(kv.mod_revision));
+      this.failed(`"${kv.key.toString('utf8')}" was deleted from the store: the peers stay as they are until the next write creates it again`, 'warn');
+    });
+    // A watch that ends (the endpoint went): another connection, resumed from here. One
+    // that etcd cancelled (compacted past the revision it resumed from): a full read.
     watcher.on('disconnected', (e: Error) => {
       if (watcher === this.watcher) this.lost(`${this.state.endpoint}: the watch ended: ${errorText(e)}`);
     });
@@ -377,8 +388,10 @@ export class EtcdStore implements ConfigStore {
       const txn = await client.if(key, 'Mod', '==', base).then(client.put(key).value(value)).else(client.get(key)).commit();
       if (txn.succeeded) return this.committed(key, value, Number(txn.header.revision));
       // Another instance wrote first: what it wrote is applied, the write computed again.
+      // No key at all (deleted in etcd): it is created again, from this instance's peers.
       const kv = txn.responses[0]?.response_range?.kvs[0];
       if (kv) this.applyKv(kv, 'a write that came second');
+      else await this.seedKey(client, key, protocol, u);
       this.publish();
       return { ok: false, conflict: true };
     } catch (e) {

@@ -139,3 +139,14 @@ t.test('a reload that changes the URL is refused, and the store goes on', async 
   await A.zonal.reload(text);
   t.equal((await write(A, 'PATCH', 'servers', { '127.0.0.98:1': {} })).status, 200, 'writes go on');
 });
+
+t.test('a key deleted in etcd: the peers stay, and the next write creates it again', async (t) => {
+  const before = await servers(A);
+  t.ok(await etcd.call(0, '/v3/kv/deleterange', { key: Buffer.from('/zonal-writes/http/upstreams/u').toString('base64') }), 'etcdctl del');
+  t.ok((await until(async () => /was deleted from the store/.test((await storeStatus(B)).last_error?.message ?? ''), 3000)) >= 0, 'said');
+  t.same(await servers(B), before, 'the peers stay');
+  const w = await write(B, 'PATCH', 'servers', { '127.0.0.97:1': {} });
+  t.equal(w.status, 200, 'a write');
+  t.same((await etcd.get('/zonal-writes/http/upstreams/u'))?.value.servers, { ...before, '127.0.0.97:1': {} }, 'created the key again, with the write');
+  for (const i of [A, C]) t.ok((await until(async () => '127.0.0.97:1' in (await servers(i)), 3000)) >= 0, 'seen by the others');
+});
