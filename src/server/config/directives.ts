@@ -30,6 +30,7 @@ import { mapDirectives } from '../map/config.js';
 import { realipDirectives } from '../realip/config.js';
 import { geoDirectives } from '../geo/config.js';
 import { http2Directives } from '../http2/config.js';
+import { configStoreDirectives } from '../config-store/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -61,6 +62,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   realipDirectives,
   geoDirectives,
   http2Directives,
+  configStoreDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */
