@@ -9,7 +9,7 @@
 // cannot take in Node 20.
 //
 // It is made from dist/src as tsc compiled it, so it runs the same JavaScript. Packages
-// stay outside (node_modules), and `import()` of one stays an import. Each module keeps its
+// stay outside (node_modules). Each module keeps its
 // own import.meta.url, the URL of its file in dist/src, so that what it finds beside
 // itself (the addon, the dashboard page) is found from the bundle too. inputs.json names
 // the files it was made of: bin/zonal runs dist/src instead when one of them is newer (a
@@ -62,6 +62,9 @@ for (const [name, entry] of Object.entries(ENTRIES)) {
     platform: 'node',
     target: 'node20',
     packages: 'external',
+    // A package imported when used (etcd3, bcryptjs) is required then: V8 code taken from
+    // a cache has no `import()` (Node 20 loses vm.Script's importModuleDynamically with it).
+    supported: { 'dynamic-import': false },
     // At the top of the module, where `require` is still CommonJS's own.
     banner: { js: `'use strict';\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
     sourcemap: maps ? 'linked' : false,

@@ -271,6 +271,13 @@ t.test('the bin runs, and every name the README imports from zonal is exported',
   const conf = join(app, 'node_modules', 'zonal', 'conf', 'zonal.conf');
   const checked = await run(join(app, 'node_modules', '.bin', 'zonal'), ['-t', '-c', conf], { cwd: app, env: bare, ms: 30_000 });
   t.equal(checked.code, 0, said('zonal -t -c conf/zonal.conf', checked));
+  // etcd3 is an optional peer: a configuration that keeps its upstreams in etcd says what
+  // to install.
+  mkdirSync(join(app, 'store'), { recursive: true });
+  writeFileSync(join(app, 'store', 'zonal.conf'), 'config_store etcd://127.0.0.1:2379/zonal;\nhttp { upstream u { zone u 64k; server 127.0.0.1:8081; } }\n');
+  const store = await run(join(app, 'node_modules', '.bin', 'zonal'), ['-t', '-c', join(app, 'store', 'zonal.conf')], { cwd: app, env: bare, ms: 30_000 });
+  t.equal(store.code, 1, 'config_store without etcd3 fails -t');
+  t.match(store.stderr, /"config_store" needs the etcd3 package, which is not installed: install it beside zonal \(npm install etcd3\)/);
 
   // A server from the bin answers; CPU profiles of its primary and worker (node:cluster
   // forks the worker with the primary's options) say which files ran.

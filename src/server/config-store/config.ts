@@ -10,6 +10,7 @@
 // connection attempt (default 3s). `cache=` is where the last applied configuration is
 // kept for a start while etcd is unreachable (default `config_store.json` in the prefix).
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { define, milliseconds, type DirectiveSpec } from '../config/spec.js';
 import type { Checker } from '../config/levels.js';
 import type { Origin } from '../config/model.js';
@@ -82,6 +83,18 @@ function readable(file: string, param: string, at: Origin, c: Checker): void {
   }
 }
 
+/** etcd3 is an optional peer of the package (its gRPC stack would triple what `npm install
+ * zonal` installs for the many that never use a store): a configuration that needs it
+ * says so at `-t` when it is not installed beside zonal. */
+function clientInstalled(at: Origin, c: Checker): void {
+  if (!c.disk) return;
+  try {
+    createRequire(import.meta.url).resolve('etcd3');
+  } catch {
+    c.error(at, `"config_store" needs the etcd3 package, which is not installed: install it beside zonal (npm install etcd3)`);
+  }
+}
+
 export const configStoreDirectives: Record<string, DirectiveSpec> = {
   config_store: define({
     contexts: ['main'],
@@ -114,6 +127,7 @@ export const configStoreDirectives: Record<string, DirectiveSpec> = {
         return c.error(d.origin, `"config_store" directive needs "ca=" to speak TLS with a client certificate`);
       if ((set.user === undefined) !== (set.passwordFile === undefined))
         return c.error(d.origin, `"config_store" directive needs both "user=" and "password_file=" to authenticate`);
+      clientInstalled(d.origin, c);
       set.cache ??= c.path('config_store.json', 'prefix');
       main.configStore = set as ConfigStoreConfig;
     },
