@@ -221,7 +221,7 @@ t.test('nginx blocks pass bin/zonal -t', async (t) => {
 });
 
 t.test('sh blocks: benchmarks exist, bin/zonal lines run', async (t) => {
-  const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor']);
+  const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor', 'etcd']);
   for (const b of all.filter((b) => kindOf(b) === 'bench'))
     for (const m of b.text.matchAll(/^npm run bench -- (\S+)/gm))
       t.ok(existsSync(join(root, 'bench', `${m[1]}.ts`)) && !HELPERS.has(m[1]), `${where(b)}: "${m[1]}" is a benchmark in bench/`);

@@ -1,0 +1,232 @@
+// npm run bench -- fleet [--rounds N] [--seconds S] [--writers W]: three zonal instances
+// sharing one upstream configuration through a 3-member etcd cluster (`config_store`), all
+// on loopback ports. Measured:
+// - propagation: a PATCH of a peer's weight (a new one each round) on one instance, the
+//   writer turning round the three; from the moment it is sent, the two others' /status/
+//   are read over keep-alive connections, one GET after another with nothing in between,
+//   until each shows the new weight. N rounds (200) after 10 of warm-up; p50, p99 and max
+//   for each other instance and for the later of the two, beside the issue's target (p99
+//   at most 100 ms), and how long the writer took to answer (etcd's commit included);
+// - writes per second for S seconds (5) each: one writer on one instance, each PATCH sent
+//   when the last was answered; W writers (3) on the three instances in turn, each the
+//   same; the same W writers each reading the peer's ETag and writing with If-Match, so
+//   that they race. Each with its answers by status: a 412 is a lost race, a 503 etcd not
+//   answering in time; any other status fails the run.
+// After the writes, the three instances must show one weight within 2 s, or the run fails.
+// Every loop is bounded in count and time; every child (etcd members, zonal instances) is
+// stopped by runBench(). The machine's load average is printed before and after.
+import { writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { startEtcd } from './etcd.js';
+import { broken, freePort, HOST, ready, runBench, start, wholeOption, ZONAL } from './processes.js';
+import { finish, median, nowNs, quantile, round2, table } from './report.js';
+
+const INSTANCES = 3;
+const WARMUP = 10;
+const TARGET_P99_MS = 100;
+/** How long an instance may take to show a change before the run fails. */
+const SEEN_WITHIN_MS = 5000;
+const MAX_READS = 100_000;
+
+const rounds = wholeOption('--rounds', 200, 10_000);
+const seconds = wholeOption('--seconds', 5, 60);
+const writers = wholeOption('--writers', 3, 30);
+
+interface Answer {
+  status: number;
+  etag?: string;
+  text: string;
+}
+
+interface Instance {
+  name: string;
+  admin: number;
+  agent: Agent;
+}
+
+/** One request over the instance's keep-alive connections, with a 5 s timeout. */
+function call(to: Instance, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: HOST, port: to.admin, method, path, agent: to.agent, timeout: 5000, headers: body === undefined ? headers : { 'Content-Type': 'application/json', ...headers } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: res.headers.etag, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} on ${to.name} took over 5 s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const ms = (fromNs: number) => (nowNs() - fromNs) / 1e6;
+
+await runBench('fleet', async (dir) => {
+  const loadBefore = load();
+  const etcd = await startEtcd(dir, 3);
+  const peers = [await freePort(), await freePort()];
+  const PEER = `${HOST}:${peers[0]}`;
+  const CONFIG_PATH = `/config/http/upstreams/backend/servers/${PEER}`;
+  const STATUS_PATH = `/status/http/upstreams/backend/peers/${PEER}/weight`;
+
+  const fleet: Instance[] = [];
+  for (let i = 0; i < INSTANCES; i++) {
+    const name = `zonal-${'abc'[i]}`;
+    const admin = await freePort();
+    const conf = join(dir, `${name}.conf`);
+    writeFileSync(
+      conf,
+      `worker_processes 2;
+config_store etcd://${etcd.endpoints.join(',')}/zonal-bench;
+http {
+    upstream backend {
+        zone backend 256k;
+        server ${PEER};
+        server ${HOST}:${peers[1]};
+    }
+    server {
+        listen ${HOST}:${admin} admin;
+        location / { api /; }
+    }
+}
+`,
+    );
+    const child = start(name, process.execPath, [ZONAL, '-c', conf]);
+    await ready(child, admin);
+    fleet.push({ name, admin, agent: new Agent({ keepAlive: true, maxSockets: writers + 2 }) });
+  }
+
+  /** The weight `to`'s /status/ shows. */
+  const weightOn = async (to: Instance) => {
+    const a = await call(to, 'GET', STATUS_PATH);
+    if (a.status !== 200) broken(`GET ${STATUS_PATH} on ${to.name} answered ${a.status}: ${a.text.slice(0, 300)}`);
+    return Number(a.text);
+  };
+  /** Milliseconds from `sentNs` until `to` shows `weight`, reading as fast as it answers. */
+  const seen = async (to: Instance, weight: number, sentNs: number) => {
+    for (let i = 0; i < MAX_READS; i++) {
+      if ((await weightOn(to)) === weight) return ms(sentNs);
+      if (ms(sentNs) > SEEN_WITHIN_MS) break;
+    }
+    broken(`${to.name} did not show weight ${weight} within ${SEEN_WITHIN_MS} ms (and ${MAX_READS} reads): is config_store on?`);
+  };
+  const patch = (to: Instance, weight: number, headers?: Record<string, string>) => call(to, 'PATCH', CONFIG_PATH, JSON.stringify({ weight }), headers);
+
+  // ---- Propagation ----
+  const each: number[] = [];
+  const all: number[] = [];
+  const answered: number[] = [];
+  for (let r = 0; r < WARMUP + rounds; r++) {
+    const writer = fleet[r % INSTANCES];
+    const others = fleet.filter((f) => f !== writer);
+    // 2..99, never the weight of the round before.
+    const weight = 2 + (r % 98);
+    const sent = nowNs();
+    const [answer, ...times] = await Promise.all([
+      patch(writer, weight).then((a) => {
+        if (a.status !== 200) broken(`PATCH weight=${weight} on ${writer.name} answered ${a.status}: ${a.text.slice(0, 300)}`);
+        return ms(sent);
+      }),
+      ...others.map((o) => seen(o, weight, sent)),
+    ]);
+    if (r < WARMUP) continue;
+    each.push(...times);
+    all.push(Math.max(...times));
+    answered.push(answer);
+  }
+  const row = (what: string, v: number[], target = '') => [what, v.length, round2(median(v)), round2(quantile(v, 0.99)), round2(Math.max(...v)), target];
+  const goal = (v: number[]) => `<= ${TARGET_P99_MS}: ${quantile(v, 0.99) <= TARGET_P99_MS ? 'met' : 'MISSED'}`;
+  table(
+    `Propagation: a PATCH on one instance until the other two show it in /status/, ${rounds} rounds after ${WARMUP} of warm-up (ms from the PATCH sent)`,
+    ['what', 'samples', 'p50 ms', 'p99 ms', 'max ms', 'target p99 ms'],
+    [
+      row('each other instance', each, goal(each)),
+      row('both other instances (the later)', all, goal(all)),
+      row('the writer answered (etcd committed)', answered),
+    ],
+  );
+
+  // ---- Writes per second ----
+  type Counts = { ok: number; 412: number; 503: number; other: number; perS: number };
+  let next = 0;
+  const phase = async (count: number, ifMatch: boolean): Promise<Counts> => {
+    const c: Counts = { ok: 0, 412: 0, 503: 0, other: 0, perS: 0 };
+    let firstOther = '';
+    const began = nowNs();
+    const end = began + seconds * 1e9;
+    await Promise.all(
+      Array.from({ length: count }, async (_, w) => {
+        const to = fleet[w % INSTANCES];
+        for (let i = 0; i < 1_000_000 && nowNs() < end; i++) {
+          let headers: Record<string, string> | undefined;
+          if (ifMatch) {
+            const read = await call(to, 'GET', CONFIG_PATH);
+            if (read.status !== 200 || !read.etag) broken(`GET ${CONFIG_PATH} on ${to.name} answered ${read.status} with ETag ${read.etag}: ${read.text.slice(0, 300)}`);
+            headers = { 'If-Match': read.etag };
+          }
+          const a = await patch(to, 2 + (next++ % 98), headers);
+          if (a.status === 200) c.ok++;
+          else if (a.status === 412 || a.status === 503) c[a.status]++;
+          else {
+            c.other++;
+            firstOther ||= `${a.status} ${a.text.slice(0, 300)}`;
+          }
+        }
+      }),
+    );
+    c.perS = (c.ok / ms(began)) * 1000;
+    if (c.other) broken(`${c.other} writes answered neither 200, 412 nor 503; the first: ${firstOther}`);
+    return c;
+  };
+  const sequential = await phase(1, false);
+  const concurrent = await phase(writers, false);
+  const raced = await phase(writers, true);
+  table(
+    `Writes: PATCH of the peer's weight for ${seconds} s each, every writer waiting for its answer`,
+    ['what', 'writes/s', '200', '412', '503'],
+    [
+      ['1 writer, one instance', round2(sequential.perS), sequential.ok, sequential[412], sequential[503]],
+      [`${writers} writers over ${INSTANCES} instances`, round2(concurrent.perS), concurrent.ok, concurrent[412], concurrent[503]],
+      [`${writers} writers, GET then If-Match`, round2(raced.perS), raced.ok, raced[412], raced[503]],
+    ],
+  );
+
+  // The writes all ended: every instance must come to the same weight.
+  let weights: number[] = [];
+  for (let i = 0, since = nowNs(); i < 10_000 && ms(since) < 2000; i++) {
+    weights = await Promise.all(fleet.map(weightOn));
+    if (weights.every((w) => w === weights[0])) break;
+  }
+  if (!weights.every((w) => w === weights[0])) broken(`after the writes the instances show weights ${weights.join(', ')}, not one`);
+
+  const loadAfter = load();
+  table('Machine', ['what', 'value'], [
+    ['load average before (1, 5, 15 min)', loadBefore],
+    ['load average after', loadAfter],
+    ['etcd members / zonal instances (2 workers each)', `3 / ${INSTANCES}`],
+  ]);
+  finish('fleet', {
+    propagation_p50_ms: median(each),
+    propagation_p99_ms: quantile(each, 0.99),
+    propagation_max_ms: Math.max(...each),
+    propagation_both_p99_ms: quantile(all, 0.99),
+    patch_p50_ms: median(answered),
+    patch_p99_ms: quantile(answered, 0.99),
+    writes_per_s_sequential: sequential.perS,
+    writes_per_s_concurrent: concurrent.perS,
+    writes_503_concurrent: concurrent[503] + sequential[503],
+    writes_412_concurrent: concurrent[412] + sequential[412],
+    writes_per_s_if_match: raced.perS,
+    writes_412_if_match: raced[412],
+    writes_503_if_match: raced[503],
+    load_1m_before: Number(loadBefore.split(' ')[0]),
+    load_1m_after: Number(loadAfter.split(' ')[0]),
+  });
+});
