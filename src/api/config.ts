@@ -4,16 +4,22 @@
 // compare-and-swap of the upstream's peer set (metrics/peers.ts): every worker sees it
 // on its next read, and a rejected request changes nothing.
 //
+// With a store (`config_store`, issue 34), a write is computed from the peers this
+// instance last applied, committed to the store compared with the store's revision they
+// came with, and only then applied and answered; the entity tag under an upstream is
+// that revision (`"r123"`), the same on every instance of the fleet.
+//
 // Writes are taken from an upstream down. Above it (/config, /config/http,
 // /config/http/upstreams) an update would span several zones, which one publication
 // cannot make atomic: those paths are read-only (405).
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
 import { isPeerAddressError, parsePeerAddress, parsePeerName, peerKeyOf, peerName, splitPeerKey, type PeerName } from '../metrics/catalog.js';
-import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry } from '../metrics/peers.js';
+import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry, type PeerSet } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
+import type { UpdateResult } from '../metrics/peers.js';
 import { apiError, jsonResponse, methodNotAllowed, pathNotFound } from './errors.js';
 import type { ApiResponse } from './types.js';
 
@@ -132,6 +138,48 @@ export function configJson(status: Status, defaults = false): TreeJson {
   return out as TreeJson;
 }
 
+// ---- The store's values -------------------------------------------------------------
+
+/** What a store keeps of an upstream: its peers in the shape GET shows them
+ * (`{"servers": {...}}`). A resolver's peers are each instance's own: not kept. */
+export function storedUpstream(peers: readonly PeerConfig[], protocol: Protocol): { servers: { [key: string]: Json } } {
+  return { servers: serversOf(peers.filter((p) => !isResolved(p)), protocol, false) };
+}
+
+/** The peers a stored value makes, checked as a PUT of the upstream is, with the
+ * resolver's peers of `current` kept; or why the value is refused. */
+export function peersOfStored(protocol: Protocol, u: UpstreamConfig, value: unknown, current: readonly PeerEntry[]): PeerConfig[] | { error: string } {
+  try {
+    const body = value as Json;
+    if (!isObject(body) || !isObject(body.servers)) throw new FormatError('the value is not an object with a "servers" object');
+    const stored = applyServers(protocol, u, [], body.servers, false, KEEP_NAMES);
+    return [...stored, ...current.filter(isResolved).map(stripId)];
+  } catch (e) {
+    if (e instanceof FormatError) return { error: e.description };
+    throw e;
+  }
+}
+
+/**
+ * Where the writes of an instance with a store go (`config_store`). `commit` sends the
+ * upstream's new peers to the store, on the condition that the store still has the
+ * revision `base` this instance last applied; committed, it applies them (changePeers,
+ * with the new revision) before it resolves. `conflict`: another instance wrote first,
+ * and what it wrote has been applied: the write is computed again from it.
+ */
+export interface ConfigStore {
+  commit(protocol: Protocol, u: UpstreamConfig, base: number, peers: readonly PeerConfig[]): Promise<StoreCommit>;
+}
+
+export type StoreCommit =
+  | { readonly ok: true; readonly revision: number }
+  | { readonly ok: false; readonly conflict: true }
+  /** Refused whole, nothing changed: the store is unreachable or has no quorum (503). */
+  | { readonly ok: false; readonly status: number; readonly error: string; readonly description: string };
+
+/** How many times a write is computed again after other instances' writes came first. */
+const STORE_ATTEMPTS = 16;
+
 // ---- Requests -----------------------------------------------------------------------
 
 export interface ConfigRequest {
@@ -174,7 +222,8 @@ interface Target {
   param?: Param;
 }
 
-export function handleConfig(status: Status, req: ConfigRequest): ApiResponse {
+/** A write answers later only with a store: it waits for the store's commit. */
+export function handleConfig(status: Status, req: ConfigRequest, store?: ConfigStore): ApiResponse | Promise<ApiResponse> {
   const head = req.method === 'HEAD';
   const pretty = req.query.get('pretty') !== 'off';
   const defaults = req.query.get('defaults') === 'on';
@@ -184,8 +233,10 @@ export function handleConfig(status: Status, req: ConfigRequest): ApiResponse {
   if (req.method === 'GET' || head) {
     const value = read(status, t, defaults);
     if (value === undefined) return pathNotFound(req.path, head);
-    // The tag is the entity's own (its parameters as set, whatever `defaults` shows).
-    return jsonResponse(200, value, pretty, head, { ETag: entityTag(defaults ? read(status, t, false) : value) });
+    // The tag is the entity's own (its parameters as set, whatever `defaults` shows), or
+    // the store's revision of its upstream.
+    const revision = t.upstream ? peerSet(status, t.upstream).revision : undefined;
+    return jsonResponse(200, value, pretty, head, { ETag: revision !== undefined ? revisionTag(revision) : entityTag(defaults ? read(status, t, false) : value) });
   }
   if (!['PUT', 'PATCH', 'DELETE'].includes(req.method) || !writable)
     return methodNotAllowed(req.method, req.path, writable ? WRITABLE : READ_ONLY);
@@ -197,7 +248,7 @@ export function handleConfig(status: Status, req: ConfigRequest): ApiResponse {
     if ('response' in parsed) return parsed.response;
     body = parsed.value;
   }
-  return write(status, t, req, body);
+  return write(status, t, req, body, store);
 }
 
 /** The JSON types a write may carry: a PATCH is a JSON merge patch (RFC 7386) either way. */
@@ -223,10 +274,19 @@ export function entityTag(value: Json | undefined): string {
   return `"${createHash('sha1').update(JSON.stringify(value ?? null)).digest('base64url').slice(0, 22)}"`;
 }
 
-/** Whether If-Match and If-None-Match hold for the entity as it is (`undefined`: absent),
+/** The entity tag of everything under an upstream kept in a store: the store's revision. */
+export const revisionTag = (revision: number): string => `"r${revision}"`;
+
+/** The tag of the entity `t` names in `set`; undefined when it does not exist. */
+function tagIn(t: Target, set: PeerSet, peers: readonly PeerConfig[]): string | undefined {
+  const current = entityOf(t, peers, false);
+  if (current === undefined) return undefined;
+  return set.revision !== undefined ? revisionTag(set.revision) : entityTag(current);
+}
+
+/** Whether If-Match and If-None-Match hold for the entity's tag (`undefined`: absent),
  * with RFC 9110's strong comparison: a weak tag never matches If-Match. */
-function preconditionsHold(current: Json | undefined, ifMatch: string | undefined, ifNoneMatch: string | undefined): boolean {
-  const tag = current === undefined ? undefined : entityTag(current);
+function preconditionsHold(tag: string | undefined, ifMatch: string | undefined, ifNoneMatch: string | undefined): boolean {
   const listed = (header: string) => header.split(',').map((s) => s.trim());
   if (ifMatch !== undefined) {
     const tags = listed(ifMatch);
@@ -524,6 +584,9 @@ interface NamesPlan {
   follows(p: PeerConfig): boolean | undefined;
 }
 
+/** A plan that leaves names alone: a stored value's servers are addresses only. */
+const KEEP_NAMES: NamesPlan = { listed: new Set(), follows: () => undefined };
+
 const madeByName = (p: PeerConfig, e: { server: string; service?: string }) => p.name !== undefined && p.server === e.server && p.service === e.service;
 
 function namesPlan(status: Status, protocol: Protocol, u: UpstreamConfig, body: Json | undefined, mode: 'replace' | 'merge' | 'keep'): NamesPlan {
@@ -590,23 +653,24 @@ function collectionWrite(t: Target, method: string, body: Json | undefined): Col
  * (a peer made before names had keys, or embedded with a name that is no address). */
 const isNamed = (p: PeerConfig, t: Target) => peerName(p) === t.key || peerName(p) === t.name;
 
-function write(status: Status, t: Target, req: ConfigRequest, body: Json | undefined): ApiResponse {
+function write(status: Status, t: Target, req: ConfigRequest, body: Json | undefined, store: ConfigStore | undefined): ApiResponse | Promise<ApiResponse> {
   const u = t.upstream!;
   const named = t.name !== undefined ? nameOf(u, t.name) : undefined;
   if (named && 'error' in named) return apiError(400, 'FormatError', serverNameError(t.name!, named.error));
+  if (named && store) return apiError(400, 'FormatError', storeNameError(t.name!));
   if (named) return writeName(status, t, req, body, named);
   const protocol = t.protocol!;
   const merge = req.method === 'PATCH';
   const del = req.method === 'DELETE';
   let missing = false;
   const conditional = req.ifMatch !== undefined || req.ifNoneMatch !== undefined;
-  const change = (peers: readonly PeerEntry[]): PeerConfig[] | { error: FormatError | PreconditionFailed } => {
+  const change = (peers: readonly PeerEntry[], set: PeerSet): PeerConfig[] | { error: FormatError | PreconditionFailed } => {
     missing = false;
     try {
       const list = peers.map(stripId);
       // Checked on the set being replaced, inside the compare-and-swap: of two writers
       // holding the same tag, the second sees the first's change and fails.
-      if (conditional && !preconditionsHold(entityOf(t, list, false), req.ifMatch, req.ifNoneMatch)) return { error: new PreconditionFailed() };
+      if (conditional && !preconditionsHold(tagIn(t, set, list), req.ifMatch, req.ifNoneMatch)) return { error: new PreconditionFailed() };
       if (collection) return collection.mode === 'keep' ? list : applyServers(protocol, u, peers, collection.body, collection.mode === 'merge', plan!);
       const at = list.findIndex((p) => isNamed(p, t));
       const existing = at >= 0 ? list[at] : undefined;
@@ -649,34 +713,99 @@ function write(status: Status, t: Target, req: ConfigRequest, body: Json | undef
     if (e instanceof FormatError) return apiError(400, 'FormatError', e.description);
     throw e;
   }
-  const result = changePeers(status, u, change, t.key);
-  if (!result.ok) {
-    if (result.error === 'no-room')
+  if (store) {
+    if (plan?.listed.size) return apiError(400, 'FormatError', storeNameError([...plan.listed][0]));
+    return storeWrite(status, t, store, change).then(finish);
+  }
+  return finish(changePeers(status, u, change, t.key));
+
+  function finish(result: WriteResult): ApiResponse {
+    if (!result.ok) {
+      if (result.error === 'no-room')
+        return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+      if (result.error instanceof StoreRefusal) return apiError(result.error.status, result.error.error, result.error.description);
+      if ('description' in result) return apiError(500, 'InternalError', `Upstream "${u.name}" was not changed: ${result.description}.`);
+      if (result.error instanceof PreconditionFailed)
+        return apiError(412, 'PreconditionFailed', `Configuration API entity "${req.path}" does not match the If-Match or If-None-Match condition: it was changed or created since it was read.`);
+      return apiError(400, 'FormatError', (result.error as FormatError).description);
+    }
+    if (missing) return pathNotFound(req.path);
+    // The names after the peers: a request the peers' compare-and-swap refused (a format
+    // error, a failed condition) has changed nothing. A name's follower that answers in
+    // between puts back peers its watcher removes on its next look (200 ms).
+    if (plan?.names && !updateNames(status, u, () => plan.names!)) {
+      changePeers(status, u, () => before.map(stripId));
       return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
-    if ('description' in result) return apiError(500, 'InternalError', `Upstream "${u.name}" was not changed: ${result.description}.`);
-    if (result.error instanceof PreconditionFailed)
-      return apiError(412, 'PreconditionFailed', `Configuration API entity "${req.path}" does not match the If-Match or If-None-Match condition: it was changed or created since it was read.`);
-    return apiError(400, 'FormatError', (result.error as FormatError).description);
+    }
+    // The entity's new tag, for the writer's next conditional write.
+    const set = peerSet(status, u);
+    const tag = tagIn(t, set, set.peers);
+    const tags: Record<string, string> = tag === undefined ? {} : { ETag: tag };
+    if (del) return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false, tags);
+    if (result.created && t.name !== undefined && !t.param)
+      return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created.` }, true, false, tags);
+    return jsonResponse(
+      200,
+      { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` },
+      true,
+      false,
+      tags,
+    );
   }
-  if (missing) return pathNotFound(req.path);
-  // The names after the peers: a request the peers' compare-and-swap refused (a format
-  // error, a failed condition) has changed nothing. A name's follower that answers in
-  // between puts back peers its watcher removes on its next look (200 ms).
-  if (plan?.names && !updateNames(status, u, () => plan.names!)) {
-    changePeers(status, u, () => before.map(stripId));
-    return apiError(507, 'OutOfMemory', `The shared memory zone of upstream "${u.name}" has no room for the new configuration.`);
+}
+
+type Change = (peers: readonly PeerEntry[], set: PeerSet) => PeerConfig[] | { error: FormatError | PreconditionFailed };
+type WriteResult = UpdateResult<FormatError | PreconditionFailed | StoreRefusal>;
+
+/** A store's refusal of a write (unreachable, no quorum): nothing changed anywhere. */
+class StoreRefusal {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly description: string,
+  ) {}
+}
+
+const storeNameError = (name: string) =>
+  `The server "${name}" is a name the resolver follows: names are each instance's own and are not kept in the configuration store ("config_store"), write them in the configuration file.`;
+
+/** Each store's writes in flight, per upstream: one at a time, in order. */
+const queues = new WeakMap<ConfigStore, Map<string, Promise<unknown>>>();
+
+/** A write through the store: computed from the peers last applied, committed on the
+ * condition that no other instance wrote since, and computed again when one did. An
+ * instance sends one write of an upstream at a time: its own writes never race each
+ * other, only other instances' do. */
+function storeWrite(status: Status, t: Target, store: ConfigStore, change: Change): Promise<WriteResult> {
+  let byUpstream = queues.get(store);
+  if (!byUpstream) queues.set(store, (byUpstream = new Map()));
+  const key = `${t.protocol}/${t.upstream!.name}`;
+  const queued = (byUpstream.get(key) ?? Promise.resolve()).then(() => commitWrite(status, t, store, change));
+  const settled = queued.catch(() => undefined);
+  byUpstream.set(key, settled);
+  void settled.then(() => {
+    if (byUpstream.get(key) === settled) byUpstream.delete(key);
+  });
+  return queued;
+}
+
+async function commitWrite(status: Status, t: Target, store: ConfigStore, change: Change): Promise<WriteResult> {
+  const u = t.upstream!;
+  for (let attempt = 0; attempt < STORE_ATTEMPTS; attempt++) {
+    const set = peerSet(status, u);
+    if (set.revision === undefined)
+      return { ok: false, error: new StoreRefusal(503, 'ServiceUnavailable', `Upstream "${u.name}" was not changed: this instance has not read it from the configuration store yet.`) };
+    const next = change(set.peers, set);
+    if (!Array.isArray(next)) return { ok: false, error: next.error };
+    const created = t.name !== undefined && !set.peers.some((p) => isNamed(p, t));
+    const committed = await store.commit(t.protocol!, u, set.revision, next);
+    if (committed.ok) return { ok: true, created, set: peerSet(status, u) };
+    if (!('conflict' in committed)) return { ok: false, error: new StoreRefusal(committed.status, committed.error, committed.description) };
+    // Writers of several instances that keep meeting step apart.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
   }
-  // The entity's new tag, for the writer's next conditional write.
-  const after = entityOf(t, peerSet(status, u).peers, false);
-  const tag: Record<string, string> = after === undefined ? {} : { ETag: entityTag(after) };
-  if (del) return jsonResponse(200, { success: 'Reset', description: `Configuration API entity "${req.path}" was reset to default.` }, true, false, tag);
-  if (result.created && t.name !== undefined && !t.param)
-    return jsonResponse(201, { success: 'Created', description: `New configuration API entity "${req.path}" was created.` }, true, false, tag);
-  return jsonResponse(
-    200,
-    { success: 'Updated', description: `Existing configuration API entity "${req.path}" was updated with ${merge ? 'merging' : 'replacing'}.` },
-    true,
-    false,
-    tag,
-  );
+  return {
+    ok: false,
+    error: new StoreRefusal(503, 'ServiceUnavailable', `Upstream "${u.name}" was not changed: other instances' writes came first ${STORE_ATTEMPTS} times in a row.`),
+  };
 }

@@ -5,7 +5,7 @@ import type { Status } from '../metrics/status.js';
 import { statusRoot } from '../metrics/root.js';
 import type { RenderContext } from '../metrics/shape.js';
 import { JsonNode, ObjectNode, type StatusNode } from '../metrics/tree.js';
-import { configJson, handleConfig, type ConfigChange } from './config.js';
+import { configJson, handleConfig, type ConfigChange, type ConfigRequest, type ConfigStore } from './config.js';
 import { JsonWriter } from '../metrics/json.js';
 import { inReadPass } from '../engine/index.js';
 import { apiError, methodNotAllowed, pathNotFound, textResponse } from './errors.js';
@@ -17,10 +17,14 @@ import { keepFields, parseFields } from './fields.js';
 import type { ApiMount, ApiRequest, ApiResponse } from './types.js';
 
 export type { ApiMount, ApiRequest, ApiResponse, ApiStream } from './types.js';
-export type { ConfigChange } from './config.js';
+export type { ConfigChange, ConfigRequest, ConfigStore, StoreCommit } from './config.js';
 export { mapRequest, findMount, decodePath } from './mapping.js';
 
 export type ApiHandler = (request: ApiRequest) => ApiResponse | undefined;
+/** The API of a configuration kept in a store (ApiOptions.configStore,
+ * forwardConfigWrites): a /config write answers once the store committed it; every read
+ * still answers at once. */
+export type StoreApiHandler = (request: ApiRequest) => ApiResponse | undefined | Promise<ApiResponse>;
 
 /** A response's body as text, whether it came as text or as bytes. */
 export function bodyText(response: ApiResponse): string {
@@ -43,6 +47,12 @@ export interface ApiOptions {
   readonly acceptHost?: (host: string, request: ApiRequest, write: boolean) => boolean;
   /** Origins (`https://dash.example.com`) besides the API's own whose pages may write. */
   readonly origins?: readonly string[];
+  /** The upstreams are kept in a store (`config_store`) this process writes to: a
+   * /config write is committed there first, and answered once it is. */
+  readonly configStore?: ConfigStore;
+  /** The upstreams are kept in a store another process holds (a worker's primary):
+   * /config writes are sent to it, and its answer is theirs. */
+  readonly forwardConfigWrites?: (request: ConfigRequest) => Promise<ApiResponse>;
 }
 
 const WRITES = new Set(['PUT', 'PATCH', 'DELETE', 'POST']);
@@ -73,7 +83,9 @@ export function resolve(root: StatusNode, segments: readonly string[], ctx: Rend
   return trail;
 }
 
-export function createApi(options: ApiOptions): ApiHandler {
+export function createApi(options: ApiOptions & { configStore?: undefined; forwardConfigWrites?: undefined }): ApiHandler;
+export function createApi(options: ApiOptions): StoreApiHandler;
+export function createApi(options: ApiOptions): StoreApiHandler {
   const mounts = options.mounts ?? [
     { location: '/status/', api: '/status/' },
     { location: '/config/', api: '/config/' },
@@ -110,7 +122,8 @@ export function createApi(options: ApiOptions): ApiHandler {
   // saves decoding, matching and splitting it again.
   const routes = new Map<string, Route>();
 
-  const answer: ApiHandler = (request) => {
+  const forward = options.forwardConfigWrites;
+  const answer: StoreApiHandler = (request) => {
     // Most requests have no query: they share one empty, never written, set of parameters.
     const bare = request.query === '';
     const query = bare ? NO_QUERY : new URLSearchParams(request.query);
@@ -137,7 +150,7 @@ export function createApi(options: ApiOptions): ApiHandler {
       return response;
     }
     if (segments[0] === 'config') {
-      const response = handleConfig(status, {
+      const configRequest: ConfigRequest = {
         method: request.method,
         segments: segments.slice(1),
         path: mapped.path,
@@ -146,9 +159,17 @@ export function createApi(options: ApiOptions): ApiHandler {
         contentType: request.contentType,
         ifMatch: request.ifMatch,
         ifNoneMatch: request.ifNoneMatch,
+      };
+      const response = write && forward ? forward(configRequest) : handleConfig(status, configRequest, options.configStore);
+      if (!audit || !write) return response;
+      if (!(response instanceof Promise)) {
+        audit(changeOf(request, mapped.path, response), request);
+        return response;
+      }
+      return response.then((r) => {
+        audit(changeOf(request, mapped.path, r), request);
+        return r;
       });
-      if (audit && write) audit(changeOf(request, mapped.path, response), request);
-      return response;
     }
     let trail: Step[] | undefined;
     try {
@@ -182,8 +203,9 @@ export function createApi(options: ApiOptions): ApiHandler {
     response.release = w.recycle();
     return response;
   };
-  const live = liveAnswers(answer);
-  return (request) => (request.stream ? live(request) : answer(request));
+  // A read answers at once: only writes wait for a store, and live answers are reads.
+  const live = liveAnswers(answer as ApiHandler);
+  return (request) => (request.stream ? (request.method === 'GET' ? live(request) : answer({ ...request, stream: false })) : answer(request));
 }
 
 /** A read's context. Most answers never ask the time (only a peer's downtime does): the

@@ -152,6 +152,9 @@ export interface StatusConfig {
    * run runtimeMetrics() (metrics/runtime.ts) sample them. Absent by default, so that the
    * tree is the spec's unless asked. */
   runtime?: boolean;
+  /** zonal's `config_store` member: the upstreams are kept in a store the primary
+   * watches (metrics/config-store.ts). */
+  configStore?: boolean;
 }
 
 /** The record: the configuration plus what reloads change. */

@@ -27,6 +27,10 @@ export interface PeerSet {
   readonly nextId: number;
   /** Removed peers whose blocks are not freed yet, and when they were removed. */
   readonly retired: ReadonlyArray<{ readonly id: number; readonly at: number }>;
+  /** The configuration store's revision of these peers (`config_store`): what the
+   * instance last applied, and the entity tag of /config under the upstream. Published
+   * with the peers, so that a reader never sees the one without the other. */
+  readonly revision?: number;
 }
 
 const RECORD_KEY = 'peers';
@@ -81,9 +85,10 @@ export type UpdateResult<E> =
 export function updatePeers<E>(
   status: StatusStore,
   u: UpstreamConfig,
-  change: (peers: readonly PeerEntry[]) => PeerConfig[] | { error: E },
+  change: (peers: readonly PeerEntry[], set: PeerSet) => PeerConfig[] | { error: E },
   memory: { allocate: Allocate; free: Free; busy?: Busy },
   name?: string,
+  revision?: number,
 ): UpdateResult<E> {
   const record = peerSetRecord(status, u);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -91,7 +96,7 @@ export function updatePeers<E>(
     // makes the write below fail and this loop run again.
     const generation = record.generation;
     const current = peerSet(status, u);
-    const changed = change(current.peers);
+    const changed = change(current.peers, current);
     if (!Array.isArray(changed)) return { ok: false, error: changed.error };
     const next = keyPeers(changed);
     const now = Date.now();
@@ -113,7 +118,8 @@ export function updatePeers<E>(
     const kept = new Set(peers.map((p) => p.id));
     const removed = current.peers.filter((p) => !kept.has(p.id)).map((p) => ({ id: p.id, at: now }));
     const expired = current.retired.filter((r) => now - r.at >= RETIRE_MS && !memory.busy?.(u, r.id));
-    const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => !expired.includes(r)), ...removed] };
+    const at = revision ?? current.revision;
+    const set: PeerSet = { peers, nextId, retired: [...current.retired.filter((r) => !expired.includes(r)), ...removed], ...(at !== undefined ? { revision: at } : {}) };
     // The new state file is made before the set is published: a change that could not
     // survive a restart is refused whole rather than kept in memory only.
     const staged = u.state === undefined ? undefined : stageStateFile(u.state, peers);

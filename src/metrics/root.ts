@@ -3,6 +3,7 @@
 // order. Adding a family is adding a line here.
 import { cachesNode } from './caches.js';
 import { slabZones, type Catalog } from './catalog.js';
+import { configStoreNode } from './config-store.js';
 import { connectionsNode } from './connections.js';
 import { locationZones, serverZones } from './http-zones.js';
 import { httpLimitConns, httpLimitReqs, streamLimitConns } from './limits.js';
@@ -43,6 +44,8 @@ export const branches: Branch[] = [
   { path: ['stream', 'upstreams'], present: (c) => some(c.stream?.upstreams), node: upstreamsNode('stream') },
   // zonal's extension, after the spec's members: each worker's Node runtime.
   { path: ['workers'], present: (c) => !!c.runtime, node: workersNode },
+  // zonal's extension: the store the upstreams are kept in (config_store).
+  { path: ['config_store'], present: (c) => !!c.configStore, node: configStoreNode },
 ];
 
 /** The object at `prefix`: the branches below it that the catalog has, in order. The

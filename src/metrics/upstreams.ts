@@ -508,8 +508,10 @@ export function changePeers<E>(
   u: UpstreamConfig,
   change: Parameters<typeof updatePeers<E>>[2],
   name?: string,
+  /** The store's revision of the new peers (config_store). */
+  revision?: number,
 ): UpdateResult<E> {
-  return updatePeers(status, u, change, peerMemory(status, protocolOf(status, u)), name);
+  return updatePeers(status, u, change, peerMemory(status, protocolOf(status, u)), name, revision);
 }
 
 // What touching the peers' memory read: kept, so that the reads are not dropped as unused.

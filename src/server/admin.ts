@@ -3,6 +3,7 @@
 // in the log). Their servers hold only API locations, `return`, access rules and
 // basic auth, and, like Envoy's admin interface, their traffic is counted nowhere.
 import type { ApiRequest, ApiResponse } from '../api/types.js';
+import type { ConfigStore } from '../api/config.js';
 import { apiError, pathNotFound } from '../api/errors.js';
 import type { Status } from '../metrics/status.js';
 import { serveApi, type ApiServer } from '../transport/uws.js';
@@ -29,6 +30,8 @@ interface Listener {
 
 export class AdminListeners {
   private readonly listeners = new Map<string, Listener>();
+  /** `config_store`: the primary's store, where the admin API's /config writes are committed. */
+  store?: ConfigStore;
 
   constructor(
     private readonly status: Status,
@@ -64,7 +67,7 @@ export class AdminListeners {
 
   private handler(servers: VirtualServerConfig[], address: { host: string; port: number }): Handler {
     const names = new ServerNames(servers, address);
-    const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false, audit: (change, request) => logAudit(this.log, auditLine(change, request)) })]));
+    const sites = new Map(servers.map((s) => [s, new Site(s, { status: this.status, record: false, audit: (change, request) => logAudit(this.log, auditLine(change, request)), ...(this.store ? { configStore: this.store } : {}) })]));
     // One server on the address: every Host selects it, and the Host need not be read.
     const only = servers.length === 1 ? sites.get(servers[0]) : undefined;
     // A client polls the same few paths: where one leads (its site's location) is kept,
@@ -108,11 +111,11 @@ function redirect(path: string, req: ApiRequest, port: number, head: boolean): A
   };
 }
 
-function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
+function guarded(verdict: Verdict, place: Place, req: ApiRequest, head: boolean): ReturnType<Handler> {
   return verdict === 0 ? content(place, req, head) : place.guard.refusal(verdict, head);
 }
 
-function content(place: Place, req: ApiRequest, head: boolean): ApiResponse | undefined {
+function content(place: Place, req: ApiRequest, head: boolean): ReturnType<Handler> {
   if (place.return) return place.return.response(head);
   if (place.api) return place.api(req) ?? pathNotFound(req.path, head);
   if (place.dashboard) return place.dashboard.response(req.method);

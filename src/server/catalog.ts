@@ -142,6 +142,7 @@ export function statusConfigOf(config: ServerConfig): StatusConfig {
     ...sslSessionCaches(config),
     // status_runtime on: each worker's runtime, after the spec's members.
     ...(config.statusRuntime ? { runtime: true } : {}),
+    ...(config.configStore ? { configStore: true } : {}),
     ...(config.stream
       ? {
           stream: {

@@ -26,6 +26,11 @@ import { applyProcessLogs } from './log/process.js';
 import { listenGroups } from './listens.js';
 import type { Prober } from './probes/prober.js';
 import type { NameFollower, Resolvers } from './resolver/peers.js';
+import type { EtcdStore } from './config-store/store.js';
+import { answerMessage, requestOf } from './config-store/forward.js';
+import { handleConfig } from '../api/config.js';
+import { apiError } from '../api/errors.js';
+import type { ConfigWrite } from './messages.js';
 
 /** How long draining workers may take before they are killed, unless
  * `worker_shutdown_timeout` says (nginx waits for ever by default). */
@@ -44,6 +49,10 @@ const loadDiscovery = async () => {
   return { startProbes, followNames, Resolvers };
 };
 type Discovery = Awaited<ReturnType<typeof loadDiscovery>>;
+// ...and the configuration store's client (config_store), which loads etcd's.
+const loadStore = async () => (await import('./config-store/store.js')).EtcdStore;
+/** How long a start waits for the configuration store before it serves what it has. */
+const STORE_START_WAIT_MS = 1000;
 
 /** The resolver or the prober has work in `config`. */
 function wantsDiscovery(config: ServerConfig): boolean {
@@ -79,6 +88,8 @@ export class Primary {
   private resolvers?: Resolvers;
   private follower?: NameFollower;
   private prober?: Prober;
+  /** `config_store`: the instance's one client of the store and its watch. */
+  private store?: EtcdStore;
 
   private constructor(
     private readonly file: string,
@@ -115,6 +126,7 @@ export class Primary {
     try {
       await primary.loadFor(config);
       primary.startDiscovery(config, false);
+      await primary.startStore(config);
       await primary.admin?.apply(config);
       await Promise.all(
         Array.from({ length: config.workerProcesses }, () => {
@@ -175,6 +187,7 @@ export class Primary {
       worker.on('message', (m: ToPrimary) => {
         if (m.type === 'waiting') worker.send(start);
         else if (m.type === 'audit') logAudit(this.log, m.line);
+        else if (m.type === 'config-write') void this.configWrite(worker, m);
         else if (m.type === 'ready' && record.state === 'starting') {
           record.state = 'ready';
           resolve(record);
@@ -280,6 +293,7 @@ export class Primary {
     applyProcessLogs(config);
     this.generation++;
     this.startDiscovery(config, true);
+    await this.startStore(config);
     await this.admin?.apply(config);
     const started = await Promise.allSettled(Array.from({ length: config.workerProcesses }, () => this.spawn(this.takeSlot()!, this.generation)));
     const failed = started.find((r) => r.status === 'rejected');
@@ -313,13 +327,47 @@ export class Primary {
     this.prober?.stop();
     if (!wantsDiscovery(config) && !this.writer) return;
     const { startProbes, followNames, Resolvers } = this.discovery!;
+    const writer = this.ownWriter();
+    this.resolvers ??= new Resolvers(writer);
+    this.follower = followNames(writer, config, this.resolvers, this.log);
+    this.prober = startProbes(writer, config, this.log, reload);
+  }
+
+  /** The primary's own view of the zones, writing in its own worker slot. */
+  private ownWriter(): Status {
     if (!this.writer) {
       setWorkerSlot(this.status.zone.workerSlots - 1);
       this.writer = Status.attach({ instance: this.status.instance, writer: true });
     }
-    this.resolvers ??= new Resolvers(this.writer);
-    this.follower = followNames(this.writer, config, this.resolvers, this.log);
-    this.prober = startProbes(this.writer, config, this.log, reload);
+    return this.writer;
+  }
+
+  /**
+   * `config_store`: the store's client and watch run here, one for the instance, as the
+   * resolver does; the admin API commits to it, and the workers' API locations send
+   * their writes here (configWrite). A start waits for etcd a moment at most: one that
+   * is unreachable leaves the instance serving what it last applied.
+   */
+  private async startStore(config: ServerConfig): Promise<void> {
+    const wanted = config.configStore;
+    if (!wanted) {
+      this.store?.close();
+      this.store = undefined;
+    } else if (this.store) this.store.reconfigure(wanted);
+    else this.store = await (await loadStore()).start(wanted, this.ownWriter(), this.log, STORE_START_WAIT_MS);
+    if (this.admin) this.admin.store = this.store;
+  }
+
+  /** A worker's /config write: committed to the store here, answered to the worker. */
+  private async configWrite(worker: Worker, m: ConfigWrite): Promise<void> {
+    let answer;
+    try {
+      answer = await handleConfig(this.ownWriter(), requestOf(m), this.store);
+    } catch (e) {
+      this.log('error', `config_store: a write failed: ${(e as Error).message}`);
+      answer = apiError(500, 'InternalError', `The write failed: ${(e as Error).message}`);
+    }
+    if (worker.isConnected()) worker.send(answerMessage(m.id, answer));
   }
 
   private drain(record: WorkerRecord): void {
@@ -346,6 +394,7 @@ export class Primary {
 
   private async stopOnce(how: 'graceful' | 'fast'): Promise<void> {
     this.stopping = true;
+    this.store?.close();
     this.follower?.stop();
     this.prober?.stop();
     this.resolvers?.close();

@@ -32,6 +32,7 @@ import {
   toWire,
   type ApiHandler,
   type ApiServer,
+  type TransportHandler,
   type ServeApiOptions,
   type WireResponse,
 } from './common.js';
@@ -52,7 +53,7 @@ export interface ApiListenerOptions {
   onError?: (err: unknown) => void;
 }
 
-export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {}): ApiListener {
+export function apiListener(handler: TransportHandler, options: ApiListenerOptions = {}): ApiListener {
   const onError = options.onError ?? reportError;
 
   /** `captures`: the `$1`..`$9` the request's server matched (ApiRequest.captures). It
@@ -65,15 +66,17 @@ export function apiListener(handler: ApiHandler, options: ApiListenerOptions = {
     // Returns false when passed on to next.
     const respond = (body: Buffer | undefined): boolean => {
       const apiReq = body && body.length > 0 ? { ...base, body } : base;
-      let wire = answer(handler, apiReq, onError);
-      if (wire === undefined) {
-        if (next) {
-          next();
-          return false;
-        }
-        wire = toWire(method, notFound(apiReq));
+      const wire = answerLater(handler, apiReq, onError);
+      // A write to a configuration kept in a store answers once the store committed it.
+      if (wire instanceof Promise) {
+        void wire.then((w) => write(res, w ?? toWire(method, notFound(apiReq)), onError));
+        return true;
       }
-      write(res, wire, onError);
+      if (wire === undefined && next) {
+        next();
+        return false;
+      }
+      write(res, wire ?? toWire(method, notFound(apiReq)), onError);
       return true;
     };
 

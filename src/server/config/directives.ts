@@ -29,6 +29,7 @@ import { contentDirectives } from '../http/content-config.js';
 import { mapDirectives } from '../map/config.js';
 import { realipDirectives } from '../realip/config.js';
 import { geoDirectives } from '../geo/config.js';
+import { configStoreDirectives } from '../config-store/config.js';
 
 export type { DirectiveSpec } from './spec.js';
 
@@ -59,6 +60,7 @@ const modules: ReadonlyArray<Readonly<Record<string, DirectiveSpec | readonly Di
   mapDirectives,
   realipDirectives,
   geoDirectives,
+  configStoreDirectives,
 ];
 
 /** The entries of a directive's name: none when it is unknown. */

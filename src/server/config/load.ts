@@ -79,6 +79,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): { config?: 
       core,
       workerProcesses: level.workerProcesses ?? 1,
       ...(level.statusRuntime ? { statusRuntime: true } : {}),
+      ...(level.configStore ? { configStore: level.configStore } : {}),
       ...mainLogs(level),
       ...(http ? { http } : {}),
       ...(stream ? { stream } : {}),

@@ -11,7 +11,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { apiListener, type ApiHandler, type ApiListener } from '../../transport/http.js';
+import { apiListener, type ApiListener } from '../../transport/http.js';
+import type { StoreApiHandler } from '../../api/index.js';
 import { ZONAL_VERSION } from '../../metrics/status.js';
 import { AddHeaders } from '../headers/runtime.js';
 import { TOP_CONTENT, type ContentConfig } from './content-config.js';
@@ -64,7 +65,7 @@ export function enter(res: ServerResponse, site: Router): void {
 
 const stateOf = (res: ServerResponse): State => ((res as Carried)[STATE] ??= { internal: false, erring: false, get: false });
 
-const apis = new WeakMap<ApiHandler, ApiListener>();
+const apis = new WeakMap<StoreApiHandler, ApiListener>();
 const compiled = new Map<string, (c: HttpContext) => string>();
 const addHeadersOf = new WeakMap<ContentConfig, AddHeaders | null>();
 

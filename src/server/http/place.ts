@@ -3,7 +3,7 @@
 // listeners and the content phase (content.ts).
 import type { PlaceLog } from '../log/access-log.js';
 import type { CoreSettings } from './core/config.js';
-import type { ApiHandler } from '../../api/index.js';
+import type { StoreApiHandler } from '../../api/index.js';
 import type { HttpZone } from '../../metrics/http-zones.js';
 import type { PlaceLimits } from '../limits/runtime.js';
 import type { Realip } from '../realip/runtime.js';
@@ -25,7 +25,7 @@ export interface Place {
   readonly zoneOf?: (c: HttpContext) => HttpZone | undefined;
   readonly guard: Guard;
   readonly return?: Return;
-  readonly api?: ApiHandler;
+  readonly api?: StoreApiHandler;
   /** The dashboard page (`dashboard`). */
   readonly dashboard?: Dashboard;
   /** Static files. */

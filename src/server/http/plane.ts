@@ -44,6 +44,9 @@ import { closeResponse, offerUpgrade, upgradeOf } from './upgrade.js';
 import { sendTimeoutOf, setSendTimeout } from './send-timeout.js';
 import { writtenDirectly } from '../stream/relay.js';
 import { acceptTls } from '../ssl/client-hello.js';
+import { forwardToPrimary } from '../config-store/forward.js';
+import type { ConfigRequest } from '../../api/config.js';
+import type { ApiResponse } from '../../api/types.js';
 
 /** One client connection's accounting. */
 interface Conn {
@@ -166,8 +169,21 @@ export class HttpPlane {
 
   private site(server: VirtualServerConfig): Site {
     let s = this.sites.get(server);
-    if (!s) this.sites.set(server, (s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams, resolvers: this.resolvers, audit: sendAudit })));
+    if (!s) {
+      const forward = this.forward();
+      s = new Site(server, { status: this.status, record: true, recorders: this.recorders, upstreams: this.upstreams, resolvers: this.resolvers, audit: sendAudit, ...(forward ? { forwardConfigWrites: forward } : {}) });
+      this.sites.set(server, s);
+    }
     return s;
+  }
+
+  private forwarder?: (request: ConfigRequest) => Promise<ApiResponse>;
+  /** `config_store`: the primary commits /config writes; this worker sends them to it,
+   * and waits a little longer than a write to the store may take. */
+  private forward(): ((request: ConfigRequest) => Promise<ApiResponse>) | undefined {
+    const store = this.config.configStore;
+    if (!store) return undefined;
+    return (this.forwarder ??= forwardToPrimary(2 * store.timeout + FORWARD_MARGIN_MS));
   }
 
   /** Listens on every data address; resolves once all listen. */
@@ -652,6 +668,9 @@ function answerUpgrade(server: Server, req: IncomingMessage, socket: Socket, hea
 
 /** node:http's set-up of a connection it serves: exported by node (since 0.x) though not typed. */
 const { _connectionListener } = http as unknown as { _connectionListener: (this: Server, socket: Socket) => void };
+
+/** How much longer than a store's write a worker waits for the primary's answer. */
+const FORWARD_MARGIN_MS = 1000;
 
 /** A /config write through one of this worker's API locations, to the primary's log. */
 function sendAudit(...args: Parameters<typeof auditLine>): void {

@@ -1,8 +1,8 @@
 // A virtual server at run time: its zone, its guard and `return`, and for each of its
 // locations what answers there. The workers' node:http plane and the primary's admin
 // listeners both build their servers from this.
-import { createApi, type ConfigChange } from '../../api/index.js';
-import type { ApiMount, ApiRequest } from '../../api/types.js';
+import { createApi, type ConfigChange, type ConfigRequest, type ConfigStore } from '../../api/index.js';
+import type { ApiMount, ApiRequest, ApiResponse } from '../../api/types.js';
 import { serverZones, locationZones, type HttpZone } from '../../metrics/http-zones.js';
 import { groupsOf } from '../../metrics/zone-groups.js';
 import type { Status } from '../../metrics/status.js';
@@ -55,6 +55,10 @@ export interface SiteOptions {
   readonly resolvers?: Resolvers;
   /** Told of every /config write its API locations took or refused. */
   readonly audit?: (change: ConfigChange, request: ApiRequest) => void;
+  /** `config_store`: where /config writes are committed (the primary's store), or sent
+   * (a worker's: to the primary). */
+  readonly configStore?: ConfigStore;
+  readonly forwardConfigWrites?: (request: ConfigRequest) => Promise<ApiResponse>;
 }
 
 export class Site {
@@ -148,6 +152,8 @@ export class Site {
         mounts: [mountOf(l, block)],
         acceptHost,
         origins: block.apiOrigins,
+        ...(options.configStore ? { configStore: options.configStore } : {}),
+        ...(options.forwardConfigWrites ? { forwardConfigWrites: options.forwardConfigWrites } : {}),
         // The user is the one basic auth let through; without auth_basic there is none.
         ...(audit ? { onConfigChange: (change, request) => audit(change, block.authBasic ? { ...request, user: parseAuthorization(request.authorization)?.user } : request) } : {}),
       });
