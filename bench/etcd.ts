@@ -1,77 +1,172 @@
-// A local etcd cluster for the benchmarks that need one (bench/fleet.ts): Debian's
-// etcd-server (`/usr/bin/etcd`, 3.4) started as N members on loopback ports, each with its
-// data in the run's temporary folder, and waited for until every member reports itself
-// healthy (the cluster has a leader and a quorum). Not a benchmark: scripts/bench.mjs lists
-// it among its HELPERS. Its members are started with processes.ts's start(), so that
-// runBench() stops them with the rest.
-import { mkdirSync } from 'node:fs';
+// A real etcd cluster on loopback ports, for the config_store tests and for
+// `npm run bench -- fleet` (issue 34): members of Debian's etcd-server, each with its own
+// data folder, with short heartbeat and election times so that the fault cases run fast.
+// A member can be killed, stopped (SIGSTOP), continued and restarted; the leader is found
+// by asking the members. It lives in bench/ because the benchmarks import nothing from
+// test/, while the tests (run from their sources) may import bench/: one launcher for both.
+// Not a benchmark: scripts/bench.mjs lists it among its HELPERS.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Broken, debianCommand, freePort, HOST, start, type Child } from './processes.js';
+import { freePort } from './processes.js';
 
-export interface EtcdCluster {
-  /** host:port of each member's client listener, in the order started. */
-  readonly endpoints: string[];
-  readonly members: Child[];
+export const ETCD = '/usr/bin/etcd';
+
+interface Member {
+  readonly name: string;
+  readonly client: number;
+  readonly peer: number;
+  readonly dir: string;
+  child?: ChildProcess;
+  log: string;
 }
 
-const HEALTH_TRIES = 300;
-const HEALTH_DELAY_MS = 100;
+/** Every member started in this process: none outlives it, however it ends. */
+const started = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
 
-/** The etcd command, or why there is none (installed by apt-get when run as root). */
-export function etcdCommand(): string {
-  const etcd = debianCommand('etcd', 'etcd-server');
-  if ('reason' in etcd) throw new Broken(`etcd: ${etcd.reason}`);
-  return etcd.command;
-}
+export class EtcdCluster {
+  private constructor(
+    readonly root: string,
+    readonly members: Member[],
+    private readonly command: string,
+  ) {}
 
-/** Starts a `size`-member cluster with its data under `dir`; resolves once every member
- * answers /health with {"health":"true"}. */
-export async function startEtcd(dir: string, size = 3): Promise<EtcdCluster> {
-  const command = etcdCommand();
-  const names = Array.from({ length: size }, (_, i) => `m${i}`);
-  const client: number[] = [];
-  const peer: number[] = [];
-  for (let i = 0; i < size; i++) {
-    client.push(await freePort());
-    peer.push(await freePort());
-  }
-  const initial = names.map((n, i) => `${n}=http://${HOST}:${peer[i]}`).join(',');
-  const members = names.map((name, i) => {
-    const data = join(dir, `etcd-${name}`);
-    mkdirSync(data, { recursive: true });
-    return start(`etcd ${name}`, command, [
-      `--name=${name}`,
-      `--data-dir=${data}`,
-      `--listen-client-urls=http://${HOST}:${client[i]}`,
-      `--advertise-client-urls=http://${HOST}:${client[i]}`,
-      `--listen-peer-urls=http://${HOST}:${peer[i]}`,
-      `--initial-advertise-peer-urls=http://${HOST}:${peer[i]}`,
-      `--initial-cluster=${initial}`,
-      '--initial-cluster-token=zonal-bench',
-      '--initial-cluster-state=new',
-      '--logger=zap',
-      '--log-outputs=stderr',
-      '--log-level=warn',
-    ]);
-  });
-  const endpoints = client.map((p) => `${HOST}:${p}`);
-  await Promise.all(members.map((m, i) => healthy(m, endpoints[i])));
-  return { endpoints, members };
-}
-
-async function healthy(member: Child, endpoint: string): Promise<void> {
-  let last = '';
-  for (let i = 0; i < HEALTH_TRIES; i++) {
-    if (member.process.exitCode !== null || member.process.signalCode !== null)
-      throw new Broken(`${member.name} exited (${member.process.signalCode ?? `code ${member.process.exitCode}`}):\n${member.output}`);
+  /** Starts `n` members of `command` and resolves once the cluster has a leader that answers. */
+  static async start(n = 3, command = ETCD): Promise<EtcdCluster> {
+    const root = mkdtempSync(join(tmpdir(), 'zonal-etcd-'));
+    const ports: number[] = [];
+    for (let i = 0; i < 2 * n; i++) ports.push(await freePort());
+    const members = Array.from({ length: n }, (_, i): Member => ({ name: `m${i}`, client: ports[2 * i], peer: ports[2 * i + 1], dir: join(root, `m${i}`), log: '' }));
+    const cluster = new EtcdCluster(root, members, command);
+    for (let i = 0; i < n; i++) cluster.run(i);
     try {
-      const res = await fetch(`http://${endpoint}/health`, { signal: AbortSignal.timeout(2000) });
-      last = await res.text();
-      if (res.ok && (JSON.parse(last) as { health?: string }).health === 'true') return;
+      await cluster.waitReady();
     } catch (e) {
-      last = (e as Error).message;
+      await cluster.close();
+      throw e;
     }
-    await new Promise((r) => setTimeout(r, HEALTH_DELAY_MS));
+    return cluster;
   }
-  throw new Broken(`${member.name} on ${endpoint} was not healthy after ${HEALTH_TRIES} tries (last: ${last}):\n${member.output}`);
+
+  /** `127.0.0.1:<port>,...`: what `config_store etcd://` lists. */
+  get endpoints(): string {
+    return this.members.map((m) => `127.0.0.1:${m.client}`).join(',');
+  }
+
+  private run(i: number): void {
+    const m = this.members[i];
+    const initial = this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peer}`).join(',');
+    const child = spawn(
+      this.command,
+      [
+        '--name', m.name,
+        '--data-dir', m.dir,
+        '--listen-client-urls', `http://127.0.0.1:${m.client}`,
+        '--advertise-client-urls', `http://127.0.0.1:${m.client}`,
+        '--listen-peer-urls', `http://127.0.0.1:${m.peer}`,
+        '--initial-advertise-peer-urls', `http://127.0.0.1:${m.peer}`,
+        '--initial-cluster', initial,
+        '--initial-cluster-state', 'new',
+        '--initial-cluster-token', `zonal-${process.pid}`,
+        '--heartbeat-interval', '50',
+        '--election-timeout', '500',
+        '--log-level', 'warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout!.on('data', (d) => (m.log += d));
+    child.stderr!.on('data', (d) => (m.log += d));
+    child.on('error', (e) => (m.log += `${e.message}\n`));
+    started.add(child);
+    child.once('exit', () => started.delete(child));
+    m.child = child;
+  }
+
+  /** POSTs to a member's gRPC gateway; undefined when it does not answer in `ms`. */
+  async call(i: number, path: string, body: unknown, ms = 1000): Promise<any> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.members[i].client}${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(ms) });
+      return res.ok ? await res.json() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Until a member answers a linearizable read (a leader and a quorum). */
+  async waitReady(ms = 20_000): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      for (let i = 0; i < this.members.length; i++) if (this.members[i].child && (await this.call(i, '/v3/kv/range', { key: b64('/') }, 500))) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`etcd has no quorum after ${ms} ms:\n${this.members.map((m) => m.log).join('\n')}`);
+  }
+
+  /** The index of the leader, by asking the members that answer. */
+  async leader(): Promise<number> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      for (let i = 0; i < this.members.length; i++) {
+        const s = await this.call(i, '/v3/maintenance/status', {}, 500);
+        if (s && s.leader && s.leader === s.header?.member_id) return i;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('etcd has no leader');
+  }
+
+  /** A key's value (parsed JSON) and mod revision, read from any member that answers. */
+  async get(key: string): Promise<{ value: any; revision: number } | undefined> {
+    for (let i = 0; i < this.members.length; i++) {
+      if (!this.members[i].child) continue;
+      const r = await this.call(i, '/v3/kv/range', { key: b64(key) });
+      if (!r) continue;
+      const kv = r.kvs?.[0];
+      return kv ? { value: JSON.parse(Buffer.from(kv.value, 'base64').toString('utf8')), revision: Number(kv.mod_revision) } : undefined;
+    }
+    throw new Error('no etcd member answers');
+  }
+
+  /** Writes a key through any member (an operator's `etcdctl put`). */
+  async put(key: string, value: unknown): Promise<number> {
+    for (let i = 0; i < this.members.length; i++) {
+      const r = this.members[i].child && (await this.call(i, '/v3/kv/put', { key: b64(key), value: b64(JSON.stringify(value)) }));
+      if (r) return Number(r.header.revision);
+    }
+    throw new Error('no etcd member answers');
+  }
+
+  signal(i: number, signal: NodeJS.Signals): void {
+    this.members[i].child?.kill(signal);
+  }
+
+  /** SIGKILL, and wait until it is gone. */
+  async kill(i: number): Promise<void> {
+    const child = this.members[i].child;
+    if (!child) return;
+    this.members[i].child = undefined;
+    if (child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
+    }
+  }
+
+  /** Starts a killed member again, from its data folder. */
+  restart(i: number): void {
+    if (!this.members[i].child) this.run(i);
+  }
+
+  async close(): Promise<void> {
+    for (let i = 0; i < this.members.length; i++) {
+      this.members[i].child?.kill('SIGCONT');
+      await this.kill(i);
+    }
+    rmSync(this.root, { recursive: true, force: true });
+  }
 }
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -1,6 +1,8 @@
 // npm run bench -- fleet [--rounds N] [--seconds S] [--writers W]: three zonal instances
 // sharing one upstream configuration through a 3-member etcd cluster (`config_store`), all
-// on loopback ports. Measured:
+// on loopback ports (the members' data on this machine's disk, as etcd syncs it). Measured:
+// - the floor, for S seconds: etcd alone, one put after another through a member's HTTP
+//   gateway; a change cannot reach the fleet sooner than etcd commits it;
 // - propagation: a PATCH of a peer's weight (a new one each round) on one instance, the
 //   writer turning round the three; from the moment it is sent, the two others' /status/
 //   are read over keep-alive connections, one GET after another with nothing in between,
@@ -13,14 +15,15 @@
 //   that they race. Each with its answers by status: a 412 is a lost race, a 503 etcd not
 //   answering in time; any other status fails the run.
 // After the writes, the three instances must show one weight within 2 s, or the run fails.
-// Every loop is bounded in count and time; every child (etcd members, zonal instances) is
-// stopped by runBench(). The machine's load average is printed before and after.
+// Every loop is bounded in count and time; the zonal instances are stopped by runBench(),
+// the etcd members by the cluster's close(). The machine's load average is printed before
+// and after.
 import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { startEtcd } from './etcd.js';
-import { broken, freePort, HOST, ready, runBench, start, wholeOption, ZONAL } from './processes.js';
+import { EtcdCluster } from './etcd.js';
+import { Broken, broken, debianCommand, freePort, HOST, ready, runBench, start, wholeOption, ZONAL } from './processes.js';
 import { finish, median, nowNs, quantile, round2, table } from './report.js';
 
 const INSTANCES = 3;
@@ -65,12 +68,28 @@ function call(to: Instance, method: string, path: string, body?: string, headers
   });
 }
 
+const b64 = (s: string) => Buffer.from(s).toString('base64');
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const ms = (fromNs: number) => (nowNs() - fromNs) / 1e6;
 
+/** etcd, installed by apt-get when missing and this runs as root. */
+function etcdCommand(): string {
+  const etcd = debianCommand('etcd', 'etcd-server');
+  if ('reason' in etcd) throw new Broken(`etcd: ${etcd.reason}`);
+  return etcd.command;
+}
+
 await runBench('fleet', async (dir) => {
   const loadBefore = load();
-  const etcd = await startEtcd(dir, 3);
+  const etcd = await EtcdCluster.start(3, etcdCommand());
+  try {
+    await measure(dir, etcd, loadBefore);
+  } finally {
+    await etcd.close();
+  }
+});
+
+async function measure(dir: string, etcd: EtcdCluster, loadBefore: string): Promise<void> {
   const peers = [await freePort(), await freePort()];
   const PEER = `${HOST}:${peers[0]}`;
   const CONFIG_PATH = `/config/http/upstreams/backend/servers/${PEER}`;
@@ -84,7 +103,7 @@ await runBench('fleet', async (dir) => {
     writeFileSync(
       conf,
       `worker_processes 2;
-config_store etcd://${etcd.endpoints.join(',')}/zonal-bench;
+config_store etcd://${etcd.endpoints}/zonal-bench;
 http {
     upstream backend {
         zone backend 256k;
@@ -119,6 +138,16 @@ http {
   };
   const patch = (to: Instance, weight: number, headers?: Record<string, string>) => call(to, 'PATCH', CONFIG_PATH, JSON.stringify({ weight }), headers);
 
+  // ---- The floor: etcd alone, one put after another through its HTTP gateway ----
+  const puts: number[] = [];
+  const putsFrom = nowNs();
+  for (let i = 0; i < 1_000_000 && ms(putsFrom) < seconds * 1000; i++) {
+    const sent = nowNs();
+    if (!(await etcd.call(i % 3, '/v3/kv/put', { key: b64('/bench-floor'), value: b64(String(i)) }))) broken(`etcd did not take put ${i} within 1 s`);
+    puts.push(ms(sent));
+  }
+  const putsPerS = (puts.length / ms(putsFrom)) * 1000;
+
   // ---- Propagation ----
   const each: number[] = [];
   const all: number[] = [];
@@ -150,6 +179,7 @@ http {
       row('each other instance', each, goal(each)),
       row('both other instances (the later)', all, goal(all)),
       row('the writer answered (etcd committed)', answered),
+      row('  floor: etcd alone, a put through its HTTP gateway', puts),
     ],
   );
 
@@ -195,6 +225,7 @@ http {
       ['1 writer, one instance', round2(sequential.perS), sequential.ok, sequential[412], sequential[503]],
       [`${writers} writers over ${INSTANCES} instances`, round2(concurrent.perS), concurrent.ok, concurrent[412], concurrent[503]],
       [`${writers} writers, GET then If-Match`, round2(raced.perS), raced.ok, raced[412], raced[503]],
+      ['  floor: etcd alone, 1 writer of puts', round2(putsPerS), puts.length, '', ''],
     ],
   );
 
@@ -219,6 +250,9 @@ http {
     propagation_both_p99_ms: quantile(all, 0.99),
     patch_p50_ms: median(answered),
     patch_p99_ms: quantile(answered, 0.99),
+    etcd_put_p50_ms: median(puts),
+    etcd_put_p99_ms: quantile(puts, 0.99),
+    etcd_puts_per_s: putsPerS,
     writes_per_s_sequential: sequential.perS,
     writes_per_s_concurrent: concurrent.perS,
     writes_503_concurrent: concurrent[503] + sequential[503],
@@ -229,4 +263,4 @@ http {
     load_1m_before: Number(loadBefore.split(' ')[0]),
     load_1m_after: Number(loadAfter.split(' ')[0]),
   });
-});
+}
