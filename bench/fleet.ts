@@ -11,10 +11,12 @@
 //   at most 100 ms), and how long the writer took to answer (etcd's commit included);
 // - writes per second for S seconds (5) each: one writer on one instance, each PATCH sent
 //   when the last was answered; W writers (3) on the three instances in turn, each the
-//   same; the same W writers each reading the peer's ETag and writing with If-Match, so
-//   that they race. Each with its answers by status: a 412 is a lost race, a 503 etcd not
-//   answering in time; any other status fails the run.
-// After the writes, the three instances must show one weight within 2 s, or the run fails.
+//   same, on one upstream (their writes race for its key), then each on an upstream of
+//   its own (of three); the W writers on one upstream each reading the peer's ETag and
+//   writing with If-Match, so that they race. Each with its answers by status: a 412 is a
+//   lost If-Match race, a 503 etcd not answering in time; any other status fails the run.
+// After the writes, the three instances must show one weight in each upstream within 2 s,
+// or the run fails.
 // Every loop is bounded in count and time; the zonal instances are stopped by runBench(),
 // the etcd members by the cluster's close(). The machine's load average is printed before
 // and after.
@@ -27,6 +29,8 @@ import { Broken, broken, debianCommand, freePort, HOST, ready, runBench, start, 
 import { finish, median, nowNs, quantile, round2, table } from './report.js';
 
 const INSTANCES = 3;
+/** The upstreams of each instance: the propagation changes the first; writers spread over all. */
+const UPSTREAMS = ['u0', 'u1', 'u2'];
 const WARMUP = 10;
 const TARGET_P99_MS = 100;
 /** How long an instance may take to show a change before the run fails. */
@@ -92,8 +96,15 @@ await runBench('fleet', async (dir) => {
 async function measure(dir: string, etcd: EtcdCluster, loadBefore: string): Promise<void> {
   const peers = [await freePort(), await freePort()];
   const PEER = `${HOST}:${peers[0]}`;
-  const CONFIG_PATH = `/config/http/upstreams/backend/servers/${PEER}`;
-  const STATUS_PATH = `/status/http/upstreams/backend/peers/${PEER}/weight`;
+  const configPath = (u: string) => `/config/http/upstreams/${u}/servers/${PEER}`;
+  const statusPath = (u: string) => `/status/http/upstreams/${u}/peers/${PEER}/weight`;
+  const upstreams = UPSTREAMS.map(
+    (u) => `    upstream ${u} {
+        zone ${u} 256k;
+        server ${PEER};
+        server ${HOST}:${peers[1]};
+    }`,
+  ).join('\n');
 
   const fleet: Instance[] = [];
   for (let i = 0; i < INSTANCES; i++) {
@@ -105,11 +116,7 @@ async function measure(dir: string, etcd: EtcdCluster, loadBefore: string): Prom
       `worker_processes 2;
 config_store etcd://${etcd.endpoints}/zonal-bench;
 http {
-    upstream backend {
-        zone backend 256k;
-        server ${PEER};
-        server ${HOST}:${peers[1]};
-    }
+${upstreams}
     server {
         listen ${HOST}:${admin} admin;
         location / { api /; }
@@ -122,10 +129,10 @@ http {
     fleet.push({ name, admin, agent: new Agent({ keepAlive: true, maxSockets: writers + 2 }) });
   }
 
-  /** The weight `to`'s /status/ shows. */
-  const weightOn = async (to: Instance) => {
-    const a = await call(to, 'GET', STATUS_PATH);
-    if (a.status !== 200) broken(`GET ${STATUS_PATH} on ${to.name} answered ${a.status}: ${a.text.slice(0, 300)}`);
+  /** The weight of the peer in upstream `u` that `to`'s /status/ shows. */
+  const weightOn = async (to: Instance, u = UPSTREAMS[0]) => {
+    const a = await call(to, 'GET', statusPath(u));
+    if (a.status !== 200) broken(`GET ${statusPath(u)} on ${to.name} answered ${a.status}: ${a.text.slice(0, 300)}`);
     return Number(a.text);
   };
   /** Milliseconds from `sentNs` until `to` shows `weight`, reading as fast as it answers. */
@@ -136,7 +143,7 @@ http {
     }
     broken(`${to.name} did not show weight ${weight} within ${SEEN_WITHIN_MS} ms (and ${MAX_READS} reads): is config_store on?`);
   };
-  const patch = (to: Instance, weight: number, headers?: Record<string, string>) => call(to, 'PATCH', CONFIG_PATH, JSON.stringify({ weight }), headers);
+  const patch = (to: Instance, weight: number, u = UPSTREAMS[0], headers?: Record<string, string>) => call(to, 'PATCH', configPath(u), JSON.stringify({ weight }), headers);
 
   // ---- The floor: etcd alone, one put after another through its HTTP gateway ----
   const puts: number[] = [];
@@ -186,7 +193,9 @@ http {
   // ---- Writes per second ----
   type Counts = { ok: number; 412: number; 503: number; other: number; perS: number };
   let next = 0;
-  const phase = async (count: number, ifMatch: boolean): Promise<Counts> => {
+  /** `count` writers on the instances in turn, for `seconds`; each on the first upstream,
+   * or on upstreams in turn (`spread`), reading the ETag first with `ifMatch`. */
+  const phase = async (count: number, { ifMatch = false, spread = false } = {}): Promise<Counts> => {
     const c: Counts = { ok: 0, 412: 0, 503: 0, other: 0, perS: 0 };
     let firstOther = '';
     const began = nowNs();
@@ -194,14 +203,15 @@ http {
     await Promise.all(
       Array.from({ length: count }, async (_, w) => {
         const to = fleet[w % INSTANCES];
+        const u = UPSTREAMS[spread ? w % UPSTREAMS.length : 0];
         for (let i = 0; i < 1_000_000 && nowNs() < end; i++) {
           let headers: Record<string, string> | undefined;
           if (ifMatch) {
-            const read = await call(to, 'GET', CONFIG_PATH);
-            if (read.status !== 200 || !read.etag) broken(`GET ${CONFIG_PATH} on ${to.name} answered ${read.status} with ETag ${read.etag}: ${read.text.slice(0, 300)}`);
+            const read = await call(to, 'GET', configPath(u));
+            if (read.status !== 200 || !read.etag) broken(`GET ${configPath(u)} on ${to.name} answered ${read.status} with ETag ${read.etag}: ${read.text.slice(0, 300)}`);
             headers = { 'If-Match': read.etag };
           }
-          const a = await patch(to, 2 + (next++ % 98), headers);
+          const a = await patch(to, 2 + (next++ % 98), u, headers);
           if (a.status === 200) c.ok++;
           else if (a.status === 412 || a.status === 503) c[a.status]++;
           else {
@@ -215,27 +225,30 @@ http {
     if (c.other) broken(`${c.other} writes answered neither 200, 412 nor 503; the first: ${firstOther}`);
     return c;
   };
-  const sequential = await phase(1, false);
-  const concurrent = await phase(writers, false);
-  const raced = await phase(writers, true);
+  const phases: Array<[key: string, what: string, counts: Counts]> = [
+    ['sequential', '1 writer, one instance', await phase(1)],
+    ['concurrent', `${writers} writers over ${INSTANCES} instances, one upstream`, await phase(writers)],
+    ['spread', `${writers} writers over ${INSTANCES} instances, ${UPSTREAMS.length} upstreams`, await phase(writers, { spread: true })],
+    ['if_match', `${writers} writers, one upstream, GET then If-Match`, await phase(writers, { ifMatch: true })],
+  ];
   table(
-    `Writes: PATCH of the peer's weight for ${seconds} s each, every writer waiting for its answer`,
+    `Writes: PATCH of a peer's weight for ${seconds} s each, every writer waiting for its answer`,
     ['what', 'writes/s', '200', '412', '503'],
     [
-      ['1 writer, one instance', round2(sequential.perS), sequential.ok, sequential[412], sequential[503]],
-      [`${writers} writers over ${INSTANCES} instances`, round2(concurrent.perS), concurrent.ok, concurrent[412], concurrent[503]],
-      [`${writers} writers, GET then If-Match`, round2(raced.perS), raced.ok, raced[412], raced[503]],
+      ...phases.map(([, what, c]) => [what, round2(c.perS), c.ok, c[412], c[503]]),
       ['  floor: etcd alone, 1 writer of puts', round2(putsPerS), puts.length, '', ''],
     ],
   );
 
   // The writes all ended: every instance must come to the same weight.
-  let weights: number[] = [];
-  for (let i = 0, since = nowNs(); i < 10_000 && ms(since) < 2000; i++) {
-    weights = await Promise.all(fleet.map(weightOn));
-    if (weights.every((w) => w === weights[0])) break;
+  for (const u of UPSTREAMS) {
+    let weights: number[] = [];
+    for (let i = 0, since = nowNs(); i < 10_000 && ms(since) < 2000; i++) {
+      weights = await Promise.all(fleet.map((f) => weightOn(f, u)));
+      if (weights.every((w) => w === weights[0])) break;
+    }
+    if (!weights.every((w) => w === weights[0])) broken(`after the writes the instances show weights ${weights.join(', ')} in upstream ${u}, not one`);
   }
-  if (!weights.every((w) => w === weights[0])) broken(`after the writes the instances show weights ${weights.join(', ')}, not one`);
 
   const loadAfter = load();
   table('Machine', ['what', 'value'], [
@@ -253,13 +266,7 @@ http {
     etcd_put_p50_ms: median(puts),
     etcd_put_p99_ms: quantile(puts, 0.99),
     etcd_puts_per_s: putsPerS,
-    writes_per_s_sequential: sequential.perS,
-    writes_per_s_concurrent: concurrent.perS,
-    writes_503_concurrent: concurrent[503] + sequential[503],
-    writes_412_concurrent: concurrent[412] + sequential[412],
-    writes_per_s_if_match: raced.perS,
-    writes_412_if_match: raced[412],
-    writes_503_if_match: raced[503],
+    ...Object.fromEntries(phases.flatMap(([key, , c]) => [[`writes_per_s_${key}`, c.perS], [`writes_412_${key}`, c[412]], [`writes_503_${key}`, c[503]]])),
     load_1m_before: Number(loadBefore.split(' ')[0]),
     load_1m_after: Number(loadAfter.split(' ')[0]),
   });
