@@ -4,8 +4,10 @@
 // - the floor, for S seconds: etcd alone, one put after another through a member's HTTP
 //   gateway; a change cannot reach the fleet sooner than etcd commits it;
 // - propagation: a PATCH of a peer's weight (a new one each round) on one instance, the
-//   writer turning round the three; from the moment it is sent, the two others' /status/
-//   are read over keep-alive connections, one GET after another with nothing in between,
+//   writer turning round the three, sent to its admin listener (the primary, which holds
+//   the etcd client); from the moment it is sent, the two others' /status/ are read on a
+//   listener of their workers (what their traffic sees; the primary is not kept busy by the
+//   reads) over keep-alive connections, one GET after another with nothing in between,
 //   until each shows the new weight. N rounds (200) after 10 of warm-up; p50, p99 and max
 //   for each other instance and for the later of the two, beside the issue's target (p99
 //   at most 100 ms), and how long the writer took to answer (etcd's commit included);
@@ -49,15 +51,19 @@ interface Answer {
 
 interface Instance {
   name: string;
+  /** The admin listener (the primary): the writes. */
   admin: number;
+  /** A listener of the workers with the API at /status/: the reads. */
+  site: number;
   agent: Agent;
 }
 
-/** One request over the instance's keep-alive connections, with a 5 s timeout. */
-function call(to: Instance, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
+/** One request over the instance's keep-alive connections, with a 5 s timeout: to its
+ * admin listener, or to `port`. */
+function call(to: Instance, method: string, path: string, body?: string, headers: Record<string, string> = {}, port = to.admin): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: HOST, port: to.admin, method, path, agent: to.agent, timeout: 5000, headers: body === undefined ? headers : { 'Content-Type': 'application/json', ...headers } },
+      { host: HOST, port, method, path, agent: to.agent, timeout: 5000, headers: body === undefined ? headers : { 'Content-Type': 'application/json', ...headers } },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -110,6 +116,7 @@ async function measure(dir: string, etcd: EtcdCluster, loadBefore: string): Prom
   for (let i = 0; i < INSTANCES; i++) {
     const name = `zonal-${'abc'[i]}`;
     const admin = await freePort();
+    const site = await freePort();
     const conf = join(dir, `${name}.conf`);
     writeFileSync(
       conf,
@@ -117,6 +124,10 @@ async function measure(dir: string, etcd: EtcdCluster, loadBefore: string): Prom
 config_store etcd://${etcd.endpoints}/zonal-bench;
 http {
 ${upstreams}
+    server {
+        listen ${HOST}:${site};
+        location /status/ { api /status/; }
+    }
     server {
         listen ${HOST}:${admin} admin;
         location / { api /; }
@@ -126,12 +137,12 @@ ${upstreams}
     );
     const child = start(name, process.execPath, [ZONAL, '-c', conf]);
     await ready(child, admin);
-    fleet.push({ name, admin, agent: new Agent({ keepAlive: true, maxSockets: writers + 2 }) });
+    fleet.push({ name, admin, site, agent: new Agent({ keepAlive: true, maxSockets: writers + 2 }) });
   }
 
   /** The weight of the peer in upstream `u` that `to`'s /status/ shows. */
   const weightOn = async (to: Instance, u = UPSTREAMS[0]) => {
-    const a = await call(to, 'GET', statusPath(u));
+    const a = await call(to, 'GET', statusPath(u), undefined, {}, to.site);
     if (a.status !== 200) broken(`GET ${statusPath(u)} on ${to.name} answered ${a.status}: ${a.text.slice(0, 300)}`);
     return Number(a.text);
   };
