@@ -202,7 +202,7 @@ ${upstreams}
   );
 
   // ---- Writes per second ----
-  type Counts = { ok: number; 412: number; 503: number; other: number; perS: number };
+  type Counts = { ok: number; 412: number; 503: number; other: number; perS: number; first503?: string };
   let next = 0;
   /** `count` writers on the instances in turn, for `seconds`; each on the first upstream,
    * or on upstreams in turn (`spread`), reading the ETag first with `ifMatch`. */
@@ -224,7 +224,11 @@ ${upstreams}
           }
           const a = await patch(to, 2 + (next++ % 98), u, headers);
           if (a.status === 200) c.ok++;
-          else if (a.status === 412 || a.status === 503) c[a.status]++;
+          else if (a.status === 412) c[412]++;
+          else if (a.status === 503) {
+            c[503]++;
+            c.first503 ??= a.text.slice(0, 300);
+          }
           else {
             c.other++;
             firstOther ||= `${a.status} ${a.text.slice(0, 300)}`;
@@ -250,6 +254,8 @@ ${upstreams}
       ['  floor: etcd alone, 1 writer of puts', round2(putsPerS), puts.length, '', ''],
     ],
   );
+  // A 503 is etcd's failing to commit in `timeout=`: what the instance said of it.
+  for (const [, what, c] of phases) if (c.first503) console.log(`${what}: the first 503 answered ${c.first503}`);
 
   // The writes all ended: every instance must come to the same weight.
   for (const u of UPSTREAMS) {
