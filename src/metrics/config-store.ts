@@ -5,7 +5,7 @@
 // primary's last word without asking it, and never half of one state and half of another.
 import { group, leaf, time, type Group } from './shape.js';
 import { STATUS_ZONE, type StatusStore } from './store.js';
-import { FieldNode, ObjectNode, type StatusNode } from './tree.js';
+import { LiveNode, type StatusNode } from './tree.js';
 
 /** The member as the primary publishes it. */
 export interface ConfigStoreState {
@@ -49,19 +49,8 @@ export function publishConfigStore(status: StatusStore, state: ConfigStoreState)
   if (!recordOf(status).writeJSON(state)) throw new Error('the status zone has no room for /status/config_store');
 }
 
-/** /status/config_store: the fields read from the record each time it is walked. */
+/** /status/config_store: the fields read from the record each time it is walked; in
+ * the text format under their path's names (`zonal_config_store_connected`). */
 export function configStoreNode(status: StatusStore): StatusNode {
-  // The declared node is made again only when the record changed.
-  let kept: { readonly state: ConfigStoreState; readonly node: FieldNode<ConfigStoreState> } | undefined;
-  const now = () => {
-    const state = readConfigStore(status);
-    if (kept?.state !== state) kept = { state, node: new FieldNode(configStoreFields, state, true) };
-    return kept.node;
-  };
-  return new ObjectNode(
-    (ctx) => now().members(ctx),
-    (name, ctx) => now().child(name, ctx),
-    undefined,
-    true,
-  );
+  return new LiveNode(configStoreFields, () => readConfigStore(status));
 }

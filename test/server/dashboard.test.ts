@@ -287,3 +287,26 @@ t.test('dashboard in Chromium on a data-plane server: it polls the node:http API
   t.equal(sockets, 0, 'no WebSocket tried where the API does not push');
   t.same(problems, [], 'no console error');
 });
+
+t.test('dashboard in Chromium: the configuration store, unreachable', { skip: absent }, async (t) => {
+  // A real instance whose etcd does not answer (a free port nothing listens on): the
+  // panel shows the endpoint, not connected, and the error the primary last met.
+  const [admin, nobody] = await freePorts(2);
+  const z = await Zonal.start({
+    'zonal.conf': `config_store etcd://127.0.0.1:${nobody}/zonal timeout=300ms cache=store.json;
+http { upstream u { zone u 64k; server 127.0.0.1:1; }
+       server { listen 127.0.0.1:${admin} admin; location / { api /; } location /dashboard/ { dashboard; } } }`,
+  });
+  t.teardown(() => z.stop());
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page: Page = await browser.newPage();
+  await page.goto(`http://127.0.0.1:${admin}/dashboard/`);
+  const row = page.locator(`#config-store tr[data-store="127.0.0.1:${nobody}"]`);
+  await row.waitFor({ timeout: 10_000 });
+  t.match(await row.textContent(), /not connected/, 'not connected');
+  await page.locator(`#config-store tr[data-store="127.0.0.1:${nobody}"]`, { hasText: /\d{4}-\d\d-\d\dT/ }).waitFor({ timeout: 10_000 });
+  t.match(await row.textContent(), new RegExp(`127\\.0\\.0\\.1:${nobody}: .*\\(\\d{4}-\\d\\d-\\d\\dT`), 'the last error and its time');
+  const status = await getJson(`http://127.0.0.1:${admin}/status/config_store`);
+  t.match(status.body, { endpoint: `127.0.0.1:${nobody}`, connected: false, revision: 0, failed_writes: 0 }, 'what the panel shows');
+});

@@ -190,7 +190,9 @@ export class EtcdStore implements ConfigStore {
     const c = this.config;
     const tls = c.ca !== undefined;
     if (c.passwordFile !== undefined) this.password ??= fs.readFileSync(c.passwordFile, 'utf8').replace(/\r?\n$/, '');
-    const noop = { execute: <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T) => Promise.resolve(fn({ signal: new AbortController().signal })) };
+    // Async: the client marks a failed endpoint by a call that throws at once, which
+    // must become a rejection it catches, not an exception that ends the process.
+    const noop = { execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T) => fn({ signal: new AbortController().signal }) };
     return new Etcd3({
       hosts: `${tls ? 'https' : 'http'}://${endpoint}`,
       dialTimeout: c.timeout,
