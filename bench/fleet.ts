@@ -227,7 +227,7 @@ ${upstreams}
           else if (a.status === 412) c[412]++;
           else if (a.status === 503) {
             c[503]++;
-            c.first503 ??= a.text.slice(0, 300);
+            c.first503 ??= a.text.replace(/\s+/g, ' ').slice(0, 300);
           }
           else {
             c.other++;
