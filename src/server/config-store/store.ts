@@ -55,8 +55,10 @@ export class EtcdStore implements ConfigStore {
   private backoff = BACKOFF_FIRST_MS;
   private targets = new Map<string, Target>();
   private state: { -readonly [K in keyof ConfigStoreState]: ConfigStoreState[K] };
-  /** The store's revision the watch has delivered up to. */
+  /** The store's revision the watch has delivered up to: where a new connection resumes. */
   private revision = 0;
+  /** The watch was cancelled (etcd compacted past `revision`): the next connection reads all. */
+  private compacted = false;
   private cache: Cache = { revision: 0, keys: {} };
   private probe?: NodeJS.Timeout;
   private retry?: NodeJS.Timeout;
@@ -234,10 +236,19 @@ export class EtcdStore implements ConfigStore {
     if (!this.client) this.client = this.clientFor(endpoint);
     const client = this.client;
     try {
+      // Resumed from the revision last seen when every upstream has one (the watch then
+      // brings what was missed, in order); a full read otherwise, and when etcd has
+      // compacted past it.
+      const resume = this.revision > 0 && !this.compacted && [...this.targets.values()].every(({ u }) => peerSet(this.status, u).revision !== undefined);
+      // Seeding and reading are linearizable, as the probe is: connected means a quorum.
       await this.seed(client);
-      const read = await client.getAll().prefix(`${this.config.prefix}/`).exec();
-      for (const kv of read.kvs) this.applyKv(kv, 'a read of the store');
-      this.revision = Math.max(this.revision, Number(read.header.revision));
+      if (resume) await client.get(`${this.config.prefix}/`).exec();
+      else {
+        const read = await client.getAll().prefix(`${this.config.prefix}/`).exec();
+        for (const kv of read.kvs) this.applyKv(kv, 'a read of the store');
+        this.revision = Math.max(this.revision, Number(read.header.revision));
+        this.compacted = false;
+      }
       await this.watch(client, this.revision + 1);
     } catch (e) {
       if (client !== this.client) return false;
@@ -277,7 +288,13 @@ export class EtcdStore implements ConfigStore {
   }
 
   private async watch(client: Etcd3, from: number): Promise<void> {
-    const watcher = await client.watch().prefix(`${this.config.prefix}/`).startRevision(String(from)).create();
+    // A stream has no deadline of its own: one that is not created in time is a failure.
+    const creating = client.watch().prefix(`${this.config.prefix}/`).startRevision(String(from)).create();
+    const watcher = await Promise.race([creating, sleep(this.config.timeout).then(() => undefined)]);
+    if (!watcher) {
+      void creating.then((w) => w.cancel(), () => undefined).catch(() => undefined);
+      throw new Error(`the watch was not created within ${this.config.timeout} ms`);
+    }
     if (client !== this.client) {
       void watcher.cancel().catch(() => undefined);
       return;
@@ -295,7 +312,9 @@ export class EtcdStore implements ConfigStore {
       if (watcher === this.watcher) this.lost(`${this.state.endpoint}: the watch ended: ${errorText(e)}`);
     });
     watcher.on('error', (e: Error) => {
-      if (watcher === this.watcher) this.lost(`${this.state.endpoint}: the watch was cancelled: ${errorText(e)}`);
+      if (watcher !== this.watcher) return;
+      this.compacted = true;
+      this.lost(`${this.state.endpoint}: the watch was cancelled (${errorText(e)}): a full read follows`);
     });
   }
 
@@ -329,7 +348,6 @@ export class EtcdStore implements ConfigStore {
 
   async commit(protocol: Protocol, u: UpstreamConfig, base: number, peers: readonly PeerConfig[]): Promise<StoreCommit> {
     const key = keyOf(this.config.prefix, protocol, u);
-    const client = this.client;
     const unavailable = (why: string): StoreCommit => {
       this.state.failedWrites++;
       this.failed(`a write of "${key}" failed: ${why}`);
@@ -340,16 +358,14 @@ export class EtcdStore implements ConfigStore {
         description: `Upstream "${u.name}" was not changed: the configuration store is unavailable (${why}).`,
       };
     };
-    if (!client || !this.state.connected) return unavailable(`${this.state.endpoint} does not answer`);
+    const deadline = Date.now() + this.config.timeout;
+    // A write in a failover waits for the next endpoint, within the timeout.
+    const client = await this.ready(deadline);
+    if (!client) return unavailable(`${this.state.endpoint} does not answer`);
     const value = JSON.stringify(storedUpstream(peers, protocol));
     try {
       const txn = await client.if(key, 'Mod', '==', base).then(client.put(key).value(value)).else(client.get(key)).commit();
-      if (txn.succeeded) {
-        const revision = Number(txn.header.revision);
-        this.apply(key, JSON.parse(value), revision, 'a write');
-        this.publish();
-        return { ok: true, revision };
-      }
+      if (txn.succeeded) return this.committed(key, value, Number(txn.header.revision));
       // Another instance wrote first: what it wrote is applied, the write computed again.
       const kv = txn.responses[0]?.response_range?.kvs[0];
       if (kv) this.applyKv(kv, 'a write that came second');
@@ -358,9 +374,94 @@ export class EtcdStore implements ConfigStore {
     } catch (e) {
       const why = errorText(e);
       if (client === this.client) this.lost(`${this.state.endpoint}: ${why}`);
-      return unavailable(why);
+      if (NEVER_SENT.test(why)) return unavailable(why);
+      // The transaction may have reached the leader, and be committed yet: settled
+      // before the answer, so that a write refused is one etcd will never have.
+      const settled = await this.settle(key, base, value, protocol, u, Date.now() + this.config.timeout);
+      if (typeof settled === 'number') return this.committed(key, value, settled);
+      // Fenced by a store that answers again: never applied, and sent again.
+      if (settled === 'fenced') return { ok: false, conflict: true };
+      return unavailable(settled === 'refused' ? why : `${why}; whether etcd took the write could not be told, and it may yet be applied everywhere`);
     }
   }
+
+  private committed(key: string, value: string, revision: number): StoreCommit {
+    this.apply(key, JSON.parse(value), revision, 'a write');
+    this.publish();
+    return { ok: true, revision };
+  }
+
+  /** A connected client, after waiting for a reconnection until `deadline` at most. */
+  private async ready(deadline: number): Promise<Etcd3 | undefined> {
+    for (let attempt = 0; attempt < 100 && !this.closed; attempt++) {
+      if (this.client && this.state.connected) return this.client;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const up = await Promise.race([this.connect(), sleep(left).then(() => false)]);
+      if (!up) await sleep(Math.min(this.backoff, Math.max(0, deadline - Date.now())));
+    }
+    return this.client && this.state.connected ? this.client : undefined;
+  }
+
+  /**
+   * What became of a transaction whose answer was lost (`base`: the revision it compared
+   * with): its revision when etcd committed it, `fenced` or `refused` when etcd never
+   * will (`fenced`: by this instance's fence, so the store answers again), or `unknown`. A fence, the same compare with the value the key has at `base`, moves the
+   * key on unless something else did: then the transaction can no longer commit. When
+   * the key had moved, the first change after `base` (the one transaction whose compare
+   * held) is read back from etcd's history, and compared with the value written.
+   */
+  private async settle(key: string, base: number, value: string, protocol: Protocol, u: UpstreamConfig, deadline: number): Promise<number | 'fenced' | 'refused' | 'unknown'> {
+    const client = await this.ready(deadline);
+    if (!client) return 'unknown';
+    try {
+      const before = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
+      const fence = await client.if(key, 'Mod', '==', base).then(client.put(key).value(before)).commit();
+      if (fence.succeeded) {
+        this.apply(key, JSON.parse(before), Number(fence.header.revision), 'a fence of a write without an answer');
+        return 'fenced';
+      }
+      const first = await firstChange(client, key, base, deadline);
+      if (!first) return 'unknown';
+      return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'refused';
+    } catch {
+      return 'unknown';
+    }
+  }
+}
+
+/** An error of a call that never left this process: it cannot have been committed. */
+const NEVER_SENT = /No connection established|ECONNREFUSED|not connected/;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The first change of `key` after revision `base`, from etcd's history (undefined when
+ * it cannot be read by `deadline`, or was compacted away). */
+function firstChange(client: Etcd3, key: string, base: number, deadline: number): Promise<IKeyValue | undefined> {
+  return new Promise((resolve) => {
+    let watcher: Watcher | undefined;
+    let settled = false;
+    const done = (kv: IKeyValue | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void watcher?.cancel().catch(() => undefined);
+      resolve(kv);
+    };
+    const timer = setTimeout(() => done(undefined), Math.max(0, deadline - Date.now()));
+    client
+      .watch()
+      .key(key)
+      .startRevision(String(base + 1))
+      .create()
+      .then((w) => {
+        watcher = w;
+        if (settled) void w.cancel().catch(() => undefined);
+        w.on('put', (kv) => done(kv));
+        w.on('delete', (kv) => done(kv));
+        w.on('error', () => done(undefined));
+      }, () => done(undefined));
+  });
 }
 
 /** The keys of the catalog's upstreams (every upstream has a zone in zonal: its own by default). */

@@ -179,11 +179,13 @@ export class HttpPlane {
 
   private forwarder?: (request: ConfigRequest) => Promise<ApiResponse>;
   /** `config_store`: the primary commits /config writes; this worker sends them to it,
-   * and waits a little longer than a write to the store may take. */
+   * and waits a little longer than a write to the store may take (a wait for the next
+   * endpoint, the transaction, settling one whose answer was lost and sending it again:
+   * each bounded by the store's timeout). */
   private forward(): ((request: ConfigRequest) => Promise<ApiResponse>) | undefined {
     const store = this.config.configStore;
     if (!store) return undefined;
-    return (this.forwarder ??= forwardToPrimary(2 * store.timeout + FORWARD_MARGIN_MS));
+    return (this.forwarder ??= forwardToPrimary(8 * store.timeout + FORWARD_MARGIN_MS));
   }
 
   /** Listens on every data address; resolves once all listen. */
