@@ -3,9 +3,14 @@
 // package) scraping all three with the README's scrape configuration (its targets moved to
 // the instances' admin ports, a 1 s interval added). Known request counts go through each
 // instance; then the README's PromQL, asked through Prometheus's HTTP API, must sum them
-// per upstream across the fleet exactly.
+// per upstream across the fleet exactly. Where etcd is installed the instances share their
+// upstreams through a 3-member cluster (`config_store`), and docs/fleet.md's queries of
+// /status/config_store must say that all are connected and, after a write on one, at one
+// revision.
 import t from 'tap';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { ETCD, EtcdCluster } from '../../bench/etcd.js';
 import { blocksOf } from '../helpers/markdown.js';
 import { Prometheus, prometheusInstalled, type Sample } from '../helpers/prometheus.js';
 import { freePorts, Zonal } from './zonal.js';
@@ -18,14 +23,20 @@ const SENT: Record<string, number[]> = { api: [30, 45, 60], web: [7, 14, 21] };
 // The README's blocks that name this test: its scrape configuration and its queries.
 const mine = blocksOf('README.md').filter((b) => b.marker?.includes(ME));
 const scrape = mine.find((b) => b.lang === 'yaml')?.text;
-const queries = (mine.find((b) => b.lang === 'promql')?.text ?? '')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l && !l.startsWith('#'));
+/** The queries of a promql block, one a line, without its comments. */
+const queriesOf = (text = '') =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+const queries = queriesOf(mine.find((b) => b.lang === 'promql')?.text);
+// docs/fleet.md's queries of the configuration store.
+const storeQueries = queriesOf(blocksOf('docs/fleet.md').find((b) => b.lang === 'promql' && b.marker?.includes(ME))?.text);
 
 t.test("the README's fleet example is there", async (t) => {
   t.ok(scrape, `README.md has a yaml block marked as run by ${ME}`);
   t.equal(queries.length, 2, 'and a promql block of two queries: the sum per upstream, and its rate');
+  t.equal(storeQueries.length, 2, 'docs/fleet.md has a promql block of two queries of the configuration store');
 });
 
 if (!prometheusInstalled()) {
@@ -40,12 +51,14 @@ if (!prometheusInstalled()) {
     res.end('ok\n');
   });
   await new Promise<void>((r) => backend.listen(backendPort, '127.0.0.1', r));
+  const etcd = existsSync(ETCD) ? await EtcdCluster.start(3) : undefined;
 
   const fleet = await Promise.all(
     sites.map((site, i) =>
       Zonal.start({
         'zonal.conf': `
 worker_processes 2;
+${etcd ? `config_store etcd://${etcd.endpoints}/zonal-fleet;` : ''}
 http {
     upstream api {
         zone api 64k;
@@ -79,6 +92,7 @@ http {
   t.teardown(async () => {
     await prometheus.stop();
     await Promise.all(fleet.map((z) => z.stop()));
+    await etcd?.close();
     await new Promise((r) => backend.close(r));
   });
 
@@ -125,5 +139,26 @@ http {
       rates.every((s) => Number(s.value[1]) > 0),
       `and each is positive: ${rates.map((s) => `${s.metric.upstream} ${Number(s.value[1]).toFixed(3)}/s`).join(', ')}`,
     );
+  });
+
+  t.test("the configuration store, seen across the fleet", { skip: etcd ? false : `etcd is not installed (${ETCD}; .ci/run installs Debian's etcd-server)` }, async (t) => {
+    const [down, apart] = storeQueries;
+    const connected = await prometheus.until('count(zonal_config_store_connected == 1)', (v) => v === 3);
+    t.equal(connected, 3, 'all three instances export zonal_config_store_connected 1');
+    t.same(await prometheus.query(down), [], `${down}: no instance`);
+
+    // A write on the first instance: the others apply it from their watch.
+    const res = await fetch(`http://127.0.0.1:${admins[0]}/config/http/upstreams/api/servers/127.0.0.1:${backendPort}`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ weight: 3 }),
+    });
+    await res.text();
+    t.equal(res.status, 200, 'a PATCH on one instance is committed');
+    const revision = Number(/^"r(\d+)"$/.exec(res.headers.get('etag') ?? '')?.[1]);
+    t.ok(revision > 0, `its ETag names the revision: ${res.headers.get('etag')}`);
+    const lowest = await prometheus.until('min(zonal_config_store_revision)', (v) => v >= revision);
+    t.ok(lowest !== undefined && lowest >= revision, `every instance has applied revision ${revision} (the lowest: ${lowest})`);
+    t.equal(await prometheus.until(apart, (v) => v === 0), 0, `${apart}: 0, all at one revision`);
   });
 }
