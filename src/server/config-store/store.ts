@@ -377,7 +377,7 @@ export class EtcdStore implements ConfigStore {
       if (NEVER_SENT.test(why)) return unavailable(why);
       // The transaction may have reached the leader, and be committed yet: settled
       // before the answer, so that a write refused is one etcd will never have.
-      const settled = await this.settle(key, base, value, protocol, u, Date.now() + this.config.timeout);
+      const settled = await this.settle(key, base, value, protocol, u, Date.now() + SETTLE_TIMEOUTS * this.config.timeout);
       if (typeof settled === 'number') return this.committed(key, value, settled);
       // Fenced by a store that answers again: never applied, and sent again.
       if (settled === 'fenced') return { ok: false, conflict: true };
@@ -412,23 +412,32 @@ export class EtcdStore implements ConfigStore {
    * held) is read back from etcd's history, and compared with the value written.
    */
   private async settle(key: string, base: number, value: string, protocol: Protocol, u: UpstreamConfig, deadline: number): Promise<number | 'fenced' | 'refused' | 'unknown'> {
-    const client = await this.ready(deadline);
-    if (!client) return 'unknown';
-    try {
-      const before = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
-      const fence = await client.if(key, 'Mod', '==', base).then(client.put(key).value(before)).commit();
-      if (fence.succeeded) {
-        this.apply(key, JSON.parse(before), Number(fence.header.revision), 'a fence of a write without an answer');
-        return 'fenced';
+    // Tried on each endpoint in turn until one with a quorum answers (a new leader is
+    // being elected, most likely), or until `deadline`.
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const client = await this.ready(deadline);
+      if (!client) return 'unknown';
+      try {
+        const before = JSON.stringify(storedUpstream(peerSet(this.status, u).peers, protocol));
+        const fence = await client.if(key, 'Mod', '==', base).then(client.put(key).value(before)).commit();
+        if (fence.succeeded) {
+          this.apply(key, JSON.parse(before), Number(fence.header.revision), 'a fence of a write without an answer');
+          return 'fenced';
+        }
+        const first = await firstChange(client, key, base, deadline);
+        if (!first) return 'unknown';
+        return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'refused';
+      } catch (e) {
+        if (client === this.client) this.lost(`${this.state.endpoint}: ${errorText(e)}`);
       }
-      const first = await firstChange(client, key, base, deadline);
-      if (!first) return 'unknown';
-      return first.value.toString('utf8') === value ? Number(first.mod_revision) : 'refused';
-    } catch {
-      return 'unknown';
     }
+    return 'unknown';
   }
 }
+
+/** How many timeouts settling a write whose answer was lost may take: long enough for
+ * etcd to elect a new leader. */
+const SETTLE_TIMEOUTS = 3;
 
 /** An error of a call that never left this process: it cannot have been committed. */
 const NEVER_SENT = /No connection established|ECONNREFUSED|not connected/;

@@ -185,7 +185,7 @@ export class HttpPlane {
   private forward(): ((request: ConfigRequest) => Promise<ApiResponse>) | undefined {
     const store = this.config.configStore;
     if (!store) return undefined;
-    return (this.forwarder ??= forwardToPrimary(8 * store.timeout + FORWARD_MARGIN_MS));
+    return (this.forwarder ??= forwardToPrimary(10 * store.timeout + FORWARD_MARGIN_MS));
   }
 
   /** Listens on every data address; resolves once all listen. */
