@@ -35,8 +35,9 @@ export class EtcdCluster {
     private readonly command: string,
   ) {}
 
-  /** Starts `n` members of `command` and resolves once the cluster has a leader that answers. */
-  static async start(n = 3, command = ETCD): Promise<EtcdCluster> {
+  /** Starts `n` members (of `command`, Debian's etcd by default) and resolves once the
+   * cluster has a leader that answers. */
+  static async start(n = 3, { command = ETCD }: { command?: string } = {}): Promise<EtcdCluster> {
     const root = mkdtempSync(join(tmpdir(), 'zonal-etcd-'));
     const ports: number[] = [];
     for (let i = 0; i < 2 * n; i++) ports.push(await freePort());

@@ -91,7 +91,7 @@ function etcdCommand(): string {
 
 await runBench('fleet', async (dir) => {
   const loadBefore = load();
-  const etcd = await EtcdCluster.start(3, etcdCommand());
+  const etcd = await EtcdCluster.start(3, { command: etcdCommand() });
   try {
     await measure(dir, etcd, loadBefore);
   } finally {
