@@ -15,11 +15,10 @@
 import { createHash } from 'node:crypto';
 import type { PeerConfig, UpstreamConfig } from '../metrics/catalog.js';
 import { isPeerAddressError, parsePeerAddress, parsePeerName, peerKeyOf, peerName, splitPeerKey, type PeerName } from '../metrics/catalog.js';
-import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry, type PeerSet } from '../metrics/peers.js';
+import { parseTime, PEER_PARAMS, peerSet, readNames, slowStartRefused, updateNames, type NameEntry, type PeerEntry, type PeerSet, type UpdateResult } from '../metrics/peers.js';
 import type { Json as TreeJson } from '../metrics/shape.js';
 import type { Status } from '../metrics/status.js';
 import { changePeers, type Protocol } from '../metrics/upstreams.js';
-import type { UpdateResult } from '../metrics/peers.js';
 import { apiError, jsonResponse, methodNotAllowed, pathNotFound } from './errors.js';
 import type { ApiResponse } from './types.js';
 

@@ -312,6 +312,8 @@ export class Primary {
   /** Loads what `config` needs of the admin listeners, the resolver and the prober, before
    * anything of it is applied. */
   private async loadFor(config: ServerConfig): Promise<void> {
+    if (this.store && config.configStore && !this.store.takes(config.configStore))
+      throw new Error('"config_store" cannot change its endpoints or prefix on a reload: the revisions applied are the running store\'s; restart to change them');
     if (!this.admin && listenGroups(config, true).length > 0) this.admin = new (await loadAdmin())(this.status, this.log);
     if (!this.discovery && wantsDiscovery(config)) this.discovery = await loadDiscovery();
   }
@@ -325,7 +327,8 @@ export class Primary {
   private startDiscovery(config: ServerConfig, reload: boolean): void {
     this.follower?.stop();
     this.prober?.stop();
-    if (!wantsDiscovery(config) && !this.writer) return;
+    // Once loaded (an earlier configuration wanted them), they restart with each one.
+    if (!wantsDiscovery(config) && !this.discovery) return;
     const { startProbes, followNames, Resolvers } = this.discovery!;
     const writer = this.ownWriter();
     this.resolvers ??= new Resolvers(writer);

@@ -90,16 +90,24 @@ export class EtcdStore implements ConfigStore {
     return store;
   }
 
-  /** A reload: the upstreams may have changed (new ones are seeded); the endpoints too. */
+  /** Whether a reload may give this store `config`: the same endpoints and prefix (the
+   * revisions applied are that cluster's; another's would not compare with them). */
+  takes(config: ConfigStoreConfig): boolean {
+    return config.endpoints.join(',') === this.config.endpoints.join(',') && config.prefix === this.config.prefix;
+  }
+
+  /** A reload: the upstreams may have changed (new ones are seeded), and the parameters. */
   reconfigure(config: ConfigStoreConfig): void {
-    const moved = config.endpoints.join(',') !== this.config.endpoints.join(',') || config.prefix !== this.config.prefix;
     this.config = config;
     this.targets = targetsOf(this.status, config.prefix);
-    if (moved) {
-      this.index = 0;
-      this.drop();
-    }
-    void this.connect();
+    // A new connection seeds the new upstreams and reads them (resumed from the revision
+    // last seen otherwise); the one in use, with its watch, goes. Not a reconnect.
+    clearInterval(this.probe);
+    this.drop();
+    this.state.connected = false;
+    this.wasConnected = false;
+    // After an attempt in flight with the client just dropped, which then gives up.
+    void (this.connecting ?? Promise.resolve()).then(() => this.connect());
   }
 
   close(): void {
@@ -255,6 +263,8 @@ export class EtcdStore implements ConfigStore {
       this.lost(`${endpoint}: ${errorText(e)}`);
       return false;
     }
+    // Dropped meanwhile (a reload, a failure found by a write): not this attempt's to finish.
+    if (client !== this.client) return false;
     if (this.wasConnected && !this.state.connected) this.state.reconnects++;
     this.wasConnected = true;
     this.state.connected = true;

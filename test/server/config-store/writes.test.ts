@@ -3,6 +3,7 @@
 // seen on all, If-Match holds across the fleet (one 200, one 412, no lost update), and
 // /status/config_store says what the store is doing.
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { EtcdCluster } from '../../helpers/etcd.js';
 import { backend, Fleet, percentile, servers, storeStatus, until, write } from './fleet.js';
 
@@ -99,4 +100,28 @@ t.test('a format error is refused before anything is sent', async (t) => {
   const w = await write(A, 'PATCH', 'servers', { '127.0.0.1:1': { weight: 0 } });
   t.equal(w.status, 400);
   t.equal((await etcd.get('/zonal-writes/http/upstreams/u'))!.revision, before, 'etcd unchanged');
+});
+
+t.test('a reload that adds an upstream seeds its key, and writes reach it', async (t) => {
+  const text = readFileSync(A.zonal.file, 'utf8').replace('    upstream u {', `    upstream v {\n        zone v 64k;\n        server 127.0.0.1:${b.port} weight=3;\n    }\n    upstream u {`);
+  t.ok(await A.zonal.reload(text), 'reloaded');
+  t.ok((await until(async () => (await etcd.get('/zonal-writes/http/upstreams/v'))?.value !== undefined, 5000)) >= 0, 'seeded');
+  t.same((await etcd.get('/zonal-writes/http/upstreams/v'))?.value, { servers: { [`127.0.0.1:${b.port}`]: { weight: 3 } } }, 'from the file');
+  const w = await fetch(`http://127.0.0.1:${A.admin}/config/http/upstreams/v/servers/127.0.0.1:9`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  t.equal(w.status, 201, 'a write to it is committed');
+  t.ok('127.0.0.1:9' in (await etcd.get('/zonal-writes/http/upstreams/v'))!.value.servers, 'in etcd');
+  const s = await storeStatus(A);
+  t.equal(s.connected, true, 'connected after the reload');
+  const u = await write(A, 'PATCH', 'servers', { '127.0.0.99:1': {} });
+  t.equal(u.status, 200, 'the other upstream is still written');
+  for (const i of [B, C]) t.ok((await until(async () => '127.0.0.99:1' in (await servers(i)), 3000)) >= 0, 'and seen by the others (their watch goes on)');
+});
+
+t.test('a reload that changes the URL is refused, and the store goes on', async (t) => {
+  const text = readFileSync(A.zonal.file, 'utf8');
+  const from = A.zonal.log.length;
+  t.notOk(await A.zonal.reload(text.replace('/zonal-writes ', '/elsewhere ')), 'refused');
+  t.match(A.zonal.log.slice(from), /"config_store" cannot change its endpoints or prefix on a reload/, 'and said why');
+  await A.zonal.reload(text);
+  t.equal((await write(A, 'PATCH', 'servers', { '127.0.0.98:1': {} })).status, 200, 'writes go on');
 });
