@@ -2,7 +2,7 @@
 // nginx-style messages naming the file and line, and a configuration without the
 // directive has no /status/config_store member and never loads etcd's client.
 import t from 'tap';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkConfig, freePorts, getJson, Zonal } from '../zonal.js';
@@ -56,6 +56,15 @@ t.test("etcd's client is loaded by the primary only, and only for config_store",
   t.notMatch(readFileSync(join(dist, 'server/config-store/store.js'), 'utf8'), /^import [^t].*['"]etcd3['"]/m, 'never statically');
   t.same(naming(/config-store\/store\.js/), ['server/primary.js'], 'the store is the primary\'s');
   t.match(readFileSync(join(dist, 'server/primary.js'), 'utf8'), /await import\('\.\/config-store\/store\.js'\)/, 'imported when a configuration has config_store');
+  // The bundle bin/zonal runs (when built): the same, chunk by chunk.
+  const bundle = fileURLToPath(new URL('../../../dist/bundle/', import.meta.url));
+  if (!existsSync(join(bundle, 'inputs.json'))) return;
+  const chunks = readdirSync(bundle).filter((f) => f.endsWith('.js'));
+  const withEtcd = chunks.filter((f) => /["']etcd3["']/.test(readFileSync(join(bundle, f), 'utf8')));
+  t.same(withEtcd.filter((f) => f.startsWith('worker')), [], 'no chunk of the worker names etcd3');
+  t.equal(withEtcd.length, 1, 'one chunk of the primary does');
+  t.match(readFileSync(join(bundle, withEtcd[0]), 'utf8'), /import\("etcd3"\)/, 'dynamically');
+  t.notMatch(readFileSync(join(bundle, withEtcd[0]), 'utf8'), /from\s*"etcd3"/, 'never statically');
 });
 
 t.test('with config_store and etcd unreachable: a write through a worker gets 503, nothing changes', async (t) => {
