@@ -30,7 +30,7 @@ import type { StatusConfig } from '../src/metrics/catalog.js';
 import { peerGeneration } from '../src/metrics/peers.js';
 import { Status } from '../src/metrics/status.js';
 import { serveApi } from '../src/transport/uws.js';
-import { autocannon, fail, finish, fmt, median, nowNs, table } from './report.js';
+import { autocannon, fail, finish, fmt, median, nowNs, quantile, table } from './report.js';
 import { stopChild } from './processes.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -139,12 +139,6 @@ function send(agent: Agent, port: number, method: string, body?: string): Promis
 }
 
 // ---- The measurements -------------------------------------------------------------------
-
-/** The value at quantile q (nearest rank). */
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-}
 
 let round = 0;
 /** PATCHes the next weight into A; resolves with it once A's response is in. */

@@ -24,6 +24,13 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** The value at quantile q (nearest rank): p99 of 200 samples is the 198th smallest. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) throw new RangeError('quantile of no values');
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+}
+
 /** Median nanoseconds of `rounds` timed calls of `run`, after `warmup` untimed ones that
  * give V8 the chance to optimise it. The median, not the mean: on a shared machine one
  * round that loses its core to another process says nothing about the code. */

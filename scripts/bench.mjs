@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Modules under bench/ that other benchmarks import rather than benchmarks themselves.
-const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor']);
+const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor', 'etcd']);
 
 function benchmarks() {
   return readdirSync(join(root, 'bench'))

@@ -29,39 +29,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { forkNode, selfSigned } from './helpers.js';
+import { blocksOf, type Block } from './helpers/markdown.js';
 import { checkFile, freePorts, runZonal, Zonal } from './server/zonal.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-
-export interface Block {
-  file: string;
-  line: number;
-  lang: string;
-  text: string;
-  marker?: string;
-  /** The line before the block (after blank lines). */
-  prev?: string;
-}
-
-/** The fenced blocks of a markdown file (fences may be indented, as in a list), each with
- * the HTML comment right before it, if any. */
-export function blocksOf(file: string): Block[] {
-  const lines = readFileSync(join(root, file), 'utf8').split('\n');
-  const blocks: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)```(\S*)\s*$/.exec(lines[i]);
-    if (!open) continue;
-    const indent = open[1].length;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length && !/^\s*```\s*$/.test(lines[i]); i++) body.push(lines[i].slice(Math.min(indent, lines[i].length - lines[i].trimStart().length)));
-    let p = start - 1;
-    while (p >= 0 && lines[p].trim() === '') p--;
-    const comment = p >= 0 ? /^\s*<!--\s*(.*?)\s*-->\s*$/.exec(lines[p]) : null;
-    blocks.push({ file, line: start + 1, lang: open[2], text: body.join('\n'), marker: comment?.[1], prev: p >= 0 ? lines[p] : undefined });
-  }
-  return blocks;
-}
 
 const SPECIFIERS: Record<string, string> = {
   zonal: '../src/index.js',
@@ -250,7 +221,7 @@ t.test('nginx blocks pass bin/zonal -t', async (t) => {
 });
 
 t.test('sh blocks: benchmarks exist, bin/zonal lines run', async (t) => {
-  const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor']);
+  const HELPERS = new Set(['report', 'processes', 'wrk', 'tcp-load', 'floor', 'etcd']);
   for (const b of all.filter((b) => kindOf(b) === 'bench'))
     for (const m of b.text.matchAll(/^npm run bench -- (\S+)/gm))
       t.ok(existsSync(join(root, 'bench', `${m[1]}.ts`)) && !HELPERS.has(m[1]), `${where(b)}: "${m[1]}" is a benchmark in bench/`);
