@@ -8,9 +8,8 @@
 // /status/config_store must say that all are connected and, after a write on one, at one
 // revision.
 import t from 'tap';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { ETCD, EtcdCluster } from '../../bench/etcd.js';
+import { ETCD_MISSING, EtcdCluster } from '../helpers/etcd.js';
 import { blocksOf } from '../helpers/markdown.js';
 import { Prometheus, prometheusInstalled, type Sample } from '../helpers/prometheus.js';
 import { freePorts, Zonal } from './zonal.js';
@@ -51,7 +50,7 @@ if (!prometheusInstalled()) {
     res.end('ok\n');
   });
   await new Promise<void>((r) => backend.listen(backendPort, '127.0.0.1', r));
-  const etcd = existsSync(ETCD) ? await EtcdCluster.start(3) : undefined;
+  const etcd = ETCD_MISSING ? undefined : await EtcdCluster.start(3);
 
   const fleet = await Promise.all(
     sites.map((site, i) =>
@@ -141,7 +140,7 @@ http {
     );
   });
 
-  t.test("the configuration store, seen across the fleet", { skip: etcd ? false : `etcd is not installed (${ETCD}; .ci/run installs Debian's etcd-server)` }, async (t) => {
+  t.test("the configuration store, seen across the fleet", { skip: ETCD_MISSING }, async (t) => {
     const [down, apart] = storeQueries;
     const connected = await prometheus.until('count(zonal_config_store_connected == 1)', (v) => v === 3);
     t.equal(connected, 3, 'all three instances export zonal_config_store_connected 1');
