@@ -2,31 +2,44 @@
 // reads, "N passed, N failed", counting every assertion once (a subtest's own summary
 // line is not counted again, unless it failed with no failing assertion inside, as a
 // crashed or timed-out test file does).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { Parser } from 'tap-parser';
 
-// A step the suite needs first: its failure is the suite's, in the line CI reads.
+// A step the suite needs first: resolves when it succeeded; its failure is the suite's, in
+// the line CI reads.
 function before(what, command, args) {
-  if (spawnSync(command, args, { stdio: 'inherit' }).status === 0) return;
-  console.log(`${what} failed`);
-  console.log('0 passed, 1 failed');
-  process.exit(1);
+  return new Promise((resolve) => {
+    spawn(command, args, { stdio: 'inherit' }).on('close', (code) => {
+      if (code === 0) return resolve();
+      console.log(`${what} failed`);
+      console.log('0 passed, 1 failed');
+      process.exit(1);
+    });
+  });
 }
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-// Plain .mjs fixtures run the built code: build it first.
-before('build', process.execPath, [tsc, '-p', 'tsconfig.json']);
-// bin/zonal runs the bundle of what was built when it is as new: the tests run the server
-// as users start it.
-before('bundle', process.execPath, [new URL('bundle.mjs', import.meta.url).pathname, '--maps']);
-// tap runs TypeScript without checking types: check them first, tests included.
-before('type check', process.execPath, [tsc, '-p', 'tsconfig.test.json']);
-// tap builds its test class from the plugins package.json configures (tsx in place of its
-// ts-node plugin, see test/tsx.mjs), but a run that finds them changed rebuilds it too late
-// for its own test files, which then load both compilers: on a fresh install, every file
-// of the suite. Building first costs some 6 s.
-before('tap build', 'npx', ['tap', 'build']);
+// Two chains at once, each on a core of its own (tsc runs on one): the build, then what
+// needs it; and the type check, then tap's own build, which need nothing of it.
+await Promise.all([
+  (async () => {
+    // Plain .mjs fixtures run the built code: build it first.
+    await before('build', process.execPath, [tsc, '-p', 'tsconfig.json']);
+    // bin/zonal runs the bundle of what was built when it is as new: the tests run the
+    // server as users start it.
+    await before('bundle', process.execPath, [new URL('bundle.mjs', import.meta.url).pathname, '--maps']);
+  })(),
+  (async () => {
+    // tap runs TypeScript without checking types: check them first, tests included.
+    await before('type check', process.execPath, [tsc, '-p', 'tsconfig.test.json']);
+    // tap builds its test class from the plugins package.json configures (tsx in place of
+    // its ts-node plugin, see test/tsx.mjs), but a run that finds them changed rebuilds it
+    // too late for its own test files, which then load both compilers: on a fresh install,
+    // every file of the suite. Building first costs some 6 s.
+    await before('tap build', 'npx', ['tap', 'build']);
+  })(),
+]);
 
 let passed = 0;
 let failed = 0;
